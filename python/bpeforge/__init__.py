@@ -1,0 +1,27 @@
+"""bpeforge: an exact, deterministic, fast byte-level BPE tokenizer trainer.
+
+>>> import bpeforge
+>>> tok = bpeforge.Tokenizer.train_from_iterator(["hello world"] * 10, vocab_size=300, special_tokens=[])
+>>> tok.decode(tok.encode("hello world"))
+'hello world'
+"""
+
+from ._core import DEFAULT_PATTERN, PRESETS, Trainer, check_ranks, split
+from .io import TokenizerFileError
+from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer, resolve_pattern
+
+PATTERNS: dict = dict(PRESETS)
+"""Preset split patterns by name: gpt4 (the default), cl100k_base, nanochat, gpt2, r50k_base,
+p50k_base, o200k_base."""
+
+__all__ = [
+    "DEFAULT_PATTERN",
+    "NANOCHAT_SPECIAL_TOKENS",
+    "PATTERNS",
+    "Tokenizer",
+    "TokenizerFileError",
+    "Trainer",
+    "check_ranks",
+    "resolve_pattern",
+    "split",
+]

@@ -1,0 +1,124 @@
+"""Saving and loading tokenizers: a standard ``.tiktoken`` ranks file plus a small JSON file.
+
+No pickle: both files are plain text that any tool can read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from .tokenizer import Tokenizer
+
+RANKS_FILE = "tokenizer.tiktoken"
+CONFIG_FILE = "tokenizer.json"
+FORMAT = "bpeforge"
+VERSION = 1
+
+
+class TokenizerFileError(ValueError):
+    """A saved tokenizer file is truncated, corrupt or not ours; the message names the file
+    (and the line, where there is one)."""
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    # Write beside the target, then rename: a crash leaves the old file or the new one, never half.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def ranks_to_tiktoken(ranks: dict) -> bytes:
+    """The ``.tiktoken`` text of ``ranks``: one ``base64(token) rank`` line per token, by rank."""
+    lines = [base64.b64encode(token) + b" " + str(rank).encode() for token, rank in sorted(ranks.items(), key=lambda x: x[1])]
+    return b"".join(line + b"\n" for line in lines)
+
+
+def read_tiktoken(path: Union[str, os.PathLike]) -> dict:
+    """Reads a ``.tiktoken`` ranks file strictly: every line must be ``base64 rank``.
+    Raises FileNotFoundError or :class:`TokenizerFileError` naming the file and line."""
+    path = Path(path)
+    ranks: dict = {}
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            parts = line.split()
+            if len(parts) != 2:
+                raise TokenizerFileError(f"{path}:{lineno}: expected 'base64-token rank', got {line[:80]!r}")
+            try:
+                token = base64.b64decode(parts[0], validate=True)
+            except (binascii.Error, ValueError):
+                raise TokenizerFileError(f"{path}:{lineno}: bad base64 {parts[0][:60]!r}") from None
+            try:
+                rank = int(parts[1])
+            except ValueError:
+                raise TokenizerFileError(f"{path}:{lineno}: bad rank {parts[1][:30]!r}") from None
+            if token in ranks:
+                raise TokenizerFileError(f"{path}:{lineno}: token {token!r} already has rank {ranks[token]}")
+            ranks[token] = rank
+    if not ranks:
+        raise TokenizerFileError(f"{path}: the file is empty")
+    return ranks
+
+
+def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
+    """Writes the ranks and config of ``tokenizer`` into ``directory`` (created if needed)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    config = {
+        "format": FORMAT,
+        "version": VERSION,
+        "pattern": tokenizer.pattern,
+        "special_tokens": tokenizer.special_tokens,
+        "n_ranks": len(tokenizer.mergeable_ranks),
+    }
+    _write_atomic(directory / RANKS_FILE, ranks_to_tiktoken(tokenizer.mergeable_ranks))
+    _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
+    """Reads a tokenizer written by :func:`save`."""
+    from .tokenizer import Tokenizer
+
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"no saved tokenizer at {directory}: not a directory")
+    config_path = directory / CONFIG_FILE
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{config_path} is missing: {directory} is not a saved bpeforge tokenizer") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise TokenizerFileError(f"{config_path}: not valid JSON ({e})") from None
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        raise TokenizerFileError(f"{config_path}: not a bpeforge tokenizer config (no \"format\": \"{FORMAT}\")")
+    if config.get("version") != VERSION:
+        raise TokenizerFileError(
+            f"{config_path}: format version {config.get('version')!r} is not supported (this bpeforge reads {VERSION})"
+        )
+    pattern, specials, n_ranks = config.get("pattern"), config.get("special_tokens"), config.get("n_ranks")
+    if not isinstance(pattern, str):
+        raise TokenizerFileError(f"{config_path}: \"pattern\" must be a string")
+    if not isinstance(specials, dict) or not all(isinstance(v, int) for v in specials.values()):
+        raise TokenizerFileError(f"{config_path}: \"special_tokens\" must map names to integer ids")
+    ranks_path = directory / RANKS_FILE
+    ranks = read_tiktoken(ranks_path)
+    if isinstance(n_ranks, int) and len(ranks) != n_ranks:
+        raise TokenizerFileError(f"{ranks_path}: {len(ranks)} ranks, the config says {n_ranks} (truncated?)")
+    try:
+        return Tokenizer(ranks, pattern, specials)
+    except ValueError as e:
+        raise TokenizerFileError(f"{directory}: {e}") from None

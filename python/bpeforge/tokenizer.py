@@ -1,0 +1,212 @@
+"""The Tokenizer: trained ranks + split pattern + special tokens, encoding through tiktoken."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Iterable, Mapping, Optional, Sequence, Union
+
+import tiktoken
+
+from . import _core
+
+NANOCHAT_SPECIAL_TOKENS: tuple = (
+    "<|bos|>",
+    "<|user_start|>",
+    "<|user_end|>",
+    "<|assistant_start|>",
+    "<|assistant_end|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|output_start|>",
+    "<|output_end|>",
+)
+"""nanochat's nine special tokens, the default for :meth:`Tokenizer.train_from_iterator`."""
+
+
+def resolve_pattern(pattern: Optional[str]) -> str:
+    """The split pattern for ``pattern``: ``None`` is GPT-4's, a preset name is that preset's,
+    anything else is taken as a regex.
+
+    >>> resolve_pattern("nanochat") == resolve_pattern(None).replace("{1,3}", "{1,2}")
+    True
+    """
+    if pattern is None:
+        return _core.DEFAULT_PATTERN
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a str or None, got {type(pattern).__name__}")
+    return dict(_core.PRESETS).get(pattern, pattern)
+
+
+def _special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], n_ranks: int) -> dict:
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a list of str or a dict of str to id, not a str")
+    if isinstance(special_tokens, Mapping):
+        ids = dict(special_tokens)
+    else:
+        names = list(special_tokens)
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"special token {dup!r} is given twice")
+        ids = {name: n_ranks + i for i, name in enumerate(names)}
+    for name, i in ids.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"special tokens must be non-empty str, got {name!r}")
+        if not isinstance(i, int) or isinstance(i, bool) or i < n_ranks:
+            raise ValueError(
+                f"special token {name!r} has id {i!r}; special ids must be ints from {n_ranks} "
+                f"(the number of ranks) up"
+            )
+    if len(set(ids.values())) != len(ids):
+        raise ValueError("two special tokens share an id")
+    return ids
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer: mergeable ranks, a split pattern and special tokens.
+
+    Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ranks are
+    checked against tiktoken's invariants first (tiktoken checks almost none itself): ranks
+    0..n-1, the 256 single bytes first, distinct bytes, every later token the concatenation of
+    two lower-ranked tokens, special ids above the ranks.
+
+    >>> tok = Tokenizer.train_from_iterator(["low lower lowest"] * 5, vocab_size=270)
+    >>> tok.n_vocab
+    270
+    >>> tok.decode(tok.encode("lowest <|bos|>"))
+    'lowest <|bos|>'
+    >>> tok.encode_special("<|bos|>")
+    261
+    """
+
+    def __init__(
+        self,
+        mergeable_ranks: Mapping[bytes, int],
+        pattern: Optional[str] = None,
+        special_tokens: Union[Mapping[str, int], Sequence[str]] = (),
+        *,
+        name: str = "bpeforge",
+    ) -> None:
+        ranks = dict(mergeable_ranks)
+        _core.check_ranks(list(ranks.items()))
+        self._pattern = resolve_pattern(pattern)
+        _core.split("", self._pattern)  # a clear ValueError for a bad pattern, before tiktoken's
+        self._special_tokens = _special_ids(special_tokens, len(ranks))
+        self._encoding = tiktoken.Encoding(
+            name=name,
+            pat_str=self._pattern,
+            mergeable_ranks=ranks,
+            special_tokens=self._special_tokens,
+        )
+
+    @classmethod
+    def train_from_iterator(
+        cls,
+        iterator: Iterable[str],
+        vocab_size: int,
+        *,
+        pattern: Optional[str] = None,
+        special_tokens: Optional[Sequence[str]] = None,
+        min_frequency: int = 1,
+        buffer_size: int = 8192,
+        num_threads: Optional[int] = None,
+    ) -> "Tokenizer":
+        """Trains a tokenizer on an iterable of str (consumed once, in batches).
+
+        ``vocab_size`` is the final vocabulary *including* special tokens: it trains
+        ``vocab_size - len(special_tokens)`` ranks and numbers the special tokens after them.
+        ``special_tokens=None`` means nanochat's nine; ``[]`` means none. ``pattern`` is a preset
+        name (see ``bpeforge.PATTERNS``), a regex, or ``None`` for GPT-4's. Training stops early
+        (with a warning) when no pair is left or the best pair occurs fewer than
+        ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
+
+        >>> tok = Tokenizer.train_from_iterator(["aaab"] * 3, vocab_size=259, special_tokens=[])
+        >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
+        [b'aa', b'ab', b'aaab']
+        """
+        specials = list(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+        if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
+            raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+        if vocab_size < 256 + len(specials):
+            raise ValueError(
+                f"vocab_size must be at least 256 + {len(specials)} special tokens = "
+                f"{256 + len(specials)}, got {vocab_size}"
+            )
+        pattern = resolve_pattern(pattern)
+        trainer = _core.Trainer(pattern, num_threads=num_threads)
+        n_ranks = vocab_size - len(specials)
+        trainer.train_from_iterator(iterator, n_ranks, buffer_size, min_frequency=min_frequency)
+        ranks = dict(trainer.get_mergeable_ranks())
+        if len(ranks) < n_ranks:
+            reason = "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
+            warnings.warn(
+                f"training stopped at {len(ranks)} ranks of the {n_ranks} asked for: {reason}",
+                stacklevel=2,
+            )
+        return cls(ranks, pattern, specials)
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The ``tiktoken.Encoding`` with these ranks, pattern and special tokens."""
+        return self._encoding
+
+    @property
+    def pattern(self) -> str:
+        """The split pattern (a regex string)."""
+        return self._pattern
+
+    @property
+    def mergeable_ranks(self) -> dict:
+        """A copy of the ranks: token bytes -> rank."""
+        return dict(self._encoding._mergeable_ranks)
+
+    @property
+    def special_tokens(self) -> dict:
+        """A copy of the special tokens: name -> id."""
+        return dict(self._special_tokens)
+
+    @property
+    def n_vocab(self) -> int:
+        """Number of token ids: ranks plus special tokens."""
+        return self._encoding.n_vocab
+
+    def encode(self, text: str) -> list:
+        """Encodes ordinary text: special-token text such as ``<|bos|>`` is encoded as text.
+        Lone surrogates are replaced by U+FFFD, as tiktoken does.
+
+        >>> tok = Tokenizer.train_from_iterator(["ab ab"], vocab_size=300, special_tokens=["<|bos|>"])
+        >>> tok.encode("<|bos|>") == [tok.encode_special("<|bos|>")]
+        False
+        """
+        return self._encoding.encode_ordinary(text)
+
+    def encode_special(self, name: str) -> int:
+        """The id of special token ``name``; KeyError names the known ones if it is not one."""
+        try:
+            return self._special_tokens[name]
+        except KeyError:
+            raise KeyError(f"{name!r} is not a special token; known: {sorted(self._special_tokens)}") from None
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Decodes ids to text (invalid UTF-8 from partial sequences becomes U+FFFD)."""
+        return self._encoding.decode(list(ids))
+
+    def save(self, directory: Union[str, os.PathLike]) -> None:
+        """Writes ``tokenizer.tiktoken`` (the ranks, loadable by
+        ``tiktoken.load.load_tiktoken_bpe``) and ``tokenizer.json`` (pattern, special tokens)
+        into ``directory``, each atomically."""
+        from .io import save
+
+        save(self, directory)
+
+    @classmethod
+    def load(cls, directory: Union[str, os.PathLike]) -> "Tokenizer":
+        """Reads a tokenizer written by :meth:`save`. A missing file raises FileNotFoundError;
+        a truncated or corrupt one raises :class:`bpeforge.TokenizerFileError` naming the file
+        and line."""
+        from .io import load
+
+        return load(directory)
+
+    def __repr__(self) -> str:
+        return f"<bpeforge.Tokenizer n_vocab={self.n_vocab} special_tokens={len(self._special_tokens)}>"

@@ -1,0 +1,29 @@
+//! The errors the core can report. Every failure reachable from user input is one of these,
+//! never a panic, so the bindings can turn it into a Python exception.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// The split pattern does not compile.
+    InvalidPattern(String),
+    /// The regex engine gave up on a text (e.g. its backtracking limit was reached).
+    Split(String),
+    /// A list of mergeable ranks breaks one of tiktoken's invariants.
+    InvalidRanks(String),
+    /// An option is out of range.
+    InvalidOption(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidPattern(e) => write!(f, "invalid split pattern: {e}"),
+            Error::Split(e) => write!(f, "the split pattern failed on a text: {e}"),
+            Error::InvalidRanks(e) => write!(f, "invalid mergeable ranks: {e}"),
+            Error::InvalidOption(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,24 @@
+//! bpeforge: an exact, deterministic byte-level BPE trainer.
+//!
+//! The pipeline, one module per stage:
+//! 1. [`pretokenize`] splits each text into spans with a regex pattern;
+//! 2. [`count`] counts each distinct span, in parallel over a batch of texts;
+//! 3. [`merge`] runs the merge loop over the distinct spans and their counts;
+//! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
+//!
+//! The Python bindings live alone in `python.rs`; nothing else knows about Python.
+
+pub mod count;
+pub mod error;
+pub mod merge;
+pub mod pretokenize;
+pub mod vocab;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use count::SpanCounts;
+pub use error::Error;
+pub use merge::{learn, LearnOptions, Merge, Pair};
+pub use pretokenize::Splitter;
+pub use vocab::Vocab;

@@ -1,0 +1,53 @@
+//! The split patterns people train with, by name.
+
+/// GPT-4's pattern as rustbpe and nanochat write it; the default. Splits exactly as cl100k_base.
+pub const GPT4: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
+
+/// nanochat's variant of GPT-4's pattern: numbers in groups of at most two digits.
+pub const NANOCHAT: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
+
+/// GPT-2's pattern (r50k_base and p50k_base), as tiktoken writes it.
+pub const R50K: &str = r"'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s";
+
+/// cl100k_base's pattern, as tiktoken writes it.
+pub const CL100K: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s";
+
+/// o200k_base's pattern, as tiktoken writes it.
+pub const O200K: &str = concat!(
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+    r"|\p{N}{1,3}",
+    r"| ?[^\s\p{L}\p{N}]+[\r\n/]*",
+    r"|\s*[\r\n]+",
+    r"|\s+(?!\S)",
+    r"|\s+",
+);
+
+/// Preset names and their patterns.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("gpt4", GPT4),
+    ("cl100k_base", CL100K),
+    ("nanochat", NANOCHAT),
+    ("gpt2", R50K),
+    ("r50k_base", R50K),
+    ("p50k_base", R50K),
+    ("o200k_base", O200K),
+];
+
+/// The pattern of a preset name, if it is one.
+pub fn by_name(name: &str) -> Option<&'static str> {
+    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Splitter;
+
+    #[test]
+    fn every_preset_compiles() {
+        for (name, pattern) in PRESETS {
+            assert!(Splitter::new(pattern).is_ok(), "{name}");
+        }
+    }
+}

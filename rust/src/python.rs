@@ -1,10 +1,11 @@
 //! The Python bindings (`bpeforge._core`): type conversion, the GIL, and errors. No logic.
 
 use std::ops::ControlFlow;
+use std::time::Instant;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use crate::merge::{learn, LearnOptions, Merge};
 use crate::pretokenize::presets;
@@ -28,6 +29,16 @@ pub struct Trainer {
     pool: Option<rayon::ThreadPool>,
     vocab: Vocab,
     merges: Vec<Merge>,
+    stats: Stats,
+}
+
+#[derive(Default, Clone)]
+struct Stats {
+    texts: u64,
+    bytes: u64,
+    distinct_spans: usize,
+    count_seconds: f64,
+    merge_seconds: f64,
 }
 
 impl Trainer {
@@ -40,11 +51,11 @@ impl Trainer {
 }
 
 /// The str of one iterator item, or an error naming its position.
-fn text_of(item: &Bound<'_, PyAny>, position: u64) -> PyResult<String> {
+fn text_of(item: &Bound<'_, PyAny>, position: &str) -> PyResult<String> {
     let Ok(s) = item.cast::<PyString>() else {
-        let type_name = item.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
         return Err(PyTypeError::new_err(format!(
-            "item {position} of the iterator is {type_name}, expected str"
+            "item {position} of the iterator is {}, expected str",
+            type_name(item)
         )));
     };
     s.to_cow().map(|c| c.into_owned()).map_err(|_| {
@@ -53,6 +64,135 @@ fn text_of(item: &Bound<'_, PyAny>, position: u64) -> PyResult<String> {
              clean it first, e.g. s.encode('utf-8', 'replace').decode('utf-8')"
         ))
     })
+}
+
+/// How often the merge loop reports progress and looks for Ctrl-C: every `step` merges
+/// (about 0.1% of the total) or every quarter second, whichever comes first.
+struct Pacer {
+    step: usize,
+    last_done: usize,
+    last_time: Instant,
+}
+
+impl Pacer {
+    fn new(total: usize) -> Self {
+        Self { step: (total / 1000).max(1), last_done: 0, last_time: Instant::now() }
+    }
+
+    fn due(&mut self, done: usize, total: usize) -> bool {
+        if done == total || done - self.last_done >= self.step || self.last_time.elapsed().as_millis() >= 250 {
+            self.last_done = done;
+            self.last_time = Instant::now();
+            return true;
+        }
+        false
+    }
+}
+
+/// Calls the user's progress callback, if any, with `(phase, info)`.
+fn report(py: Python<'_>, progress: Option<&Py<PyAny>>, phase: &str, info: &[(&str, Py<PyAny>)]) -> PyResult<()> {
+    let Some(callback) = progress else { return Ok(()) };
+    let dict = PyDict::new(py);
+    for (k, v) in info {
+        dict.set_item(k, v)?;
+    }
+    callback.call1(py, (phase, dict))?;
+    Ok(())
+}
+
+fn report_merge(py: Python<'_>, progress: Option<&Py<PyAny>>, done: usize, total: usize, merge: &Merge) -> PyResult<()> {
+    report(py, progress, "merge", &[
+        ("done", done.into_pyobject(py)?.into_any().unbind()),
+        ("total", total.into_pyobject(py)?.into_any().unbind()),
+        ("pair", merge.pair.into_pyobject(py)?.into_any().unbind()),
+        ("token", merge.token.into_pyobject(py)?.into_any().unbind()),
+        ("count", merge.count.into_pyobject(py)?.into_any().unbind()),
+    ])
+}
+
+impl Trainer {
+    /// The merge loop on counted spans, without the GIL, with progress and Ctrl-C checks.
+    fn learn_from(
+        &mut self,
+        py: Python<'_>,
+        counts: SpanCounts,
+        vocab_size: i64,
+        min_frequency: i64,
+        progress: Option<&Py<PyAny>>,
+    ) -> PyResult<()> {
+        check_sizes(vocab_size, min_frequency)?;
+        let started = Instant::now();
+        let distinct_spans = counts.len();
+        let spans = py.detach(|| self.in_pool(|| counts.into_sorted()));
+        let options = LearnOptions { vocab_size: vocab_size as usize, min_frequency: min_frequency as u64 };
+        let total = (vocab_size as usize).saturating_sub(256);
+        let mut pacer = Pacer::new(total);
+        let mut failure: Option<PyErr> = None;
+        let learned = py
+            .detach(|| {
+                self.in_pool(|| {
+                    learn(spans, &options, |merge, vocab| {
+                        let done = vocab.len() - 256;
+                        if !pacer.due(done, total) {
+                            return ControlFlow::Continue(());
+                        }
+                        let outcome = Python::attach(|py| {
+                            py.check_signals()?;
+                            report_merge(py, progress, done, total, merge)
+                        });
+                        match outcome {
+                            Ok(()) => ControlFlow::Continue(()),
+                            Err(e) => {
+                                failure = Some(e);
+                                ControlFlow::Break(())
+                            }
+                        }
+                    })
+                })
+            })
+            .map_err(to_py)?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if let Some(last) = learned.merges.last().filter(|_| pacer.last_done != learned.vocab.len() - 256) {
+            // The loop stopped early (no pair left): close the progress with where it ended.
+            let done = learned.vocab.len() - 256;
+            report_merge(py, progress, done, total, last)?;
+        }
+        self.stats.distinct_spans = distinct_spans;
+        self.stats.merge_seconds = started.elapsed().as_secs_f64();
+        self.vocab = learned.vocab;
+        self.merges = learned.merges;
+        Ok(())
+    }
+}
+
+fn check_sizes(vocab_size: i64, min_frequency: i64) -> PyResult<()> {
+    if !(256..=MAX_VOCAB_SIZE).contains(&vocab_size) {
+        return Err(PyValueError::new_err(format!(
+            "vocab_size must be at least 256 (the single-byte tokens) and at most {MAX_VOCAB_SIZE}, got {vocab_size}"
+        )));
+    }
+    if min_frequency < 1 {
+        return Err(PyValueError::new_err(format!("min_frequency must be at least 1, got {min_frequency}")));
+    }
+    Ok(())
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// Adds the text(s) of one iterator item to `batch`: a str, or a list of str.
+fn push_texts(item: &Bound<'_, PyAny>, position: u64, batch: &mut Vec<String>) -> PyResult<()> {
+    if let Ok(list) = item.cast::<PyList>() {
+        for (i, text) in list.iter().enumerate() {
+            batch.push(text_of(&text, &format!("{position}[{i}]"))?);
+        }
+        return Ok(());
+    }
+    batch.push(text_of(item, &position.to_string())?);
+    Ok(())
 }
 
 #[pymethods]
@@ -65,7 +205,7 @@ impl Trainer {
         let splitter = Splitter::new(pattern.unwrap_or(presets::GPT4)).map_err(to_py)?;
         let pool = match num_threads {
             None => None,
-            Some(n) if n >= 1 && n <= 1024 => Some(
+            Some(n) if (1..=1024).contains(&n) => Some(
                 rayon::ThreadPoolBuilder::new()
                     .num_threads(n as usize)
                     .build()
@@ -73,15 +213,20 @@ impl Trainer {
             ),
             Some(n) => return Err(PyValueError::new_err(format!("num_threads must be between 1 and 1024, got {n}"))),
         };
-        Ok(Self { splitter, pool, vocab: Vocab::bytes(), merges: Vec::new() })
+        Ok(Self { splitter, pool, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default() })
     }
 
-    /// Trains on an iterable of str, replacing any earlier training. Texts are pulled in
-    /// batches of `buffer_size` and split and counted on all threads without the GIL.
+    /// Trains on an iterable whose items are str (or lists of str, a cheap way to hand over
+    /// batches), replacing any earlier training. Texts are pulled in batches of `buffer_size`
+    /// and split and counted on all threads without the GIL; the iterable is consumed once.
     /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
     /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given, replaces
-    /// the trainer's split pattern.
-    #[pyo3(signature = (iterator, vocab_size, buffer_size=8192, pattern=None, *, min_frequency=1))]
+    /// the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
+    /// phase "count" after each batch (info: texts, bytes, spans) and phase "merge" about every
+    /// 0.1% of the merges (info: done, total, pair, token, count). An exception raised by the
+    /// callback or the iterator stops training and propagates; the trainer keeps its old state.
+    #[pyo3(signature = (iterator, vocab_size, buffer_size=8192, pattern=None, *, min_frequency=1, progress=None))]
+    #[allow(clippy::too_many_arguments)]
     fn train_from_iterator(
         &mut self,
         py: Python<'_>,
@@ -90,38 +235,32 @@ impl Trainer {
         buffer_size: i64,
         pattern: Option<&str>,
         min_frequency: i64,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        if !(256..=MAX_VOCAB_SIZE).contains(&vocab_size) {
-            return Err(PyValueError::new_err(format!(
-                "vocab_size must be at least 256 (the single-byte tokens) and at most {MAX_VOCAB_SIZE}, got {vocab_size}"
-            )));
-        }
+        check_sizes(vocab_size, min_frequency)?;
         if buffer_size < 1 {
             return Err(PyValueError::new_err(format!("buffer_size must be at least 1, got {buffer_size}")));
-        }
-        if min_frequency < 1 {
-            return Err(PyValueError::new_err(format!("min_frequency must be at least 1, got {min_frequency}")));
         }
         let splitter = match pattern {
             Some(p) => Splitter::new(p).map_err(to_py)?,
             None => self.splitter.clone(),
         };
-        let mut iterator = iterator.try_iter().map_err(|_| {
-            let type_name = iterator.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
-            PyTypeError::new_err(format!("expected an iterable of str, got {type_name}"))
-        })?;
+        let mut iterator = iterator
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
 
+        let started = Instant::now();
         let buffer_size = buffer_size as usize;
         let mut counts = SpanCounts::new();
         let mut batch: Vec<String> = Vec::with_capacity(buffer_size.min(1 << 16));
-        let mut position: u64 = 0;
+        let (mut position, mut texts, mut bytes) = (0u64, 0u64, 0u64);
         let mut exhausted = false;
         while !exhausted {
             batch.clear();
             while batch.len() < buffer_size {
                 match iterator.next() {
                     Some(item) => {
-                        batch.push(text_of(&item?, position)?);
+                        push_texts(&item?, position, &mut batch)?;
                         position += 1;
                     }
                     None => {
@@ -130,34 +269,80 @@ impl Trainer {
                     }
                 }
             }
+            texts += batch.len() as u64;
+            bytes += batch.iter().map(|t| t.len() as u64).sum::<u64>();
             py.detach(|| self.in_pool(|| counts.add_texts(&batch, &splitter))).map_err(to_py)?;
             py.check_signals()?;
+            report(py, progress.as_ref(), "count", &[
+                ("texts", texts.into_pyobject(py)?.into_any().unbind()),
+                ("bytes", bytes.into_pyobject(py)?.into_any().unbind()),
+                ("spans", counts.len().into_pyobject(py)?.into_any().unbind()),
+            ])?;
         }
+        drop(batch);
+        let count_seconds = started.elapsed().as_secs_f64();
+        let previous_splitter = std::mem::replace(&mut self.splitter, splitter);
+        match self.learn_from(py, counts, vocab_size, min_frequency, progress.as_ref()) {
+            Ok(()) => {
+                self.stats.texts = texts;
+                self.stats.bytes = bytes;
+                self.stats.count_seconds = count_seconds;
+                Ok(())
+            }
+            Err(e) => {
+                self.splitter = previous_splitter;
+                Err(e)
+            }
+        }
+    }
 
-        let spans = py.detach(|| self.in_pool(|| counts.into_sorted()));
-        let options = LearnOptions { vocab_size: vocab_size as usize, min_frequency: min_frequency as u64 };
-        let mut interrupted: Option<PyErr> = None;
-        let learned = py
-            .detach(|| {
-                learn(spans, &options, |merge, _| {
-                    // Look for Ctrl-C now and then, so a long loop stays interruptible.
-                    if merge.token % 256 == 0 {
-                        if let Err(e) = Python::attach(|py| py.check_signals()) {
-                            interrupted = Some(e);
-                            return ControlFlow::Break(());
-                        }
-                    }
-                    ControlFlow::Continue(())
-                })
-            })
-            .map_err(to_py)?;
-        if let Some(e) = interrupted {
-            return Err(e);
+    /// Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
+    /// span, not split) to how often it occurs (a non-negative int below 2^64). Counts of
+    /// repeated spans add up. Same stopping rules and progress callback as
+    /// `train_from_iterator`; pair counts are 64-bit, so counts in the billions are exact.
+    #[pyo3(signature = (counts, vocab_size, *, min_frequency=1, progress=None))]
+    fn train_from_counts(
+        &mut self,
+        py: Python<'_>,
+        counts: &Bound<'_, PyAny>,
+        vocab_size: i64,
+        min_frequency: i64,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        check_sizes(vocab_size, min_frequency)?;
+        let items = match counts.cast::<PyDict>() {
+            Ok(dict) => dict.items().into_any(),
+            Err(_) => counts.clone(),
+        };
+        let mut spans = SpanCounts::new();
+        for (position, item) in items.try_iter()?.enumerate() {
+            let item = item?;
+            let (span, n): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
+                PyTypeError::new_err(format!("item {position} of counts is {}, expected a (span, count) pair", type_name(&item)))
+            })?;
+            let n: u64 = n.extract().map_err(|_| {
+                PyValueError::new_err(format!("the count of item {position} must be an int in 0..2^64, got {n}"))
+            })?;
+            if let Ok(b) = span.cast::<PyBytes>() {
+                spans.add(b.as_bytes(), n);
+            } else {
+                spans.add(text_of(&span, &position.to_string())?.as_bytes(), n);
+            }
         }
-        self.splitter = splitter;
-        self.vocab = learned.vocab;
-        self.merges = learned.merges;
-        Ok(())
+        self.stats = Stats::default();
+        self.learn_from(py, spans, vocab_size, min_frequency, progress.as_ref())
+    }
+
+    /// Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds.
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("texts", self.stats.texts)?;
+        d.set_item("bytes", self.stats.bytes)?;
+        d.set_item("distinct_spans", self.stats.distinct_spans)?;
+        d.set_item("count_seconds", self.stats.count_seconds)?;
+        d.set_item("merge_seconds", self.stats.merge_seconds)?;
+        Ok(d)
     }
 
     /// The split pattern.

@@ -1,0 +1,113 @@
+"""A slow, deliberately naive pure-Python reference of the bpeforge training specification.
+
+It shares no code with bpeforge: splitting is done by the ``regex`` PyPI package, and every
+merge step recounts every pair of every span from scratch. It is meant to be obviously correct,
+not fast; keep the corpora you feed it small.
+
+The specification:
+
+1. Split each text with ``regex.findall(pattern, text)``; count each distinct non-empty span.
+2. Each distinct span starts as its UTF-8 bytes, token ids 0..255 (id i < 256 is ``bytes([i])``).
+3. Loop: the count of a pair (a, b) is the sum over spans of (span count x number of adjacent
+   positions holding (a, b)); overlapping positions both count. Pick the pair with the highest
+   count; among equal counts the smallest (a, b) tuple. Its bytes are bytes(a) + bytes(b): if
+   those are not yet a token they become one with the next id, else the existing id is reused
+   (no new rank). Replace (a, b) left to right, non-overlapping, in every span by that id.
+4. Stop when the number of tokens reaches vocab_size, no pair is left, or the best count is
+   below min_frequency.
+5. Output the ranks (token_bytes, id) for ids 0..n-1, and the merges (a, b, id, count).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Iterable, List, Tuple
+
+import regex
+
+# The GPT-4 (cl100k_base-style) split pattern, written out here independently of bpeforge so
+# that the reference does not take its default from the code under test. test_reference.py
+# checks that it equals bpeforge.DEFAULT_PATTERN.
+GPT4_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
+    r"""|\s*[\r\n]|\s+(?!\S)|\s+"""
+)
+
+
+def split(text: str, pattern: str) -> List[str]:
+    """The non-empty spans of ``text``: ``regex.findall`` minus empty matches."""
+    if regex.compile(pattern).groups:
+        # findall would return the groups instead of the whole matches.
+        raise ValueError("the reference only supports patterns without capturing groups")
+    return [s for s in regex.findall(pattern, text) if s]
+
+
+def count_spans(texts: Iterable[str], pattern: str) -> Counter:
+    counts: Counter = Counter()
+    for text in texts:
+        for span in split(text, pattern):
+            counts[span] += 1
+    return counts
+
+
+def count_pairs(words: List[Tuple[List[int], int]]) -> Counter:
+    pairs: Counter = Counter()
+    for ids, count in words:
+        for i in range(len(ids) - 1):
+            pairs[(ids[i], ids[i + 1])] += count
+    return pairs
+
+
+def replace_pair(ids: List[int], pair: Tuple[int, int], new_id: int) -> List[int]:
+    """Replaces ``pair`` by ``new_id`` left to right, non-overlapping."""
+    out: List[int] = []
+    i = 0
+    while i < len(ids):
+        if i + 1 < len(ids) and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+def train(
+    texts: Iterable[str],
+    vocab_size: int,
+    pattern: str = GPT4_PATTERN,
+    min_frequency: int = 1,
+):
+    """Returns ``(ranks, merges)``: ranks is ``[(bytes, id)]`` for ids 0..n-1, merges is
+    ``[(left_id, right_id, token_id, count)]`` in the order the merges were made."""
+    span_counts = count_spans(texts, pattern)
+    words = [(list(span.encode("utf-8")), count) for span, count in span_counts.items()]
+    vocab: List[bytes] = [bytes([i]) for i in range(256)]
+    id_of = {b: i for i, b in enumerate(vocab)}
+    merges: List[Tuple[int, int, int, int]] = []
+    while len(vocab) < vocab_size:
+        pairs = count_pairs(words)
+        if not pairs:
+            break
+        # Highest count first, then the smallest (a, b) tuple.
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        best_count = pairs[best]
+        if best_count < min_frequency:
+            break
+        new_bytes = vocab[best[0]] + vocab[best[1]]
+        if new_bytes in id_of:
+            new_id = id_of[new_bytes]  # the rare reuse: no new rank
+        else:
+            new_id = len(vocab)
+            vocab.append(new_bytes)
+            id_of[new_bytes] = new_id
+        merges.append((best[0], best[1], new_id, best_count))
+        # Each merge shortens at least one span by one, so the loop ends even when ids are
+        # reused and the vocabulary does not grow.
+        words = [(replace_pair(ids, best, new_id), count) for ids, count in words]
+    ranks = [(b, i) for i, b in enumerate(vocab)]
+    return ranks, merges
+
+
+def train_ranks(texts: Iterable[str], vocab_size: int, pattern: str = GPT4_PATTERN, min_frequency: int = 1):
+    return train(texts, vocab_size, pattern, min_frequency)[0]

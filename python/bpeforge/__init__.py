@@ -1,7 +1,7 @@
 """bpeforge: an exact, deterministic, fast byte-level BPE tokenizer trainer.
 
 >>> import bpeforge
->>> tok = bpeforge.Tokenizer.train_from_iterator(["hello world"] * 10, vocab_size=300, special_tokens=[])
+>>> tok = bpeforge.Tokenizer.train_from_iterator(["hello world"] * 10, vocab_size=260, special_tokens=[])
 >>> tok.decode(tok.encode("hello world"))
 'hello world'
 """

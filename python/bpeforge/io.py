@@ -47,7 +47,7 @@ def ranks_to_tiktoken(ranks: dict) -> bytes:
 
 
 def read_tiktoken(path: Union[str, os.PathLike]) -> dict:
-    """Reads a ``.tiktoken`` ranks file strictly: every line must be ``base64 rank``.
+    """Reads a ``.tiktoken`` ranks file strictly: every line must be ``base64 rank``, ranks in order.
     Raises FileNotFoundError or :class:`TokenizerFileError` naming the file and line."""
     path = Path(path)
     ranks: dict = {}
@@ -68,6 +68,10 @@ def read_tiktoken(path: Union[str, os.PathLike]) -> dict:
                 raise TokenizerFileError(f"{path}:{lineno}: bad rank {parts[1][:30]!r}") from None
             if token in ranks:
                 raise TokenizerFileError(f"{path}:{lineno}: token {token!r} already has rank {ranks[token]}")
+            if rank != len(ranks):
+                raise TokenizerFileError(
+                    f"{path}:{lineno}: rank {rank} where {len(ranks)} was expected (ranks must run 0, 1, 2, ... in order)"
+                )
             ranks[token] = rank
     if not ranks:
         raise TokenizerFileError(f"{path}: the file is empty")

@@ -1,0 +1,41 @@
+"""Type stubs for the compiled core (`bpeforge._core`)."""
+
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
+
+DEFAULT_PATTERN: str
+PRESETS: list[tuple[str, str]]
+
+ProgressCallback = Callable[[str, dict[str, Any]], None]
+
+class Trainer:
+    """Trains byte-level BPE ranks from text, exactly and deterministically."""
+
+    def __init__(self, pattern: Optional[str] = None, *, num_threads: Optional[int] = None) -> None: ...
+    def train_from_iterator(
+        self,
+        iterator: Iterable[Union[str, list[str]]],
+        vocab_size: int,
+        buffer_size: int = 8192,
+        pattern: Optional[str] = None,
+        *,
+        min_frequency: int = 1,
+        progress: Optional[ProgressCallback] = None,
+    ) -> None: ...
+    def train_from_counts(
+        self,
+        counts: Union[Mapping[Union[str, bytes], int], Iterable[tuple[Union[str, bytes], int]]],
+        vocab_size: int,
+        *,
+        min_frequency: int = 1,
+        progress: Optional[ProgressCallback] = None,
+    ) -> None: ...
+    def get_pattern(self) -> str: ...
+    def get_mergeable_ranks(self) -> list[tuple[bytes, int]]: ...
+    def get_merges(self) -> list[tuple[int, int, int, int]]: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def stats(self) -> dict[str, Any]: ...
+
+def check_ranks(ranks: list[tuple[bytes, int]]) -> None: ...
+def split(text: str, pattern: str) -> list[str]: ...

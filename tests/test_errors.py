@@ -1,0 +1,149 @@
+"""Every bad input gives a Python exception that names the problem, and leaves objects usable."""
+
+import pytest
+
+import bpeforge
+
+
+def test_vocab_size_below_bytes():
+    with pytest.raises(ValueError, match="at least 256"):
+        bpeforge.Trainer().train_from_iterator(["abc"], 255)
+
+
+def test_vocab_size_below_bytes_plus_specials():
+    with pytest.raises(ValueError, match="256 \\+ 2 special tokens"):
+        bpeforge.Tokenizer.train_from_iterator(["abc"], 257, special_tokens=["<a>", "<b>"])
+
+
+@pytest.mark.parametrize("bad", [-1, 2**40])
+def test_vocab_size_out_of_range(bad):
+    with pytest.raises(ValueError, match="vocab_size"):
+        bpeforge.Trainer().train_from_iterator(["abc"], bad)
+
+
+def test_item_not_str_names_position_and_type():
+    with pytest.raises(TypeError, match="item 2 of the iterator is bytes, expected str"):
+        bpeforge.Trainer().train_from_iterator(["a", "b", b"c"], 300)
+
+
+def test_item_in_list_not_str():
+    with pytest.raises(TypeError, match=r"item 1\[0\] of the iterator is int"):
+        bpeforge.Trainer().train_from_iterator(["a", [5]], 300)
+
+
+def test_not_iterable():
+    with pytest.raises(TypeError, match="iterable"):
+        bpeforge.Trainer().train_from_iterator(42, 300)
+
+
+def test_invalid_pattern_carries_regex_error():
+    with pytest.raises(ValueError, match="invalid split pattern.*"):
+        bpeforge.Trainer("(unclosed")
+    with pytest.raises(ValueError, match="invalid split pattern"):
+        bpeforge.Trainer().train_from_iterator(["a"], 300, pattern="[z-a]")
+    with pytest.raises(ValueError, match="invalid split pattern"):
+        bpeforge.Tokenizer.train_from_iterator(["a"], 300, pattern="(?<bad")
+
+
+def test_lone_surrogate_is_a_clear_error():
+    with pytest.raises(ValueError, match="item 1 .*lone surrogate"):
+        bpeforge.Trainer().train_from_iterator(["ok", "bad \ud800 text"], 300)
+
+
+@pytest.mark.parametrize("option, value", [("buffer_size", 0), ("min_frequency", 0)])
+def test_bad_options(option, value):
+    with pytest.raises(ValueError, match=option):
+        bpeforge.Trainer().train_from_iterator(["abc"], 300, **{option: value})
+
+
+@pytest.mark.parametrize("n", [0, -3, 100000])
+def test_bad_thread_count(n):
+    with pytest.raises(ValueError, match="num_threads"):
+        bpeforge.Trainer(num_threads=n)
+
+
+class Boom(Exception):
+    pass
+
+
+def failing(after):
+    for i in range(after):
+        yield f"text number {i} with some words"
+    raise Boom("the data source broke")
+
+
+def test_iterator_exception_propagates_unchanged_and_trainer_stays_usable():
+    t = bpeforge.Trainer()
+    t.train_from_iterator(["hello hello"], 260)
+    before = t.get_mergeable_ranks()
+    with pytest.raises(Boom, match="the data source broke"):
+        t.train_from_iterator(failing(20), 300, buffer_size=7)
+    assert t.get_mergeable_ranks() == before, "a failed training must not change the trainer"
+    t.train_from_iterator(["abc abc abc"], 258)
+    assert [tok for tok, _ in t.get_mergeable_ranks()[256:]] == [b"ab", b"abc"]
+
+
+def test_progress_callback_exception_stops_training():
+    t = bpeforge.Trainer()
+
+    def stop(phase, info):
+        if phase == "merge":
+            raise Boom("stop now")
+
+    with pytest.raises(Boom):
+        t.train_from_iterator(["the quick brown fox jumps"] * 50, 400, progress=stop)
+    assert t.vocab_size == 256
+
+
+def test_empty_iterator_gives_byte_tokenizer():
+    t = bpeforge.Trainer()
+    t.train_from_iterator(iter([]), 1000)
+    assert t.get_mergeable_ranks() == [(bytes([i]), i) for i in range(256)]
+    with pytest.warns(UserWarning, match="stopped at 256 ranks"):
+        tok = bpeforge.Tokenizer.train_from_iterator([], 1000, special_tokens=["<|bos|>"])
+    assert tok.n_vocab == 257
+    assert tok.decode(tok.encode("héllo")) == "héllo"
+
+
+def test_train_from_counts_rejects_bad_items():
+    t = bpeforge.Trainer()
+    with pytest.raises(ValueError, match="count of item 0"):
+        t.train_from_counts({"ab": -1}, 300)
+    with pytest.raises(ValueError, match="count of item 0"):
+        t.train_from_counts({"ab": 2**64}, 300)
+    with pytest.raises(TypeError, match="item 0 of counts"):
+        t.train_from_counts([("ab", 1, 2)], 300)
+    with pytest.raises(ValueError, match="2\\^63"):
+        t.train_from_counts({"abc": 2**63}, 300)
+
+
+def test_tokenizer_rejects_broken_ranks():
+    ranks = {bytes([i]): i for i in range(256)}
+    with pytest.raises(ValueError, match="not the concatenation"):
+        bpeforge.Tokenizer({**ranks, b"xyz": 256})
+    with pytest.raises(ValueError, match="out of range"):
+        bpeforge.Tokenizer({**ranks, b"ab": 300})
+    swapped = dict(ranks)
+    swapped[b"a"], swapped[b"b"] = swapped[b"b"], swapped[b"a"]
+    with pytest.raises(ValueError, match="single byte"):
+        bpeforge.Tokenizer(swapped)
+    with pytest.raises(ValueError, match="256 single bytes"):
+        bpeforge.Tokenizer({b"a": 0})
+
+
+def test_tokenizer_rejects_bad_special_tokens():
+    ranks = {bytes([i]): i for i in range(256)}
+    with pytest.raises(ValueError, match="special ids must be"):
+        bpeforge.Tokenizer(ranks, None, {"<x>": 10})
+    with pytest.raises(ValueError, match="given twice"):
+        bpeforge.Tokenizer(ranks, None, ["<x>", "<x>"])
+    with pytest.raises(ValueError, match="share an id"):
+        bpeforge.Tokenizer(ranks, None, {"<x>": 300, "<y>": 300})
+    with pytest.raises(TypeError, match="not a str"):
+        bpeforge.Tokenizer(ranks, None, "<x>")
+
+
+def test_encode_special_unknown_name():
+    tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, None, ["<|bos|>"])
+    with pytest.raises(KeyError, match="not a special token"):
+        tok.encode_special("<|eos|>")

@@ -15,13 +15,30 @@
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
-use ahash::AHashMap;
 use dary_heap::OctonaryHeap;
+use rustc_hash::FxHashMap;
 
 use crate::{Error, Vocab};
 
+mod spans;
+
+pub use spans::{merge_in_span, Neighbour};
+use spans::SpanTable;
+
 /// Two adjacent token ids.
 pub type Pair = (u32, u32);
+
+/// A pair packed into one integer; its order is the lexicographic order of the pair.
+type PairKey = u64;
+
+fn key(pair: Pair) -> PairKey {
+    (u64::from(pair.0) << 32) | u64::from(pair.1)
+}
+
+fn unkey(key: PairKey) -> Pair {
+    ((key >> 32) as u32, key as u32)
+}
+
 
 /// What to learn.
 #[derive(Debug, Clone)]
@@ -50,7 +67,7 @@ pub struct Learned {
 #[derive(Debug, PartialEq, Eq)]
 struct Candidate {
     count: u64,
-    pair: Pair,
+    pair: PairKey,
 }
 
 impl Ord for Candidate {
@@ -63,6 +80,129 @@ impl Ord for Candidate {
 impl PartialOrd for Candidate {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// What the loop knows of one pair: its count and the spans that may hold it (a superset:
+/// spans are added when the pair appears in them and dropped only when the pair is merged).
+#[derive(Debug, Default)]
+struct PairStats {
+    count: i64,
+    spans: Vec<u32>,
+}
+
+/// Per-token scratch space that sums a merge's events without hashing each one.
+#[derive(Default)]
+struct Tally {
+    count: Vec<i64>,
+    spans: Vec<Vec<u32>>,
+    touched: Vec<u32>,
+}
+
+impl Tally {
+    fn add(&mut self, neighbour: u32, id: u32, n: i64) {
+        let i = neighbour as usize;
+        if i >= self.count.len() {
+            self.count.resize(i + 1, 0);
+            self.spans.resize_with(i + 1, Vec::new);
+        }
+        if self.count[i] == 0 {
+            self.touched.push(neighbour);
+        }
+        self.count[i] += n;
+        if self.spans[i].last() != Some(&id) {
+            self.spans[i].push(id);
+        }
+    }
+
+    /// The sums, one per neighbour, leaving the scratch space clean for the next merge.
+    fn drain(&mut self) -> impl Iterator<Item = (u32, i64, Vec<u32>)> + '_ {
+        let Tally { count, spans, touched } = self;
+        touched.drain(..).map(move |x| (x, std::mem::take(&mut count[x as usize]), std::mem::take(&mut spans[x as usize])))
+    }
+}
+
+/// The merge loop's state: the spans, and what is known of every pair.
+struct Loop {
+    spans: SpanTable,
+    pairs: FxHashMap<PairKey, PairStats>,
+    heap: OctonaryHeap<Candidate>,
+    tally: Tally,
+}
+
+impl Loop {
+    fn new(spans: Vec<(Box<[u8]>, u64)>) -> Self {
+        let spans = SpanTable::new(spans);
+        let mut pairs: FxHashMap<PairKey, PairStats> = FxHashMap::default();
+        for id in 0..spans.len() as u32 {
+            for w in spans.tokens(id).windows(2) {
+                let stats = pairs.entry(key((w[0], w[1]))).or_default();
+                stats.count += spans.count(id);
+                if stats.spans.last() != Some(&id) {
+                    stats.spans.push(id);
+                }
+            }
+        }
+        let heap = pairs.iter().map(|(&pair, s)| Candidate { count: s.count as u64, pair }).collect::<Vec<_>>().into();
+        Self { spans, pairs, heap, tally: Tally::default() }
+    }
+
+    /// The pair with the highest current count (smallest pair among equals), and that count.
+    fn best(&mut self) -> Option<(Pair, u64)> {
+        while let Some(top) = self.heap.pop() {
+            let current = self.pairs.get(&top.pair).map_or(0, |s| s.count);
+            if current <= 0 {
+                self.pairs.remove(&top.pair);
+            } else if current as u64 != top.count {
+                self.heap.push(Candidate { count: current as u64, pair: top.pair });
+            } else {
+                return Some((unkey(top.pair), top.count));
+            }
+        }
+        None
+    }
+
+    /// Replaces `pair` by `token` in every span that holds it and updates the counts.
+    fn apply(&mut self, pair: Pair, token: u32) {
+        let mut ids = self.pairs.remove(&key(pair)).map(|s| s.spans).unwrap_or_default();
+        if !ids.windows(2).all(|w| w[0] < w[1]) {
+            ids.sort_unstable();
+            ids.dedup();
+        }
+        let neighbours = self.spans.merge(&ids, pair, token);
+        let (a, b) = pair;
+        let (mut appeared, mut shrunk): (Vec<PairKey>, Vec<PairKey>) = (Vec::new(), Vec::new());
+        for (events, on_left) in [(&neighbours.left, true), (&neighbours.right, false)] {
+            for &(x, id) in events {
+                self.tally.add(x, id, self.spans.count(id));
+            }
+            for (x, n, spans) in self.tally.drain() {
+                let (gone, new) = if on_left { ((x, a), (x, token)) } else { ((b, x), (token, x)) };
+                // The merged pair is gone everywhere already. Any other count may dip below its
+                // final value here: the other side's events for the same pair come after.
+                if gone != pair {
+                    self.pairs.entry(key(gone)).or_default().count -= n;
+                    shrunk.push(key(gone));
+                }
+                let stats = self.pairs.entry(key(new)).or_default();
+                stats.count += n;
+                stats.spans.extend(spans);
+                appeared.push(key(new));
+            }
+        }
+        for k in shrunk {
+            if self.pairs.get(&k).is_some_and(|s| s.count == 0) {
+                self.pairs.remove(&k);
+            }
+        }
+        appeared.sort_unstable();
+        appeared.dedup();
+        for pair in appeared {
+            let count = self.pairs.get(&pair).map_or(0, |s| s.count);
+            if count > 0 {
+                self.heap.push(Candidate { count: count as u64, pair });
+            }
+        }
     }
 }
 
@@ -79,66 +219,16 @@ pub fn learn(
     check_total(&spans)?;
     let mut vocab = Vocab::bytes();
     let mut merges = Vec::new();
-    let (mut words, counts): (Vec<Vec<u32>>, Vec<u64>) =
-        spans.into_iter().map(|(bytes, n)| (bytes.iter().map(|&b| b as u32).collect(), n)).unzip();
-    drop_unused(&mut words, &counts);
-
-    let mut pair_counts: AHashMap<Pair, i64> = AHashMap::new();
-    let mut pair_spans: AHashMap<Pair, Vec<u32>> = AHashMap::new();
-    for (id, word) in words.iter().enumerate() {
-        for w in word.windows(2) {
-            let pair = (w[0], w[1]);
-            *pair_counts.entry(pair).or_insert(0) += counts[id] as i64;
-            note_span(&mut pair_spans, pair, id as u32);
-        }
-    }
-    let mut heap: OctonaryHeap<Candidate> =
-        pair_counts.iter().map(|(&pair, &count)| Candidate { count: count as u64, pair }).collect::<Vec<_>>().into();
-
+    let mut state = Loop::new(spans);
     while vocab.len() < options.vocab_size {
-        let Some(top) = heap.pop() else { break };
-        let current = pair_counts.get(&top.pair).copied().unwrap_or(0);
-        if current <= 0 {
-            pair_counts.remove(&top.pair);
-            pair_spans.remove(&top.pair);
-            continue;
-        }
-        if current as u64 != top.count {
-            heap.push(Candidate { count: current as u64, pair: top.pair });
-            continue;
-        }
-        if top.count < options.min_frequency {
+        let Some((pair, count)) = state.best() else { break };
+        if count < options.min_frequency {
             break;
         }
-
-        let (token, _) = vocab.merge(top.pair.0, top.pair.1);
-        let merge = Merge { pair: top.pair, token, count: top.count };
+        let (token, _) = vocab.merge(pair.0, pair.1);
+        state.apply(pair, token);
+        let merge = Merge { pair, token, count };
         merges.push(merge);
-
-        let mut span_ids = pair_spans.remove(&top.pair).unwrap_or_default();
-        span_ids.sort_unstable();
-        span_ids.dedup();
-        let mut grown: Vec<Pair> = Vec::new();
-        for &id in &span_ids {
-            let n = counts[id as usize] as i64;
-            merge_in_span(&mut words[id as usize], top.pair, token, |pair, delta| {
-                *pair_counts.entry(pair).or_insert(0) += i64::from(delta) * n;
-                if delta > 0 {
-                    note_span(&mut pair_spans, pair, id);
-                    grown.push(pair);
-                }
-            });
-        }
-        pair_counts.remove(&top.pair);
-        grown.sort_unstable();
-        grown.dedup();
-        for pair in grown {
-            let count = pair_counts.get(&pair).copied().unwrap_or(0);
-            if count > 0 {
-                heap.push(Candidate { count: count as u64, pair });
-            }
-        }
-
         if on_merge(&merge, &vocab).is_break() {
             break;
         }
@@ -158,55 +248,6 @@ fn check_total(spans: &[(Box<[u8]>, u64)]) -> Result<(), Error> {
         )));
     }
     Ok(())
-}
-
-/// Spans with fewer than two bytes never hold a pair; free them up front.
-fn drop_unused(words: &mut [Vec<u32>], counts: &[u64]) {
-    for (word, &n) in words.iter_mut().zip(counts) {
-        if word.len() < 2 || n == 0 {
-            *word = Vec::new();
-        }
-    }
-}
-
-/// Records that span `id` may hold `pair`. Spans are visited in increasing id within a merge,
-/// so a repeat is always the last entry.
-fn note_span(pair_spans: &mut AHashMap<Pair, Vec<u32>>, pair: Pair, id: u32) {
-    let ids = pair_spans.entry(pair).or_default();
-    if ids.last() != Some(&id) {
-        ids.push(id);
-    }
-}
-
-/// Replaces each non-overlapping occurrence of `pair`, left to right, by `token`, and reports
-/// every adjacent pair that disappears (-1) or appears (+1), once per change.
-pub fn merge_in_span(tokens: &mut Vec<u32>, pair: Pair, token: u32, mut delta: impl FnMut(Pair, i32)) {
-    let (a, b) = pair;
-    let n = tokens.len();
-    let (mut read, mut write) = (0, 0);
-    while read < n {
-        if read + 1 < n && tokens[read] == a && tokens[read + 1] == b {
-            // `write - 1` is already the merged output; `read + 2` is still the input.
-            if write > 0 {
-                let left = tokens[write - 1];
-                delta((left, a), -1);
-                delta((left, token), 1);
-            }
-            delta((a, b), -1);
-            if read + 2 < n {
-                let right = tokens[read + 2];
-                delta((b, right), -1);
-                delta((token, right), 1);
-            }
-            tokens[write] = token;
-            read += 2;
-        } else {
-            tokens[write] = tokens[read];
-            read += 1;
-        }
-        write += 1;
-    }
-    tokens.truncate(write);
 }
 
 #[cfg(test)]
@@ -231,7 +272,8 @@ mod tests {
             let Some((&pair, &count)) = counts.iter().rev().max_by_key(|(_, &c)| c) else { break };
             let (token, _) = vocab.merge(pair.0, pair.1);
             for (w, _) in &mut words {
-                merge_in_span(w, pair, token, |_, _| {});
+                let len = merge_in_span(w, pair, token, |_| {});
+                w.truncate(len);
             }
             merges.push(Merge { pair, token, count });
         }
@@ -278,8 +320,19 @@ mod tests {
                 let mut word: Vec<u32> = span.iter().map(|&b| b as u32).collect();
                 let before = pair_counts(&[word.clone()]);
                 let mut expected = before.clone();
-                let pair = (b'a' as u32, b'a' as u32);
-                merge_in_span(&mut word, pair, 999, |p, d| *expected.entry(p).or_default() += i64::from(d));
+                let (a, b, c) = (b'a' as u32, b'a' as u32, 999);
+                let old_len = word.len();
+                let len = merge_in_span(&mut word, (a, b), c, |side| {
+                    let (gone, new) = match side {
+                        Neighbour::Left(x) => ((x, a), (x, c)),
+                        Neighbour::Right(y) => ((b, y), (c, y)),
+                    };
+                    *expected.entry(gone).or_default() -= 1;
+                    *expected.entry(new).or_default() += 1;
+                });
+                word.truncate(len);
+                // Each replaced occurrence shortens the span by one.
+                *expected.entry((a, b)).or_default() -= (old_len - len) as i64;
                 expected.retain(|_, c| *c != 0);
                 assert_eq!(expected, pair_counts(&[word]), "{span:?}");
             }
@@ -294,6 +347,16 @@ mod tests {
                 assert_eq!(learn_all(&spans, vocab_size), naive(&spans, vocab_size), "seed {seed}");
             }
         }
+    }
+
+    #[test]
+    fn parallel_merges_equal_the_naive_loop() {
+        // Enough distinct spans that the first merges take the parallel path.
+        let spans: Vec<(Vec<u8>, u64)> = (0..3 * spans::PARALLEL_SPANS as u64)
+            .map(|i| (format!("ab{}a{}", i % 97, i).into_bytes(), 1 + i % 3))
+            .collect();
+        assert!(spans.len() > spans::SPANS_PER_TASK, "spans must cover several parallel blocks");
+        assert_eq!(learn_all(&spans, 290), naive(&spans, 290));
     }
 
     #[test]

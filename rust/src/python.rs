@@ -1,6 +1,8 @@
 //! The Python bindings (`bpeforge._core`): type conversion, the GIL, and errors. No logic.
 
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 use std::time::Instant;
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -43,10 +45,15 @@ struct Stats {
 
 impl Trainer {
     fn in_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        match &self.pool {
-            Some(pool) => pool.install(work),
-            None => work(),
-        }
+        in_pool(&self.pool, work)
+    }
+}
+
+/// Runs `work` on the trainer's own thread pool if it has one, else on Rayon's global pool.
+fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, work: impl FnOnce() -> R + Send) -> R {
+    match pool {
+        Some(pool) => pool.install(work),
+        None => work(),
     }
 }
 
@@ -251,35 +258,57 @@ impl Trainer {
 
         let started = Instant::now();
         let buffer_size = buffer_size as usize;
-        let mut counts = SpanCounts::new();
-        let mut batch: Vec<String> = Vec::with_capacity(buffer_size.min(1 << 16));
         let (mut position, mut texts, mut bytes) = (0u64, 0u64, 0u64);
-        let mut exhausted = false;
-        while !exhausted {
-            batch.clear();
-            while batch.len() < buffer_size {
-                match iterator.next() {
-                    Some(item) => {
-                        push_texts(&item?, position, &mut batch)?;
-                        position += 1;
-                    }
-                    None => {
-                        exhausted = true;
-                        break;
-                    }
+        let spans_seen = AtomicUsize::new(0);
+        let pool = &self.pool;
+        // Python fills batch k+1 on this thread while a worker counts batch k without the GIL.
+        let (to_worker, batches) = mpsc::sync_channel::<Vec<String>>(1);
+        let counts = std::thread::scope(|scope| -> PyResult<SpanCounts> {
+            let worker = scope.spawn(|| -> Result<SpanCounts, Error> {
+                let mut counts = SpanCounts::new();
+                for batch in batches {
+                    in_pool(pool, || counts.add_texts(&batch, &splitter))?;
+                    spans_seen.store(counts.len(), Ordering::Relaxed);
                 }
-            }
-            texts += batch.len() as u64;
-            bytes += batch.iter().map(|t| t.len() as u64).sum::<u64>();
-            py.detach(|| self.in_pool(|| counts.add_texts(&batch, &splitter))).map_err(to_py)?;
-            py.check_signals()?;
-            report(py, progress.as_ref(), "count", &[
-                ("texts", texts.into_pyobject(py)?.into_any().unbind()),
-                ("bytes", bytes.into_pyobject(py)?.into_any().unbind()),
-                ("spans", counts.len().into_pyobject(py)?.into_any().unbind()),
-            ])?;
-        }
-        drop(batch);
+                Ok(counts)
+            });
+            let fed = (|| -> PyResult<()> {
+                let mut exhausted = false;
+                while !exhausted {
+                    let mut batch: Vec<String> = Vec::with_capacity(buffer_size.min(1 << 16));
+                    while batch.len() < buffer_size {
+                        match iterator.next() {
+                            Some(item) => {
+                                push_texts(&item?, position, &mut batch)?;
+                                position += 1;
+                            }
+                            None => {
+                                exhausted = true;
+                                break;
+                            }
+                        }
+                    }
+                    texts += batch.len() as u64;
+                    bytes += batch.iter().map(|t| t.len() as u64).sum::<u64>();
+                    if py.detach(|| to_worker.send(batch)).is_err() {
+                        return Ok(()); // the worker stopped on an error, reported below
+                    }
+                    py.check_signals()?;
+                    report(py, progress.as_ref(), "count", &[
+                        ("texts", texts.into_pyobject(py)?.into_any().unbind()),
+                        ("bytes", bytes.into_pyobject(py)?.into_any().unbind()),
+                        ("spans", spans_seen.load(Ordering::Relaxed).into_pyobject(py)?.into_any().unbind()),
+                    ])?;
+                }
+                Ok(())
+            })();
+            drop(to_worker);
+            let counted = py
+                .detach(|| worker.join())
+                .map_err(|_| PyRuntimeError::new_err("the counting thread failed unexpectedly"))?;
+            fed?;
+            counted.map_err(to_py)
+        })?;
         let count_seconds = started.elapsed().as_secs_f64();
         let previous_splitter = std::mem::replace(&mut self.splitter, splitter);
         match self.learn_from(py, counts, vocab_size, min_frequency, progress.as_ref()) {

@@ -6,7 +6,7 @@ import pytest
 import tiktoken.load
 
 import bpeforge
-from bpeforge.io import CONFIG_FILE, RANKS_FILE
+from bpeforge.io import CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE
 
 SAMPLE = "The quick brown fox; jumps over 12345 lazy dogs!\n\tdon't STOP — ünïcödé 日本語 🎉"
 
@@ -35,7 +35,7 @@ def test_ranks_file_is_standard_tiktoken(tok, tmp_path):
 def test_no_temporary_files_left(tok, tmp_path):
     tok.save(tmp_path)
     tok.save(tmp_path)  # overwriting works too
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([RANKS_FILE, CONFIG_FILE])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([RANKS_FILE, CONFIG_FILE, TOKEN_BYTES_FILE])
 
 
 def test_missing_directory_and_files(tmp_path):

@@ -9,6 +9,7 @@
 from ._core import DEFAULT_PATTERN, PRESETS, Trainer, check_ranks, split
 from .io import TokenizerFileError
 from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer, resolve_pattern
+from .eval import EvalError, evaluate, format_table
 
 PATTERNS: dict = dict(PRESETS)
 """Preset split patterns by name: gpt4 (the default), cl100k_base, nanochat, gpt2, r50k_base,
@@ -16,12 +17,15 @@ p50k_base, o200k_base."""
 
 __all__ = [
     "DEFAULT_PATTERN",
+    "EvalError",
     "NANOCHAT_SPECIAL_TOKENS",
     "PATTERNS",
     "Tokenizer",
     "TokenizerFileError",
     "Trainer",
     "check_ranks",
+    "evaluate",
+    "format_table",
     "resolve_pattern",
     "split",
 ]

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
 RANKS_FILE = "tokenizer.tiktoken"
 CONFIG_FILE = "tokenizer.json"
+TOKEN_BYTES_FILE = "token_bytes.npy"
 FORMAT = "bpeforge"
 VERSION = 1
 
@@ -79,7 +80,8 @@ def read_tiktoken(path: Union[str, os.PathLike]) -> dict:
 
 
 def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
-    """Writes the ranks and config of ``tokenizer`` into ``directory`` (created if needed)."""
+    """Writes the ranks, the config and the token byte lengths of ``tokenizer`` into
+    ``directory`` (created if needed), each file atomically."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     config = {
@@ -91,6 +93,9 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     }
     _write_atomic(directory / RANKS_FILE, ranks_to_tiktoken(tokenizer.mergeable_ranks))
     _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+    from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
+
+    _write_atomic(directory / TOKEN_BYTES_FILE, token_bytes_npy(tokenizer))
 
 
 def load(directory: Union[str, os.PathLike]) -> "Tokenizer":

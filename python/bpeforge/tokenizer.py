@@ -170,15 +170,31 @@ class Tokenizer:
         """Number of token ids: ranks plus special tokens."""
         return self._encoding.n_vocab
 
-    def encode(self, text: str) -> list:
+    def encode(
+        self,
+        text: Union[str, Sequence[str]],
+        prepend: Optional[Union[str, int]] = None,
+        append: Optional[Union[str, int]] = None,
+        num_threads: int = 8,
+    ) -> Union[list[int], list[list[int]]]:
         """Encodes ordinary text: special-token text such as ``<|bos|>`` is encoded as text.
         Lone surrogates are replaced by U+FFFD, as tiktoken does.
+
+        As nanochat's ``RustBPETokenizer.encode``: ``text`` may be a list of str, encoded in
+        parallel on ``num_threads`` threads into a list of lists; ``prepend``/``append`` (a
+        special token name or id) is added to each sequence.
 
         >>> tok = Tokenizer.train_from_iterator(["ab ab"], vocab_size=258, special_tokens=["<|bos|>"])
         >>> tok.encode("<|bos|>") == [tok.encode_special("<|bos|>")]
         False
+        >>> tok.encode(["ab", "b"], prepend="<|bos|>", append=0)
+        [[257, 256, 0], [257, 98, 0]]
         """
-        return self._encoding.encode_ordinary(text)
+        if prepend is None and append is None and isinstance(text, str):
+            return self._encoding.encode_ordinary(text)
+        from .chat import encode
+
+        return encode(self, text, prepend, append, num_threads)
 
     def encode_special(self, name: str) -> int:
         """The id of special token ``name``; KeyError names the known ones if it is not one."""
@@ -193,8 +209,8 @@ class Tokenizer:
 
     def save(self, directory: Union[str, os.PathLike]) -> None:
         """Writes ``tokenizer.tiktoken`` (the ranks, loadable by
-        ``tiktoken.load.load_tiktoken_bpe``) and ``tokenizer.json`` (pattern, special tokens)
-        into ``directory``, each atomically."""
+        ``tiktoken.load.load_tiktoken_bpe``), ``tokenizer.json`` (pattern, special tokens) and
+        ``token_bytes.npy`` (bytes per token id) into ``directory``, each atomically."""
         from .io import save
 
         save(self, directory)
@@ -210,3 +226,95 @@ class Tokenizer:
 
     def __repr__(self) -> str:
         return f"<bpeforge.Tokenizer n_vocab={self.n_vocab} special_tokens={len(self._special_tokens)}>"
+
+    # --- nanochat-compatible API (chat.py, eval.py) ---
+
+    @classmethod
+    def from_directory(cls, tokenizer_dir: Union[str, os.PathLike]) -> "Tokenizer":
+        """nanochat's name for :meth:`load`: reads a tokenizer written by :meth:`save`."""
+        return cls.load(tokenizer_dir)
+
+    @classmethod
+    def from_encoding(cls, encoding: tiktoken.Encoding) -> "Tokenizer":
+        """Wraps an existing ``tiktoken.Encoding`` as it is (its ranks are not re-checked), e.g.
+        to render conversations or evaluate with a tokenizer from elsewhere.
+
+        >>> enc = tiktoken.Encoding("tiny", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
+        ...                         special_tokens={"<|endoftext|>": 256})
+        >>> tok = Tokenizer.from_encoding(enc)
+        >>> tok.encode("hi", prepend=tok.get_bos_token_id())
+        [256, 104, 105]
+        """
+        if not isinstance(encoding, tiktoken.Encoding):
+            raise TypeError(f"expected a tiktoken.Encoding, got {type(encoding).__name__}")
+        tok = cls.__new__(cls)
+        tok._pattern = encoding._pat_str
+        tok._special_tokens = dict(encoding._special_tokens)
+        tok._encoding = encoding
+        return tok
+
+    @classmethod
+    def from_pretrained(cls, tiktoken_name: str) -> "Tokenizer":
+        """A tiktoken encoding by name (``"gpt2"``, ``"cl100k_base"``, ...), as nanochat's
+        ``from_pretrained``; its ``<|endoftext|>`` serves as the bos token. tiktoken downloads the
+        ranks on first use: offline, this raises :class:`bpeforge.eval.EvalError` saying so."""
+        from .eval import load_tiktoken_encoding
+
+        return cls.from_encoding(load_tiktoken_encoding(tiktoken_name))
+
+    def get_vocab_size(self) -> int:
+        """The number of token ids (``n_vocab``): ranks plus special tokens."""
+        return self.n_vocab
+
+    def get_special_tokens(self) -> set[str]:
+        """The names of the special tokens, as a set (like tiktoken's ``special_tokens_set``)."""
+        return set(self._special_tokens)
+
+    def id_to_token(self, id: int) -> str:
+        """The text of token ``id`` (U+FFFD for bytes that are not whole UTF-8 characters)."""
+        from .chat import id_to_token
+
+        return id_to_token(self, id)
+
+    def get_bos_token_id(self) -> int:
+        """The id of ``<|bos|>`` (or of ``<|endoftext|>`` for a tokenizer without ``<|bos|>``)."""
+        from .chat import bos_token_id
+
+        return bos_token_id(self)
+
+    def __call__(
+        self,
+        text: Union[str, Sequence[str]],
+        prepend: Optional[Union[str, int]] = None,
+        append: Optional[Union[str, int]] = None,
+        num_threads: int = 8,
+    ) -> Union[list[int], list[list[int]]]:
+        """The same as :meth:`encode`."""
+        return self.encode(text, prepend, append, num_threads)
+
+    def render_conversation(self, conversation: object, max_tokens: Optional[int] = 2048) -> tuple[list[int], list[int]]:
+        """``(ids, mask)`` of a chat conversation, both cut to ``max_tokens``; see
+        :func:`bpeforge.chat.render_conversation` for the rules."""
+        from .chat import render_conversation
+
+        return render_conversation(self, conversation, max_tokens)
+
+    def render_for_completion(self, conversation: object, max_tokens: Optional[int] = 2048) -> list[int]:
+        """The ids of ``conversation`` minus its last (assistant) message, ending with
+        ``<|assistant_start|>``; see :func:`bpeforge.chat.render_for_completion`."""
+        from .chat import render_for_completion
+
+        return render_for_completion(self, conversation, max_tokens)
+
+    def visualize_tokenization(self, ids: Sequence[int], mask: Sequence[int], with_token_id: bool = False) -> str:
+        """Tokens joined by ``|``, green where ``mask`` is 1, red where it is 0 (ANSI colours)."""
+        from .chat import visualize_tokenization
+
+        return visualize_tokenization(self, ids, mask, with_token_id)
+
+    def token_bytes(self, as_numpy: bool = False) -> Sequence[int]:
+        """For every id, the number of bytes it stands for (0 for special tokens): a list, or an
+        int32 NumPy array with ``as_numpy=True``. See :func:`bpeforge.chat.token_bytes`."""
+        from .chat import token_bytes
+
+        return token_bytes(self, as_numpy)

@@ -1,0 +1,467 @@
+"""Compression of texts by tokenizers, compared: ``bpeforge eval`` and :func:`evaluate`.
+
+For each text and tokenizer: the UTF-8 bytes, the tokens (the text encoded as ordinary text),
+bytes per token (higher is better compression), tokens per character (the usual check of how
+fairly a vocabulary covers a language: English is about 0.25-0.3 on a well-trained tokenizer), and
+the relative difference in tokens against the *first* tokenizer, as nanochat's ``tok_eval`` reports
+it: ``(first_tokens - tokens) / first_tokens * 100``, positive when this tokenizer needs fewer.
+
+A tokenizer is given as
+
+* a :class:`bpeforge.Tokenizer` or a ``tiktoken.Encoding``;
+* the path of a folder written by :meth:`bpeforge.Tokenizer.save`;
+* the path of a ``.tiktoken`` ranks file, optionally followed by ``:PATTERN``, where PATTERN is a
+  preset name (``bpeforge.PATTERNS``) or a regex: ``out/tok.tiktoken:nanochat``. Without one the
+  ``pattern`` argument (``--pattern``) is used, GPT-4's by default. The file has no special tokens;
+* the name of a tiktoken encoding (``gpt2``, ``cl100k_base``, ``o200k_base``, ... ``gpt4`` is taken
+  as ``cl100k_base`` as in nanochat, and model names such as ``gpt-4o`` work too). tiktoken
+  downloads these on first use; offline and without a cached copy this fails with an
+  :class:`EvalError` saying so.
+
+>>> import bpeforge
+>>> byte_level = bpeforge.Tokenizer({bytes([i]): i for i in range(256)})
+>>> tok = bpeforge.Tokenizer.train_from_iterator(["hello hello"] * 4, vocab_size=260, special_tokens=[])
+>>> rows = evaluate({"bytes": byte_level, "trained": tok}, {"greeting": "hello hello"})
+>>> [(r.tokenizer, r.bytes, r.tokens, round(r.bytes_per_token, 2), round(r.relative_diff, 1)) for r in rows]
+[('bytes', 11, 11, 1.0, 0.0), ('trained', 11, 3, 3.67, 72.7)]
+>>> print(format_table(rows))
+Vocab sizes:
+  bytes    256
+  trained  260
+<BLANKLINE>
+Diff %: tokens saved against bytes (positive: fewer tokens than bytes)
+====================================================================================
+Text      Bytes  Chars  Tokenizer  Tokens  Bytes/token  Tokens/char  Diff %  Better
+------------------------------------------------------------------------------------
+greeting     11     11  bytes          11         1.00        1.000
+                        trained         3         3.67        0.273  +72.7%  trained
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+import tiktoken
+
+from .tokenizer import Tokenizer, resolve_pattern
+
+TokenizerLike = Union[Tokenizer, tiktoken.Encoding, str, "os.PathLike[str]"]
+
+ALIASES: Dict[str, str] = {"gpt4": "cl100k_base"}
+"""Short names accepted for tiktoken encodings, as nanochat's ``tok_eval`` calls them."""
+
+GREEN, RED, RESET = "\033[92m", "\033[91m", "\033[0m"
+
+
+class EvalError(ValueError):
+    """A tokenizer or text that :func:`evaluate` cannot use; the message says which and why."""
+
+
+class EvalRow(NamedTuple):
+    """One text encoded by one tokenizer."""
+
+    text: str
+    """The text's name."""
+    tokenizer: str
+    """The tokenizer's name."""
+    bytes: int
+    """UTF-8 bytes of the text."""
+    tokens: int
+    """Tokens of the text (encoded as ordinary text)."""
+    bytes_per_token: float
+    """``bytes / tokens``: higher is better compression."""
+    tokens_per_char: float
+    """``tokens / chars``."""
+    relative_diff: float
+    """``(first - tokens) / first * 100`` where ``first`` is the first tokenizer's token count:
+    positive when this tokenizer needs fewer tokens than the first (0 for the first itself)."""
+    chars: int
+    """Characters (code points) of the text."""
+    vocab_size: int
+    """The tokenizer's ``n_vocab``."""
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+def load_tiktoken_encoding(name: str) -> tiktoken.Encoding:
+    """``tiktoken.get_encoding`` of ``name`` (or of a model name, or ``gpt4``), with a clear
+    :class:`EvalError` when the name is unknown or tiktoken cannot fetch the ranks (offline).
+
+    >>> load_tiktoken_encoding("no-such-encoding")
+    Traceback (most recent call last):
+    ...
+    bpeforge.eval.EvalError: 'no-such-encoding' is not a tiktoken encoding or model name (encodings: ...)
+    """
+    known = list(tiktoken.list_encoding_names())
+    encoding_name = ALIASES.get(name, name)
+    if encoding_name not in known:
+        try:
+            encoding_name = tiktoken.encoding_name_for_model(name)
+        except KeyError:
+            raise EvalError(
+                f"{name!r} is not a tiktoken encoding or model name (encodings: {', '.join(sorted(known))})"
+            ) from None
+    try:
+        return tiktoken.get_encoding(encoding_name)
+    except Exception as e:  # noqa: BLE001 - network errors come in many types
+        detail = " ".join(str(e).split()) or type(e).__name__
+        if len(detail) > 200:
+            detail = detail[:197] + "..."
+        raise EvalError(
+            f"tiktoken could not load the encoding {encoding_name!r}: it downloads the ranks on first use "
+            f"(cached in TIKTOKEN_CACHE_DIR), and that failed, likely because this machine is offline "
+            f"({type(e).__name__}: {detail}). Give a local .tiktoken file instead: PATH.tiktoken:PATTERN"
+        ) from None
+
+
+def split_tiktoken_spec(spec: str) -> Optional[Tuple[str, Optional[str]]]:
+    """``(path, pattern or None)`` when ``spec`` names a ``.tiktoken`` file, else None.
+
+    >>> split_tiktoken_spec("out/tok.tiktoken:nanochat")
+    ('out/tok.tiktoken', 'nanochat')
+    >>> split_tiktoken_spec("ranks.tiktoken"), split_tiktoken_spec("out/tok")
+    (('ranks.tiktoken', None), None)
+    """
+    if spec.endswith(".tiktoken"):
+        return spec, None
+    marker = ".tiktoken:"
+    at = spec.find(marker)
+    if at < 0:
+        return None
+    return spec[: at + len(".tiktoken")], spec[at + len(marker) :]
+
+
+def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[str] = None) -> Tokenizer:
+    """A tokenizer from a ``.tiktoken`` ranks file (read strictly, no special tokens) and
+    ``pattern`` (a preset name, a regex, or None for GPT-4's)."""
+    from . import _core
+    from .io import read_tiktoken
+
+    regex = resolve_pattern(pattern)
+    try:
+        _core.split("", regex)
+    except ValueError as e:
+        raise EvalError(f"{path}: bad pattern {pattern!r}: {e}") from None
+    ranks = read_tiktoken(path)
+    encoding = tiktoken.Encoding(name=Path(path).stem, pat_str=regex, mergeable_ranks=ranks, special_tokens={})
+    return Tokenizer.from_encoding(encoding)
+
+
+def load_tokenizer(spec: TokenizerLike, pattern: Optional[str] = None) -> Tokenizer:
+    """The :class:`~bpeforge.Tokenizer` for ``spec`` (see the module docstring for the forms);
+    ``pattern`` is the split pattern of a ``.tiktoken`` file given without ``:PATTERN``."""
+    if isinstance(spec, Tokenizer):
+        return spec
+    if isinstance(spec, tiktoken.Encoding):
+        return Tokenizer.from_encoding(spec)
+    if not isinstance(spec, (str, os.PathLike)):
+        raise TypeError(
+            f"a tokenizer must be a bpeforge.Tokenizer, a tiktoken.Encoding or a str/path, got {type(spec).__name__}"
+        )
+    text = os.fspath(spec)
+    path = Path(text)
+    if path.is_dir():
+        return Tokenizer.load(path)
+    tiktoken_spec = split_tiktoken_spec(text)
+    if tiktoken_spec is not None:
+        file, file_pattern = tiktoken_spec
+        if not Path(file).is_file():
+            raise EvalError(f"{file}: no such .tiktoken file")
+        return load_tiktoken_file(file, file_pattern if file_pattern is not None else pattern)
+    if path.is_file():
+        raise EvalError(
+            f"{text}: a file, but not a .tiktoken ranks file; give the folder of a saved bpeforge tokenizer, "
+            f"a .tiktoken file (PATH.tiktoken or PATH.tiktoken:PATTERN) or a tiktoken encoding name"
+        )
+    if os.sep in text or (os.altsep and os.altsep in text):
+        raise EvalError(f"{text}: no such file or folder")
+    return Tokenizer.from_encoding(load_tiktoken_encoding(text))
+
+
+# ------------------------------------------------------------------------------ evaluation
+
+
+def _unique(names: List[str]) -> List[str]:
+    seen: Dict[str, int] = {}
+    out = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        out.append(name if seen[name] == 1 else f"{name} ({seen[name]})")
+    return out
+
+
+def _named_tokenizers(tokenizers: Any) -> List[Tuple[str, Any]]:
+    if isinstance(tokenizers, Mapping):
+        items = [(str(k), v) for k, v in tokenizers.items()]
+    elif isinstance(tokenizers, (str, os.PathLike, Tokenizer, tiktoken.Encoding)):
+        items = [(_default_name(tokenizers, 0), tokenizers)]
+    else:
+        items = [(_default_name(t, i), t) for i, t in enumerate(tokenizers)]
+    if not items:
+        raise EvalError("no tokenizers to evaluate")
+    return list(zip(_unique([n for n, _ in items]), [t for _, t in items]))
+
+
+def _default_name(spec: Any, i: int) -> str:
+    if isinstance(spec, (str, os.PathLike)):
+        return os.fspath(spec).rstrip("/\\") or os.fspath(spec)
+    if isinstance(spec, tiktoken.Encoding):
+        return spec.name
+    return f"tokenizer{i + 1}"
+
+
+def _named_texts(texts: Any) -> List[Tuple[str, str]]:
+    if isinstance(texts, str):
+        items = [("text", texts)]
+    elif isinstance(texts, Mapping):
+        items = [(str(k), v) for k, v in texts.items()]
+    else:
+        items = []
+        for i, item in enumerate(texts):
+            if isinstance(item, str):
+                items.append((f"text{i + 1}", item))
+            elif isinstance(item, (tuple, list)) and len(item) == 2:
+                items.append((str(item[0]), item[1]))
+            else:
+                raise EvalError(f"texts[{i}] must be a str or a (name, text) pair, got {type(item).__name__}")
+    if not items:
+        raise EvalError("no texts to evaluate")
+    for name, text in items:
+        if not isinstance(text, str):
+            raise EvalError(f"text {name!r} must be a str, got {type(text).__name__}")
+        if not text:
+            raise EvalError(f"text {name!r} is empty")
+    return list(zip(_unique([n for n, _ in items]), [t for _, t in items]))
+
+
+def evaluate(
+    tokenizers: Union[Mapping[str, TokenizerLike], Sequence[TokenizerLike], TokenizerLike],
+    texts: Union[Mapping[str, str], Sequence[Union[str, Tuple[str, str]]], str],
+    *,
+    pattern: Optional[str] = None,
+    num_threads: int = 8,
+) -> List[EvalRow]:
+    """Encodes every text with every tokenizer; one :class:`EvalRow` per (text, tokenizer),
+    grouped by text in the order given, the tokenizers in the order given within each.
+
+    ``tokenizers``: a dict of name to tokenizer, or a list (a str/path is named by itself, a
+    ``tiktoken.Encoding`` by its name, others ``tokenizer1``, ``tokenizer2``, ...), of any of the
+    forms in the module docstring; the first is the reference for ``relative_diff``. ``texts``: a
+    dict of name to text, a list of ``(name, text)`` pairs or of str (named ``text1``, ...), or one
+    str. Empty texts are refused. ``pattern`` is for ``.tiktoken`` files without ``:PATTERN``.
+
+    >>> import bpeforge
+    >>> byte_level = bpeforge.Tokenizer({bytes([i]): i for i in range(256)})
+    >>> [r.tokens_per_char for r in evaluate([byte_level], ["héllo"])]
+    [1.2]
+    """
+    named_texts = _named_texts(texts)
+    loaded = [(name, load_tokenizer(spec, pattern)) for name, spec in _named_tokenizers(tokenizers)]
+    bodies = [t for _, t in named_texts]
+    counts = [[len(ids) for ids in tok.encoding.encode_ordinary_batch(bodies, num_threads=num_threads)] for _, tok in loaded]
+    rows = []
+    for j, (text_name, text) in enumerate(named_texts):
+        n_bytes, n_chars = len(text.encode("utf-8", "surrogatepass")), len(text)
+        first = counts[0][j]
+        for (tok_name, tok), tok_counts in zip(loaded, counts):
+            n_tokens = tok_counts[j]
+            rows.append(
+                EvalRow(
+                    text=text_name,
+                    tokenizer=tok_name,
+                    bytes=n_bytes,
+                    tokens=n_tokens,
+                    bytes_per_token=n_bytes / n_tokens,
+                    tokens_per_char=n_tokens / n_chars,
+                    relative_diff=(first - n_tokens) / first * 100,
+                    chars=n_chars,
+                    vocab_size=tok.n_vocab,
+                )
+            )
+    return rows
+
+
+def format_table(rows: Sequence[EvalRow], *, color: bool = False) -> str:
+    """``rows`` of :func:`evaluate` as a text table in the manner of nanochat's ``tok_eval``: the
+    vocabulary sizes, then one line per (text, tokenizer) with the relative difference to the first
+    tokenizer of each text and which of the two compresses better. With ``color``, the better of the
+    two is green and the worse red (ANSI colours)."""
+    rows = list(rows)
+    if not rows:
+        return ""
+    vocab: Dict[str, int] = {}
+    for r in rows:
+        vocab.setdefault(r.tokenizer, r.vocab_size)
+    name_width = max(len(n) for n in vocab)
+    lines = ["Vocab sizes:"]
+    lines += [f"  {name:<{name_width}}  {size}" for name, size in vocab.items()]
+    reference = rows[0].tokenizer
+    lines += ["", f"Diff %: tokens saved against {reference} (positive: fewer tokens than {reference})"]
+
+    headers = ["Text", "Bytes", "Chars", "Tokenizer", "Tokens", "Bytes/token", "Tokens/char", "Diff %", "Better"]
+    right = [False, True, True, False, True, True, True, True, False]
+    table: List[Tuple[List[str], List[str]]] = []  # (cells, colours)
+    first_of_text: Dict[str, EvalRow] = {}
+    for r in rows:
+        ref = first_of_text.setdefault(r.text, r)
+        new_text = ref is r
+        cells = [r.text if new_text else "", str(r.bytes) if new_text else "", str(r.chars) if new_text else ""]
+        cells += [r.tokenizer, str(r.tokens), f"{r.bytes_per_token:.2f}", f"{r.tokens_per_char:.3f}"]
+        colours = [""] * len(headers)
+        if new_text:
+            cells += ["", ""]
+        else:
+            if r.tokens < ref.tokens:
+                better, mine = r.tokenizer, GREEN
+            elif r.tokens > ref.tokens:
+                better, mine = ref.tokenizer, RED
+            else:
+                better, mine = "tie", ""
+            cells += [f"{r.relative_diff:+.1f}%", better]
+            colours[4] = colours[5] = colours[7] = mine
+        table.append((cells, colours))
+    widths = [max(len(h), *(len(c[k]) for c, _ in table)) for k, h in enumerate(headers)]
+
+    def render(cells: Sequence[str], colours: Sequence[str]) -> str:
+        out = []
+        for k, cell in enumerate(cells):
+            padded = cell.rjust(widths[k]) if right[k] else cell.ljust(widths[k])
+            out.append(f"{colours[k]}{padded}{RESET}" if color and colours[k] and cell else padded)
+        return "  ".join(out).rstrip()
+
+    total = sum(widths) + 2 * (len(widths) - 1)
+    lines += ["=" * total, render(headers, [""] * len(headers)), "-" * total]
+    lines += [render(cells, colours) for cells, colours in table]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ command line
+
+EVAL_EPILOG = """\
+tokenizers:
+  DIR                   a folder written by bpeforge train -o DIR / Tokenizer.save(DIR)
+  FILE.tiktoken         a ranks file, split with --pattern (GPT-4's by default)
+  FILE.tiktoken:PATTERN the same with its own pattern: a preset name or a regex
+  NAME                  a tiktoken encoding (gpt2, cl100k_base, o200k_base, gpt4, ...);
+                        tiktoken downloads it on first use, so it needs the network once
+  The first tokenizer is the reference of the Diff % column: (its tokens - tokens) / its
+  tokens, positive when a tokenizer needs fewer tokens.
+
+examples:
+  bpeforge eval out/tok gpt2 --text news.txt code.py
+  bpeforge eval out/a out/b.tiktoken:nanochat --text sample.txt --json
+"""
+
+
+def _add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("tokenizers", nargs="+", metavar="TOKENIZER", help="tokenizers to compare (see below)")
+    p.add_argument(
+        "--text", dest="texts", nargs="+", action="extend", required=True, metavar="FILE",
+        help="UTF-8 text files to encode, each as one text ('-' reads standard input)",
+    )
+    p.add_argument("--pattern", default=None, help="split pattern for .tiktoken files given without :PATTERN (preset name or regex)")
+    p.add_argument("--threads", type=int, default=8, help="threads to encode with (default 8)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    p.add_argument(
+        "--color", choices=["auto", "always", "never"], default="auto",
+        help="colour the table (auto: when standard output is a terminal and NO_COLOR is unset)",
+    )
+
+
+def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Adds the ``eval`` subcommand to ``subparsers`` (of the ``bpeforge`` command); its
+    ``run`` default is :func:`run_eval`."""
+    p = subparsers.add_parser(
+        "eval",
+        help="compare how tokenizers compress texts",
+        description="For each text and tokenizer: bytes, tokens, bytes per token, tokens per character, "
+        "and the relative difference in tokens against the first tokenizer.",
+        epilog=EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_arguments(p)
+    p.set_defaults(run=run_eval)
+    return p
+
+
+def _error(message: str) -> Exception:
+    try:
+        from .cli import CLIError
+    except ImportError:  # pragma: no cover - the cli module ships with the package
+        return EvalError(message)
+    return CLIError(message)
+
+
+def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
+    texts = []
+    for path in paths:
+        try:
+            data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+        except OSError as e:
+            raise _error(f"{path}: {e.strerror or e}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise _error(f"{path}: not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r})") from None
+        if not text:
+            raise _error(f"{path}: the file is empty")
+        texts.append(("<stdin>" if path == "-" else path, text))
+    return texts
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """Runs ``bpeforge eval`` with parsed ``args``; prints the table (or JSON) on standard
+    output and returns the exit code. Problems raise the CLI's one-line error."""
+    if args.threads < 1:
+        raise _error(f"--threads must be at least 1, got {args.threads}")
+    texts = _read_texts(args.texts)
+    tokenizers: Dict[str, Tokenizer] = {}
+    for name, spec in _named_tokenizers(args.tokenizers):
+        try:
+            tokenizers[name] = load_tokenizer(spec, args.pattern)
+        except (OSError, ValueError, KeyError) as e:
+            message = " ".join(str(e.args[0] if isinstance(e, KeyError) and e.args else e).split())
+            raise _error(f"tokenizer {spec}: {message}") from None
+    try:
+        rows = evaluate(tokenizers, texts, num_threads=args.threads)
+    except ValueError as e:
+        raise _error(str(e)) from None
+    if args.json:
+        print(json.dumps([r._asdict() for r in rows], indent=2, ensure_ascii=False))
+    else:
+        color = args.color == "always" or (
+            args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        )
+        print(format_table(rows, color=color))
+    return 0
+
+
+def main_eval(argv: Optional[Sequence[str]] = None) -> int:
+    """``bpeforge eval`` on its own (``python -m bpeforge.eval ...``): parses ``argv`` and runs
+    :func:`run_eval`; an error is one line on standard error and exit code 1 (2 for a bad option)."""
+    parser = argparse.ArgumentParser(
+        prog="bpeforge eval",
+        description="Compare how tokenizers compress texts.",
+        epilog=EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        from .cli import CLIError
+    except ImportError:  # pragma: no cover - the cli module ships with the package
+        CLIError = EvalError  # type: ignore[misc,assignment]
+    try:
+        return run_eval(args)
+    except (CLIError, EvalError, OSError, ValueError) as e:
+        print(f"bpeforge eval: error: {e}", file=sys.stderr)
+        return int(getattr(e, "code", 1))
+
+if __name__ == "__main__":
+    sys.exit(main_eval())

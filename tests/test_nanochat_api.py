@@ -1,0 +1,275 @@
+"""The nanochat RustBPETokenizer API on bpeforge.Tokenizer: names, encode variants, token_bytes."""
+
+import struct
+
+import pytest
+import tiktoken
+
+import bpeforge
+from bpeforge import chat
+from bpeforge.chat import TOKEN_BYTES_FILE
+from bpeforge.eval import EvalError
+
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog. The dog sleeps; the fox runs.",
+    "def encode(self, text):\n    return self.enc.encode_ordinary(text)\n",
+    "Ünïcödé: naïve café, 日本語のテキスト, Ελληνικά, emojis 🎉🚀🎉.",
+    "Numbers 12345 and 678, contractions don't, it's, we'll.",
+] * 5
+
+TEXTS = [
+    "The quick brown fox.",
+    "",
+    "日本語のテキスト 🎉",
+    "<|bos|> is just text here <|user_start|>",
+    "def f(x):\n    return x\n",
+    "lone surrogate \ud800 replaced",
+]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return bpeforge.Tokenizer.train_from_iterator(CORPUS, vocab_size=320)
+
+
+# ------------------------------------------------------------------------------ names
+
+
+def test_nanochat_method_names_exist(tok):
+    for name in [
+        "train_from_iterator", "from_directory", "from_pretrained", "save", "get_vocab_size",
+        "get_special_tokens", "id_to_token", "encode_special", "get_bos_token_id", "encode",
+        "decode", "render_conversation", "render_for_completion", "visualize_tokenization",
+    ]:
+        assert callable(getattr(tok, name)), name
+
+
+def test_vocab_and_special_tokens(tok):
+    assert tok.get_vocab_size() == tok.n_vocab == 320
+    assert tok.get_special_tokens() == set(bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    assert tok.get_special_tokens() == tok.encoding.special_tokens_set
+    assert tok.get_bos_token_id() == tok.encode_special("<|bos|>") == 311  # 320 - 9 specials
+    assert [tok.encode_special(n) for n in bpeforge.NANOCHAT_SPECIAL_TOKENS] == list(range(311, 320))
+
+
+def test_id_to_token(tok):
+    assert tok.id_to_token(ord("a")) == "a"
+    assert tok.id_to_token(tok.get_bos_token_id()) == "<|bos|>"
+    for i in range(256, 311):
+        assert tok.id_to_token(i) == tok.decode([i])
+    assert tok.id_to_token(0x80) == "\ufffd"  # a lone continuation byte
+    with pytest.raises(KeyError, match="out of range"):
+        tok.id_to_token(320)
+    with pytest.raises(KeyError, match="out of range"):
+        tok.id_to_token(-1)
+    with pytest.raises(TypeError):
+        tok.id_to_token("a")
+
+
+def test_from_directory_round_trip(tok, tmp_path):
+    tok.save(tmp_path / "tok")
+    again = bpeforge.Tokenizer.from_directory(tmp_path / "tok")
+    assert isinstance(again, bpeforge.Tokenizer)
+    assert again.mergeable_ranks == tok.mergeable_ranks
+    assert again.get_special_tokens() == tok.get_special_tokens()
+    assert again.encode(TEXTS) == tok.encode(TEXTS)
+    with pytest.raises(FileNotFoundError):
+        bpeforge.Tokenizer.from_directory(tmp_path / "missing")
+
+
+# ------------------------------------------------------------------------------ encode
+
+
+def test_plain_encode_unchanged(tok):
+    for text in TEXTS:
+        assert tok.encode(text) == tok.encoding.encode_ordinary(text)
+        assert tok(text) == tok.encode(text)
+
+
+def test_batch_equals_one_by_one(tok):
+    batch = tok.encode(TEXTS)
+    assert batch == [tok.encode(t) for t in TEXTS]
+    assert tok.encode(TEXTS, num_threads=1) == batch
+    assert tok.encode(tuple(TEXTS)) == batch
+    assert tok(TEXTS, num_threads=3) == batch
+    assert tok.encode([]) == []
+    big = CORPUS * 10
+    assert tok.encode(big, num_threads=4) == [tok.encode(t) for t in big]
+
+
+def test_prepend_append_names_and_ids(tok):
+    bos, end = tok.encode_special("<|bos|>"), tok.encode_special("<|assistant_end|>")
+    text = "The quick brown fox."
+    base = tok.encode(text)
+    assert tok.encode(text, prepend="<|bos|>") == [bos] + base
+    assert tok.encode(text, append="<|assistant_end|>") == base + [end]
+    assert tok.encode(text, prepend=bos, append=end) == [bos] + base + [end]
+    assert tok.encode(text, "<|bos|>", "<|assistant_end|>") == [bos] + base + [end]  # positional, as nanochat
+    assert tok(text, prepend=bos) == [bos] + base
+    assert tok.encode(text, prepend=ord("x")) == [ord("x")] + base  # any id, not only special ones
+    batch = tok.encode(TEXTS, prepend="<|bos|>", append=end)
+    assert batch == [[bos] + tok.encode(t) + [end] for t in TEXTS]
+    assert tok.encode([""], prepend=bos) == [[bos]]
+    # rows are independent lists
+    batch[0].append(-1)
+    assert batch[1][-1] == end
+
+
+def test_special_token_text_stays_text(tok):
+    for name in bpeforge.NANOCHAT_SPECIAL_TOKENS:
+        ids = tok.encode(name)
+        assert tok.encode_special(name) not in ids
+        assert all(i < 311 for i in ids)
+        assert tok.decode(ids) == name
+    batch = tok.encode(["<|bos|>", "x<|user_end|>y"], append="<|bos|>")
+    bos = tok.get_bos_token_id()
+    assert [row.count(bos) for row in batch] == [1, 1]
+    assert [row[-1] for row in batch] == [bos, bos]
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(text=42), TypeError, "text must be a str or a list of str, got int"),
+        (dict(text=b"bytes"), TypeError, "got bytes"),
+        (dict(text=["ok", 3]), TypeError, r"text\[1\] must be a str, got int"),
+        (dict(text="x", prepend="<|nope|>"), KeyError, "not a special token"),
+        (dict(text=["x"], append="<|nope|>"), KeyError, "not a special token"),
+        (dict(text="x", prepend=320), ValueError, "out of range"),
+        (dict(text="x", append=-1), ValueError, "out of range"),
+        (dict(text="x", prepend=True), TypeError, "name .str. or an id"),
+        (dict(text="x", prepend=1.0), TypeError, "name .str. or an id"),
+        (dict(text=["x"], num_threads=0), ValueError, "num_threads"),
+    ],
+)
+def test_encode_errors(tok, kwargs, error, message):
+    with pytest.raises(error, match=message):
+        tok.encode(**kwargs)
+
+
+# ------------------------------------------------------------------------------ other constructors
+
+
+def test_from_encoding_wraps_tiktoken():
+    enc = tiktoken.Encoding(
+        "tiny", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
+        special_tokens={"<|endoftext|>": 256},
+    )
+    tok = bpeforge.Tokenizer.from_encoding(enc)
+    assert tok.encoding is enc
+    assert tok.get_vocab_size() == 257
+    assert tok.get_special_tokens() == {"<|endoftext|>"}
+    assert tok.get_bos_token_id() == 256
+    assert tok.encode("ab", prepend="<|endoftext|>") == [256, 97, 98]
+    assert tok.pattern == r"\S+|\s+"
+    with pytest.raises(TypeError):
+        bpeforge.Tokenizer.from_encoding({"not": "an encoding"})
+
+
+def test_from_pretrained_offline_error(monkeypatch):
+    def offline(name):
+        raise ConnectionError(f"cannot reach the network for {name}")
+
+    monkeypatch.setattr(tiktoken, "get_encoding", offline)
+    with pytest.raises(EvalError, match="could not load the encoding 'gpt2'.*offline"):
+        bpeforge.Tokenizer.from_pretrained("gpt2")
+
+
+def test_from_pretrained_uses_endoftext_as_bos(monkeypatch):
+    enc = tiktoken.Encoding(
+        "fake_gpt2", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
+        special_tokens={"<|endoftext|>": 256},
+    )
+    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: enc)
+    tok = bpeforge.Tokenizer.from_pretrained("gpt2")
+    assert tok.get_bos_token_id() == 256
+
+
+# ------------------------------------------------------------------------------ token_bytes
+
+
+def test_token_bytes_values(tok):
+    tb = tok.token_bytes()
+    assert isinstance(tb, list) and len(tb) == tok.get_vocab_size()
+    assert tb[:256] == [1] * 256
+    ranks = tok.mergeable_ranks
+    for token, rank in ranks.items():
+        assert tb[rank] == len(token)
+    for name in tok.get_special_tokens():
+        assert tb[tok.encode_special(name)] == 0
+    assert max(tb[256:311]) >= 2
+
+
+def test_token_bytes_sum_to_byte_length(tok):
+    tb = tok.token_bytes()
+    for text in TEXTS + CORPUS[:4]:
+        ids = tok.encode(text)
+        decoded = tok.decode(ids)
+        assert sum(tb[i] for i in ids) == len(decoded.encode("utf-8"))
+    # specials add nothing
+    ids = tok.encode(TEXTS[2], prepend="<|bos|>", append="<|assistant_end|>")
+    assert sum(tb[i] for i in ids) == len(TEXTS[2].encode("utf-8"))
+
+
+def test_token_bytes_matches_nanochat_formula_on_whole_characters(tok):
+    # nanochat's tok_train.py: len(decode([id]).encode()), 0 for special tokens; the same
+    # wherever a token is whole UTF-8 characters (elsewhere nanochat counts U+FFFD's 3 bytes)
+    tb = tok.token_bytes()
+    specials = tok.get_special_tokens()
+    for i in range(tok.get_vocab_size()):
+        s = tok.decode([i])
+        if "\ufffd" in s:
+            continue
+        assert tb[i] == (0 if s in specials else len(s.encode("utf-8"))), i
+
+
+def test_token_bytes_numpy_and_npy(tok, tmp_path):
+    np = pytest.importorskip("numpy")
+    arr = tok.token_bytes(as_numpy=True)
+    assert arr.dtype == np.int32 and arr.tolist() == tok.token_bytes()
+    data = chat.token_bytes_npy(tok)
+    (tmp_path / "tb.npy").write_bytes(data)
+    loaded = np.load(tmp_path / "tb.npy", allow_pickle=False)
+    assert loaded.dtype == np.int32 and loaded.tolist() == tok.token_bytes()
+    # and numpy's own file reads back without numpy
+    np.save(tmp_path / "np.npy", arr)
+    assert chat.read_token_bytes(tmp_path / "np.npy") == tok.token_bytes()
+    assert (tmp_path / "np.npy").read_bytes() == data
+
+
+def test_write_and_read_token_bytes(tok, tmp_path):
+    path = chat.write_token_bytes(tok, tmp_path)
+    assert path == tmp_path / TOKEN_BYTES_FILE
+    assert chat.read_token_bytes(tmp_path) == tok.token_bytes()
+    assert chat.read_token_bytes(path) == tok.token_bytes()
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: b"NOTNUMPY" + d[8:], "not a .npy file"),
+        (lambda d: d[:-4], "truncated"),
+        (lambda d: d.replace(b"<i4", b"<f8"), "int32"),
+    ],
+)
+def test_read_token_bytes_rejects_bad_files(tok, tmp_path, mutate, message):
+    path = tmp_path / TOKEN_BYTES_FILE
+    path.write_bytes(mutate(chat.token_bytes_npy(tok)))
+    with pytest.raises(bpeforge.TokenizerFileError, match=message):
+        chat.read_token_bytes(path)
+
+
+def test_npy_header_alignment():
+    byte_ranks = {bytes([i]): i for i in range(256)}
+    for n_special in [0, 1, 7, 800, 9_800]:  # shapes of 3 to 5 digits
+        tok = bpeforge.Tokenizer(byte_ranks, special_tokens=[f"<|s{k}|>" for k in range(n_special)])
+        data = chat.token_bytes_npy(tok)
+        (header_len,) = struct.unpack("<H", data[8:10])
+        assert (10 + header_len) % 64 == 0 and data[10 + header_len - 1 : 10 + header_len] == b"\n"
+        assert len(data) == 10 + header_len + 4 * tok.n_vocab
+
+
+@pytest.mark.skipif(not hasattr(bpeforge.io, "TOKEN_BYTES_FILE"), reason="io.save does not write token_bytes yet")
+def test_save_writes_token_bytes(tok, tmp_path):
+    tok.save(tmp_path)
+    assert chat.read_token_bytes(tmp_path) == tok.token_bytes()

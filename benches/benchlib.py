@@ -1,0 +1,386 @@
+"""Shared plumbing for the benchmark scripts in this folder (compare.py, count_throughput.py).
+
+Each measurement runs in a fresh child process, ``python benchlib.py --child CONFIG.json``: the
+child builds the corpus iterator, trains one trainer, writes its mergeable ranks to a file in the
+tiktoken format (``base64(token) rank`` per line) and its measurements to a JSON file. The parent
+waits for it with ``os.wait4`` so it also gets the child's whole-process rusage.
+
+Timed section: only the training call (``train_from_iterator`` / ``train_bpe``). When the corpus is
+streamed (the default in compare.py) reading and decoding the corpus happens inside that call, for
+every trainer alike. Converting the result to ranks and writing it out is not timed.
+CPU time is user+sys of the whole child process (all threads) over the timed section; peak RSS is
+the child's ``ru_maxrss`` (so it includes the interpreter, the imports and, with --preload, the corpus).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD_HINT = (
+    "The benchmark corpora are built by /work/shared/corpus/build.sh DIR (needs root for apt-get "
+    "linux-source-6.1, ~2 GB of disk, pyarrow for .parquet): e.g. `bash /work/shared/corpus/build.sh "
+    "/root/corpus` writes kernel-docs.{txt,parquet} (~28 MB) and kernel-code.{txt,parquet} (~300 MB). "
+    "Or use --stdlib (this Python's standard library sources, nothing to build)."
+)
+
+TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy")
+
+
+# --------------------------------------------------------------------------- corpus
+
+
+class Stats:
+    """What the corpus iterator handed out (texts, UTF-8 bytes)."""
+
+    def __init__(self):
+        self.texts = 0
+        self.bytes = 0
+
+
+def _iter_txt(path: str, fraction: float, st: Stats):
+    """One text per line (the line's "\\n" kept, so the texts concatenate back to the file), the
+    first `fraction` of the file's bytes (cut at a line end)."""
+    budget = os.path.getsize(path) * fraction if fraction < 1 else float("inf")
+    with open(path, "rb") as f:
+        for raw in f:
+            if st.bytes >= budget:
+                break
+            st.texts += 1
+            st.bytes += len(raw)
+            yield raw.decode("utf-8", "replace")
+
+
+def _iter_parquet(path: str, fraction: float, st: Stats):
+    """The `text` column, one document per row, record batch by record batch; the first
+    `fraction` of the rows."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    limit = int(round(pf.metadata.num_rows * fraction)) if fraction < 1 else pf.metadata.num_rows
+    for batch in pf.iter_batches(batch_size=1024, columns=["text"]):
+        if st.texts >= limit:
+            break
+        col = batch.column(0)
+        if st.texts + len(col) > limit:
+            col = col.slice(0, limit - st.texts)
+        st.texts += len(col)
+        st.bytes += int(pc.sum(pc.binary_length(col)).as_py() or 0)
+        for s in col.to_pylist():
+            if s is not None:
+                yield s
+
+
+def stdlib_files() -> list:
+    """This Python's standard library *.py files (no site-packages), sorted, with sizes."""
+    root = sysconfig.get_paths()["stdlib"]
+    out = []
+    for dp, dn, fn in os.walk(root):
+        dn[:] = sorted(d for d in dn if d not in ("site-packages", "dist-packages", "__pycache__"))
+        for f in sorted(fn):
+            if f.endswith(".py"):
+                p = os.path.join(dp, f)
+                out.append((p, os.path.getsize(p)))
+    return out
+
+
+def _iter_stdlib(fraction: float, st: Stats):
+    """One text per stdlib source file; the first `fraction` of the bytes (whole files)."""
+    files = stdlib_files()
+    budget = sum(s for _, s in files) * fraction if fraction < 1 else float("inf")
+    for p, _ in files:
+        if st.bytes >= budget:
+            break
+        with open(p, "rb") as f:
+            raw = f.read()
+        st.texts += 1
+        st.bytes += len(raw)
+        yield raw.decode("utf-8", "replace")
+
+
+def corpus_iter(corpus: dict, st: Stats):
+    """corpus: {"path": str|None, "stdlib": bool, "fraction": float}."""
+    frac = float(corpus.get("fraction", 1.0))
+    if corpus.get("stdlib"):
+        return _iter_stdlib(frac, st)
+    path = corpus["path"]
+    if path.endswith(".parquet"):
+        return _iter_parquet(path, frac, st)
+    return _iter_txt(path, frac, st)
+
+
+def check_corpus(path):
+    if path is not None and not os.path.exists(path):
+        sys.exit(f"corpus not found: {path}\n{BUILD_HINT}")
+
+
+def parse_fraction(s: str) -> float:
+    """'1/8', '0.125' or '1'."""
+    if "/" in s:
+        a, b = s.split("/", 1)
+        v = float(a) / float(b)
+    else:
+        v = float(s)
+    if not 0 < v <= 1:
+        raise ValueError(f"fraction must be in (0, 1], got {s}")
+    return v
+
+
+def describe_corpus(corpus: dict) -> str:
+    frac = corpus.get("fraction", 1.0)
+    if corpus.get("stdlib"):
+        src = f"--stdlib ({sysconfig.get_paths()['stdlib']}, *.py, one text per file)"
+    else:
+        p = corpus["path"]
+        kind = "one text per row of column `text`" if p.endswith(".parquet") else "one text per line"
+        src = f"{p} ({os.path.getsize(p) / 1e6:.1f} MB on disk, {kind})"
+    part = "" if frac >= 1 else f", first {frac:g} of the " + (
+        "rows" if (corpus.get("path") or "").endswith(".parquet") else "bytes")
+    return src + part
+
+
+# --------------------------------------------------------------------------- ranks files
+
+
+def write_ranks(path: str, ranks) -> None:
+    with open(path, "w") as f:
+        for tok, r in ranks:
+            f.write(f"{base64.b64encode(tok).decode()} {r}\n")
+
+
+def read_ranks(path: str) -> list:
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.strip():
+                b, r = line.split()
+                out.append((base64.b64decode(b), int(r)))
+    return out
+
+
+def first_difference(a: list, b: list):
+    """None if equal, else (index, a_item_or_None, b_item_or_None)."""
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i, x, y
+    if len(a) != len(b):
+        i = min(len(a), len(b))
+        return i, a[i] if i < len(a) else None, b[i] if i < len(b) else None
+    return None
+
+
+# --------------------------------------------------------------------------- trainers (child side)
+
+
+def _bytes_decoder():
+    """GPT-2's byte<->unicode table, inverted: HF ByteLevel char -> byte."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192):
+    """Runs one trainer on iterator `it`. Returns (seconds, cpu_seconds, ranks, extra)."""
+    extra = {}
+    if name == "rustbpe":
+        import rustbpe
+
+        t = rustbpe.Tokenizer()
+        w0, c0 = _clock()
+        t.train_from_iterator(it, vocab_size, buffer_size=buffer_size, pattern=pattern)
+        w1, c1 = _clock()
+        ranks = t.get_mergeable_ranks()
+    elif name == "bpeforge":
+        import bpeforge
+
+        t = bpeforge.Trainer(pattern=pattern)
+        w0, c0 = _clock()
+        t.train_from_iterator(it, vocab_size, buffer_size=buffer_size)
+        w1, c1 = _clock()
+        ranks = t.get_mergeable_ranks()
+        extra["stats"] = dict(t.stats)
+    elif name == "bpeasy":
+        import bpeasy
+
+        w0, c0 = _clock()
+        vocab = bpeasy.train_bpe(it, pattern, 128, vocab_size)
+        w1, c1 = _clock()
+        ranks = sorted(vocab.items(), key=lambda kv: kv[1])
+    elif name == "hf-tokenizers":
+        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+        tok = Tokenizer(models.BPE())
+        # Same split regex as the others (Split, "isolated" keeps every match as its own piece and
+        # the rare unmatched gaps too), then map bytes to ByteLevel's printable alphabet without
+        # ByteLevel's own GPT-2 regex.
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ])
+        trainer = trainers.BpeTrainer(
+            vocab_size=vocab_size, show_progress=False,
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[],
+        )
+        w0, c0 = _clock()
+        tok.train_from_iterator(it, trainer=trainer)
+        w1, c1 = _clock()
+        dec = _bytes_decoder()
+        # Canonical order: single bytes get rank = byte value (HF numbers its 256-char alphabet in
+        # its own order), learned tokens keep their id (256.. in merge order).
+        ranks = []
+        for s, i in tok.get_vocab().items():
+            b = bytes(dec[ch] for ch in s)
+            ranks.append((b, b[0] if len(b) == 1 else i))
+        ranks.sort(key=lambda kv: kv[1])
+    else:
+        raise ValueError(f"unknown trainer {name!r}; known: {', '.join(TRAINERS)}")
+    return w1 - w0, c1 - c0, ranks, extra
+
+
+def _clock():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return time.perf_counter(), ru.ru_utime + ru.ru_stime
+
+
+def child_main(cfg_path: str) -> None:
+    with open(cfg_path) as f:
+        cfg = json.load(f)
+    name = cfg["trainer"]
+    # import the trainer's module first, so the baseline RSS includes it
+    module = {"hf-tokenizers": "tokenizers"}.get(name, name)
+    if module in TRAINERS + ("tokenizers",):
+        __import__(module)
+    st = Stats()
+    it = corpus_iter(cfg["corpus"], st)
+    if cfg.get("preload"):
+        it = list(it)
+    base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    secs, cpu, ranks, extra = train(name, iter(it), cfg["vocab_size"], cfg["pattern"], cfg.get("buffer_size", 8192))
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    write_ranks(cfg["ranks_out"], ranks)
+    res = {
+        "trainer": name, "seconds": secs, "cpu_seconds": cpu,
+        "base_rss_mb": base_rss / 1024, "peak_rss_mb": peak / 1024,  # ru_maxrss is KiB on Linux
+        "n_ranks": len(ranks), "texts": st.texts, "bytes": st.bytes, **extra,
+    }
+    with open(cfg["result_out"], "w") as f:
+        json.dump(res, f)
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+def run_child(trainer: str, corpus: dict, vocab_size: int, pattern: str, workdir: str, tag: str,
+              preload: bool = False, buffer_size: int = 8192, env=None) -> dict:
+    """Runs one training in a fresh process, waits for it (os.wait4) and returns its result dict,
+    with "ranks_path" and the parent's view of the child's rusage. On failure: {"error": ...}."""
+    cfg = {
+        "trainer": trainer, "corpus": corpus, "vocab_size": vocab_size, "pattern": pattern,
+        "preload": preload, "buffer_size": buffer_size,
+        "ranks_out": os.path.join(workdir, f"{tag}.tiktoken"),
+        "result_out": os.path.join(workdir, f"{tag}.json"),
+    }
+    cfg_path = os.path.join(workdir, f"{tag}.cfg.json")
+    with open(cfg_path, "w") as f:
+        json.dump(cfg, f)
+    errf = tempfile.TemporaryFile(dir=workdir)
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "benchlib.py"), "--child", cfg_path],
+                         stdout=errf, stderr=subprocess.STDOUT, env=env)
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    total = time.perf_counter() - t0
+    if p.returncode != 0 or not os.path.exists(cfg["result_out"]):
+        errf.seek(0)
+        out = errf.read().decode("utf-8", "replace").strip().splitlines()
+        return {"trainer": trainer, "error": f"exit {p.returncode}: " + (out[-1] if out else "(no output)")}
+    with open(cfg["result_out"]) as f:
+        res = json.load(f)
+    res["ranks_path"] = cfg["ranks_out"]
+    res["process_seconds"] = total
+    res["process_cpu_seconds"] = ru.ru_utime + ru.ru_stime
+    res["process_peak_rss_mb"] = ru.ru_maxrss / 1024
+    return res
+
+
+def _version(mod):
+    try:
+        from importlib.metadata import version
+
+        return version(mod)
+    except Exception:
+        return "?"
+
+
+def machine_info() -> list:
+    lines = [f"command: {shlex.join([sys.executable] + sys.argv)}"]
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f"{int(f.readline().split()[1]) / 1024 / 1024:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    lines.append(f"machine: nproc={nproc} (os.cpu_count={os.cpu_count()}), cpu={cpu}, mem={mem}, "
+                 f"{platform.system()} {platform.release()}, Python {platform.python_version()}")
+    lines.append("versions: " + ", ".join(f"{m} {_version(m)}" for m in ("bpeforge", "rustbpe", "tokenizers", "bpeasy")))
+    load = os.getloadavg()
+    lines.append(f"load average at start: {' '.join(f'{x:.2f}' for x in load)}"
+                 + (f"  (WARNING: above nproc={nproc}: other work is running, wall times will be inflated;"
+                    " compare the ratios and CPU times)" if load[0] > nproc else ""))
+    env = {k: os.environ[k] for k in ("RAYON_NUM_THREADS", "RAYON_RS_NUM_THREADS", "TOKENIZERS_PARALLELISM") if k in os.environ}
+    if env:
+        lines.append(f"env: {env}")
+    return lines
+
+
+def nproc() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def markdown_table(header: list, rows: list) -> str:
+    cells = [header] + [[str(c) for c in r] for r in rows]
+    w = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    right = [i > 0 for i in range(len(header))]
+    fmt = lambda r: "| " + " | ".join(c.rjust(w[i]) if right[i] else c.ljust(w[i]) for i, c in enumerate(r)) + " |"
+    sep = "|" + "|".join(("-" * (w[i] + 1) + ":") if right[i] else ("-" * (w[i] + 2)) for i in range(len(header))) + "|"
+    return "\n".join([fmt(cells[0]), sep] + [fmt(r) for r in cells[1:]])
+
+
+def median(xs):
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        child_main(sys.argv[2])
+    else:
+        sys.exit("benchlib.py is a helper: run compare.py or count_throughput.py")

@@ -80,8 +80,14 @@ def train(
 ):
     """Returns ``(ranks, merges)``: ranks is ``[(bytes, id)]`` for ids 0..n-1, merges is
     ``[(left_id, right_id, token_id, count)]`` in the order the merges were made."""
-    span_counts = count_spans(texts, pattern)
-    words = [(list(span.encode("utf-8")), count) for span, count in span_counts.items()]
+    return train_from_counts(count_spans(texts, pattern), vocab_size, min_frequency)
+
+
+def train_from_counts(span_counts, vocab_size: int, min_frequency: int = 1):
+    """Like :func:`train`, from spans already counted: ``{span (str or bytes): count}``."""
+    words = [
+        (list(span.encode("utf-8") if isinstance(span, str) else span), count) for span, count in span_counts.items()
+    ]
     vocab: List[bytes] = [bytes([i]) for i in range(256)]
     id_of = {b: i for i, b in enumerate(vocab)}
     merges: List[Tuple[int, int, int, int]] = []

@@ -1,6 +1,7 @@
 //! The Python bindings (`bpeforge._core`): type conversion, the GIL, and errors. No logic.
 
 use std::ops::ControlFlow;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -137,7 +138,9 @@ impl Trainer {
         let mut failure: Option<PyErr> = None;
         let learned = py
             .detach(|| {
-                self.in_pool(|| {
+                // A panic here would be a bug; catch it so Python sees a RuntimeError, which
+                // `except Exception` handles, rather than pyo3's PanicException.
+                std::panic::catch_unwind(AssertUnwindSafe(|| self.in_pool(|| {
                     learn(spans, &options, |merge, vocab| {
                         let done = vocab.len() - 256;
                         if !pacer.due(done, total) {
@@ -155,8 +158,9 @@ impl Trainer {
                             }
                         }
                     })
-                })
+                })))
             })
+            .map_err(|_| PyRuntimeError::new_err("internal error in the merge loop (a bpeforge bug: please report it)"))?
             .map_err(to_py)?;
         if let Some(e) = failure {
             return Err(e);
@@ -305,7 +309,7 @@ impl Trainer {
             drop(to_worker);
             let counted = py
                 .detach(|| worker.join())
-                .map_err(|_| PyRuntimeError::new_err("the counting thread failed unexpectedly"))?;
+                .map_err(|_| PyRuntimeError::new_err("internal error while counting (a bpeforge bug: please report it)"))?;
             fed?;
             counted.map_err(to_py)
         })?;

@@ -414,9 +414,11 @@ fn check_ranks(py: Python<'_>, ranks: Vec<(Vec<u8>, u64)>) -> PyResult<()> {
 }
 
 /// Splits `text` into spans with `pattern`, as training does (for tests and inspection).
+/// Preset patterns use the fast scanner unless `fast=False`, which forces fancy-regex.
 #[pyfunction]
-fn split(text: &str, pattern: &str) -> PyResult<Vec<String>> {
-    let splitter = Splitter::new(pattern).map_err(to_py)?;
+#[pyo3(signature = (text, pattern, *, fast=true))]
+fn split(text: &str, pattern: &str, fast: bool) -> PyResult<Vec<String>> {
+    let splitter = if fast { Splitter::new(pattern) } else { Splitter::with_regex(pattern) }.map_err(to_py)?;
     Ok(splitter.spans(text).map_err(to_py)?.into_iter().map(str::to_owned).collect())
 }
 

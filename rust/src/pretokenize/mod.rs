@@ -1,25 +1,50 @@
 //! Pre-tokenization: cutting a text into spans that merges never cross.
 
+pub mod classes;
 pub mod presets;
+pub mod scan;
 
 use fancy_regex::Regex;
 
 use crate::Error;
+use scan::Scanner;
 
 /// Splits text into spans exactly as `regex.findall(pattern, text)` does: leftmost-first,
 /// non-overlapping matches. Text between matches is dropped; empty matches carry no bytes and
 /// are skipped.
+///
+/// The preset patterns (by their exact strings) are split by a hand-written scanner, an order
+/// of magnitude faster than the regex engine and proven equal to it by tests and fuzzing; any
+/// other pattern goes through fancy-regex.
 #[derive(Clone, Debug)]
 pub struct Splitter {
     pattern: String,
-    regex: Regex,
+    engine: Engine,
+}
+
+#[derive(Clone, Debug)]
+enum Engine {
+    Scanner(Scanner),
+    Regex(Regex),
 }
 
 impl Splitter {
     /// Compiles `pattern` (fancy-regex syntax: look-around and possessive quantifiers allowed).
     pub fn new(pattern: &str) -> Result<Self, Error> {
-        let regex = Regex::new(pattern).map_err(|e| Error::InvalidPattern(e.to_string()))?;
-        Ok(Self { pattern: pattern.to_owned(), regex })
+        let engine = match Scanner::for_pattern(pattern) {
+            Some(scanner) => Engine::Scanner(scanner),
+            None => Engine::Regex(Self::regex(pattern)?),
+        };
+        Ok(Self { pattern: pattern.to_owned(), engine })
+    }
+
+    /// The same pattern, always through fancy-regex (the slow twin of the scanner, for tests).
+    pub fn with_regex(pattern: &str) -> Result<Self, Error> {
+        Ok(Self { pattern: pattern.to_owned(), engine: Engine::Regex(Self::regex(pattern)?) })
+    }
+
+    fn regex(pattern: &str) -> Result<Regex, Error> {
+        Regex::new(pattern).map_err(|e| Error::InvalidPattern(e.to_string()))
     }
 
     /// The pattern string this splitter was built from.
@@ -27,12 +52,22 @@ impl Splitter {
         &self.pattern
     }
 
+    /// Whether the fast scanner (rather than the regex engine) does the splitting.
+    pub fn is_fast(&self) -> bool {
+        matches!(self.engine, Engine::Scanner(_))
+    }
+
     /// Calls `on_span` with each non-empty span of `text`, left to right.
     pub fn for_each_span<'t>(&self, text: &'t str, mut on_span: impl FnMut(&'t str)) -> Result<(), Error> {
-        for found in self.regex.find_iter(text) {
-            let found = found.map_err(|e| Error::Split(e.to_string()))?;
-            if !found.as_str().is_empty() {
-                on_span(found.as_str());
+        match &self.engine {
+            Engine::Scanner(scanner) => scanner.for_each_span(text, on_span),
+            Engine::Regex(regex) => {
+                for found in regex.find_iter(text) {
+                    let found = found.map_err(|e| Error::Split(e.to_string()))?;
+                    if !found.as_str().is_empty() {
+                        on_span(found.as_str());
+                    }
+                }
             }
         }
         Ok(())
@@ -62,6 +97,15 @@ mod tests {
     #[test]
     fn invalid_pattern_is_an_error() {
         assert!(matches!(Splitter::new("(unclosed"), Err(Error::InvalidPattern(_))));
+    }
+
+    #[test]
+    fn presets_take_the_fast_path_and_others_the_regex() {
+        for (name, pattern) in presets::PRESETS {
+            assert!(Splitter::new(pattern).unwrap().is_fast(), "{name}");
+        }
+        assert!(!Splitter::new(r"\S+|\s+").unwrap().is_fast());
+        assert!(!Splitter::with_regex(presets::GPT4).unwrap().is_fast());
     }
 
     #[test]

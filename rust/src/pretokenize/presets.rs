@@ -1,6 +1,8 @@
 //! The split patterns people train with, by name.
 
-/// GPT-4's pattern as rustbpe and nanochat write it; the default. Splits exactly as cl100k_base.
+/// GPT-4's pattern as rustbpe and nanochat write it; the default. It splits as cl100k_base except
+/// for trailing whitespace holding a newline at the very end of a text: `"a\n  "` gives
+/// `["a", "\n", "  "]` here and `["a", "\n  "]` with cl100k_base's `\s++$`.
 pub const GPT4: &str = r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+";
 
 /// nanochat's variant of GPT-4's pattern: numbers in groups of at most two digits.

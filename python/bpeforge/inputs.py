@@ -1,0 +1,601 @@
+"""Reading training documents: text, JSONL and Parquet files, folders and globs, ``.gz``/``.zst``.
+
+Everything streams: text is read in 1 MB chunks, JSONL line by line, Parquet by record batches
+(through pyarrow), so memory stays bounded whatever the size of the corpus. Readers yield
+*batches* (lists of str), which :meth:`bpeforge.Trainer.train_from_iterator` takes as they are.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "a.txt").write_text("first line\\n\\nsecond line\\n")
+>>> [doc for batch in Corpus(expand_inputs([str(d)])) for doc in batch]
+['first line', 'second line']
+
+Conventions:
+
+* Formats come from the extension (``.txt``/``.text``: text, ``.jsonl``/``.ndjson``: JSONL,
+  ``.parquet``/``.pq``: Parquet), after stripping ``.gz``, ``.zst`` or ``.zstd``; or from
+  ``input_format`` for every file.
+* Text: one document per line by default. ``doc_separator`` splits on that exact string instead
+  (e.g. ``"\\n\\n"`` for blank-line-separated paragraphs); ``""`` makes each whole file one document.
+  Line endings ``\\r\\n`` and ``\\r`` are read as ``\\n``; bytes that are not UTF-8 become U+FFFD.
+* Empty documents are skipped everywhere (and not counted).
+* JSONL: each non-blank line is a JSON object whose ``text_column`` field is a string (or null,
+  skipped). Anything else is a bad line (:class:`InputError` naming the file and line, or skipped
+  and counted with ``skip_bad_lines``).
+* Parquet: the ``text_column`` column must hold strings; nulls are skipped.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import io
+import json
+import os
+import sys
+import sysconfig
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, List, Optional, Sequence
+
+FORMATS = ("text", "jsonl", "parquet")
+EXTENSIONS = {
+    ".txt": "text",
+    ".text": "text",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
+
+CHUNK_CHARS = 1 << 20  # text is read this many characters at a time
+BATCH_DOCS = 1024  # documents per batch handed on (JSONL lines, Parquet rows)
+BATCH_CHARS = 4 << 20  # ... or fewer, once a batch holds this many characters
+
+
+class InputError(Exception):
+    """A problem with the input data: a missing or unreadable file, a bad line, a missing
+    column. The message is one line and names the file (and line, where there is one)."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input file: its path, format (text, jsonl, parquet) and compression (None, gzip, zstd)."""
+
+    path: Path
+    format: str
+    compression: Optional[str] = None
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+
+def detect(path: Path) -> "tuple[Optional[str], Optional[str]]":
+    """(format, compression) from the file name; format is None when the extension is unknown.
+
+    >>> detect(Path("shard.jsonl.zst"))
+    ('jsonl', 'zstd')
+    >>> detect(Path("notes.md"))
+    (None, None)
+    """
+    suffixes = [s.lower() for s in path.suffixes]
+    compression = None
+    if suffixes and suffixes[-1] in COMPRESSIONS:
+        compression = COMPRESSIONS[suffixes.pop()]
+    fmt = EXTENSIONS.get(suffixes[-1]) if suffixes else None
+    return fmt, compression
+
+
+def _source(path: Path, input_format: Optional[str]) -> Source:
+    fmt, compression = detect(path)
+    if input_format is not None:
+        fmt = input_format
+    if fmt is None:
+        known = ", ".join(sorted(EXTENSIONS))
+        raise InputError(f"{path}: cannot tell the format from the extension (known: {known}); use --input-format")
+    if fmt == "parquet" and compression is not None:
+        raise InputError(f"{path}: compressed Parquet files are not supported (Parquet compresses internally)")
+    return Source(path, fmt, compression)
+
+
+def _walk(folder: Path, input_format: Optional[str]) -> List[Path]:
+    """Files under ``folder`` (recursively, hidden ones skipped, sorted) of a known format, or
+    of ``input_format`` when it is given."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            if name.startswith("."):
+                continue
+            fmt, _ = detect(Path(name))
+            if fmt is not None and (input_format is None or fmt == input_format):
+                found.append(Path(root) / name)
+    return found
+
+
+def expand_inputs(inputs: Sequence[str], input_format: Optional[str] = None) -> List[Source]:
+    """The input files for ``inputs`` (files, folders, globs, ``-`` for standard input), in the
+    order given; a folder or a glob contributes its files sorted by path. Raises :class:`InputError` for a missing file, a
+    glob that matches nothing, a folder with no known file, or an unknown extension."""
+    if input_format is not None and input_format not in FORMATS:
+        raise InputError(f"unknown input format {input_format!r} (choose from {', '.join(FORMATS)})")
+    sources: List[Source] = []
+    for arg in inputs:
+        path = Path(arg)
+        if arg == "-":
+            fmt = input_format or "text"
+            if fmt == "parquet":
+                raise InputError("-: Parquet cannot be read from standard input; give the file")
+            sources.append(Source(path, fmt))
+        elif path.is_dir():
+            files = _walk(path, input_format)
+            if not files:
+                what = input_format or "known"
+                raise InputError(f"{arg}: no files of a {what} format in this folder (extensions: {', '.join(sorted(EXTENSIONS))}, optionally .gz/.zst)")
+            sources.extend(_source(f, input_format) for f in files)
+        elif path.is_file():
+            sources.append(_source(path, input_format))
+        elif path.exists():  # a named pipe, /dev/stdin, a shell's <(zcat ...)
+            sources.append(_source(path, input_format))
+        elif glob.has_magic(arg):
+            matches = sorted(glob.glob(arg, recursive=True))
+            if not matches:
+                raise InputError(f"{arg}: no file matches this pattern")
+            for m in matches:
+                mp = Path(m)
+                if mp.is_dir():
+                    sources.extend(_source(f, input_format) for f in _walk(mp, input_format))
+                elif mp.is_file():
+                    sources.append(_source(mp, input_format))
+        else:
+            raise InputError(f"{arg}: no such file or folder")
+    return sources
+
+
+def stdlib_sources() -> "tuple[Path, List[Source]]":
+    """The running interpreter's standard library ``.py`` files, sorted by path (site-packages,
+    dist-packages, ``__pycache__`` and hidden folders left out): the default training corpus."""
+    root = Path(sysconfig.get_paths()["stdlib"])
+    skip = {"site-packages", "dist-packages", "__pycache__"}
+    other = {Path(p).resolve() for key in ("purelib", "platlib") for p in [sysconfig.get_paths().get(key)] if p}
+    files = []
+    for dirpath, dirs, names in os.walk(root):
+        dirs[:] = sorted(
+            d for d in dirs if d not in skip and not d.startswith(".") and (Path(dirpath) / d).resolve() not in other
+        )
+        files.extend(Path(dirpath) / n for n in sorted(names) if n.endswith(".py"))
+    return root, [Source(f, "text") for f in files]
+
+
+# ------------------------------------------------------------------------------------ opening
+
+
+def open_binary(source: Source):
+    """A binary file object for ``source``, decompressing ``.gz`` and ``.zst`` on the fly."""
+    path = source.path
+    if str(path) == "-":
+        return open(sys.stdin.fileno(), "rb", closefd=False)
+    try:
+        if source.compression == "gzip":
+            return gzip.open(path, "rb")
+        if source.compression == "zstd":
+            return _open_zstd(path)
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder") from None
+
+
+def _open_zstd(path: Path):
+    try:
+        import zstandard
+    except ImportError:
+        try:  # Python 3.14+
+            from compression import zstd  # type: ignore[import-not-found]
+        except ImportError:
+            raise InputError(f"{path}: reading .zst files needs the zstandard package (pip install 'bpeforge[zstd]')") from None
+        return zstd.open(path, "rb")
+    return io.BufferedReader(_ZstdReader(path, zstandard), buffer_size=1 << 20)
+
+
+class _ZstdReader(io.RawIOBase):
+    """Decompresses a .zst file frame after frame. Unlike zstandard's stream_reader, which
+    returns nothing more at the end of a truncated file, a frame cut short is an EOFError."""
+
+    def __init__(self, path: Path, zstandard) -> None:
+        self._file = open(path, "rb")
+        self._dctx = zstandard.ZstdDecompressor()
+        self._obj = self._dctx.decompressobj()
+        self._in_frame = False
+        self._out = b""
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while self._pos >= len(self._out):
+            data = self._file.read(1 << 18)
+            if not data:
+                if self._in_frame:
+                    raise EOFError("the file ends in the middle of a zstd frame (truncated?)")
+                return 0
+            self._out, self._pos = self._decompress(data), 0
+        n = min(len(buffer), len(self._out) - self._pos)
+        buffer[:n] = self._out[self._pos : self._pos + n]
+        self._pos += n
+        return n
+
+    def _decompress(self, data: bytes) -> bytes:
+        out = []
+        while data:
+            self._in_frame = True
+            out.append(self._obj.decompress(data))
+            if not self._obj.eof:
+                break
+            data = self._obj.unused_data  # the next frame starts here
+            self._obj = self._dctx.decompressobj()
+            self._in_frame = False
+        return b"".join(out)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+
+def _decompression_errors() -> tuple:
+    errors: list = [EOFError, gzip.BadGzipFile, OSError]
+    try:
+        import zstandard
+
+        errors.append(zstandard.ZstdError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+# ------------------------------------------------------------------------------------ readers
+
+
+def _split_stream(chunks: Iterator[str], sep: str) -> Iterator[List[str]]:
+    """Splits a stream of text chunks on ``sep`` in linear time (a document may span chunks and
+    a separator may straddle two), yielding lists of non-empty documents."""
+    k = len(sep)
+    pieces: List[str] = []  # fragments of the current, unfinished document
+    for chunk in chunks:
+        if pieces and k > 1:
+            last = pieces[-1]
+            tail = last[len(last) - (k - 1):]
+            pieces[-1] = last[: len(last) - len(tail)]
+            s = tail + chunk
+        else:
+            s = chunk
+        parts = s.split(sep)
+        if len(parts) == 1:
+            pieces.append(s)
+            continue
+        parts[0] = "".join(pieces) + parts[0]
+        pieces = [parts.pop()]
+        docs = [p for p in parts if p]
+        if docs:
+            yield docs
+    last = "".join(pieces)
+    if last:
+        yield [last]
+
+
+def read_text(source: Source, doc_separator: str = "\n") -> Iterator[List[str]]:
+    """Documents of a text file: one per line, or split on ``doc_separator``, or (``""``) the
+    whole file."""
+    with open_binary(source) as raw:
+        with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as f:
+            try:
+                if doc_separator == "":
+                    text = f.read()
+                    if text:
+                        yield [text]
+                    return
+                yield from _rebatch(_split_stream(iter(lambda: f.read(CHUNK_CHARS), ""), doc_separator))
+            except _decompression_errors() as e:
+                raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
+
+
+def _rebatch(batches: Iterator[List[str]]) -> Iterator[List[str]]:
+    # One line per document gives ~20k documents per 1 MB chunk; hand them on in smaller lists
+    # so that progress and Ctrl-C stay responsive and --max-chars stops close to where it should.
+    for batch in batches:
+        if len(batch) <= BATCH_DOCS:
+            yield batch
+        else:
+            for i in range(0, len(batch), BATCH_DOCS):
+                yield batch[i : i + BATCH_DOCS]
+
+
+def _clean_surrogates(s: str) -> str:
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "replace").decode("utf-8")
+
+
+class BadLines:
+    """Counts the bad JSONL lines skipped with ``skip_bad_lines`` and keeps the first few messages."""
+
+    def __init__(self, keep: int = 5) -> None:
+        self.count = 0
+        self.examples: List[str] = []
+        self._keep = keep
+
+    def add(self, message: str) -> None:
+        self.count += 1
+        if len(self.examples) < self._keep:
+            self.examples.append(message)
+
+
+def read_jsonl(
+    source: Source, text_column: str = "text", skip_bad_lines: bool = False, bad_lines: Optional[BadLines] = None
+) -> Iterator[List[str]]:
+    """Documents of a JSONL file, streamed line by line: the ``text_column`` field of each object."""
+    batch: List[str] = []
+    chars = 0
+    with open_binary(source) as f:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                problem = None
+                try:
+                    obj = json.loads(line)
+                except UnicodeDecodeError as e:
+                    problem = f"not valid UTF-8 ({e.reason} at byte {e.start})"
+                except ValueError as e:
+                    problem = f"not valid JSON ({e})"
+                else:
+                    if not isinstance(obj, dict):
+                        problem = f"expected a JSON object, got {type(obj).__name__}"
+                    elif text_column not in obj:
+                        fields = ", ".join(list(map(str, obj))[:10]) or "none"
+                        problem = f"no {text_column!r} field (fields: {fields}); choose one with --text-column"
+                    else:
+                        text = obj[text_column]
+                        if text is None:
+                            continue
+                        if not isinstance(text, str):
+                            problem = f"field {text_column!r} is a {type(text).__name__}, expected a string"
+                if problem is not None:
+                    message = f"{source.path}:{lineno}: {problem}"
+                    if not skip_bad_lines:
+                        raise InputError(message + " (use --skip-bad-lines to skip such lines)")
+                    if bad_lines is not None:
+                        bad_lines.add(message)
+                    continue
+                if not text:
+                    continue
+                if b"\\u" in line and not text.isascii():
+                    text = _clean_surrogates(text)  # a lone "\ud800" escape
+                batch.append(text)
+                chars += len(text)
+                if len(batch) >= BATCH_DOCS or chars >= BATCH_CHARS:
+                    yield batch
+                    batch, chars = [], 0
+        except _decompression_errors() as e:
+            where = f" after line {lineno}" if lineno else ""
+            raise InputError(f"{source.path}: cannot read{where} ({_describe(e)})") from None
+    if batch:
+        yield batch
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+        import pyarrow.parquet
+    except ImportError:
+        raise InputError("reading Parquet files needs pyarrow (pip install 'bpeforge[parquet]')") from None
+    return pyarrow
+
+
+def check_parquet(source: Source, text_column: str = "text") -> int:
+    """Opens a Parquet file's footer and checks the text column; returns its number of rows.
+    Raises :class:`InputError` for an unreadable file, a missing column or a non-string one."""
+    pa = _pyarrow()
+    pf = _open_parquet(source, pa)
+    try:
+        _check_column(source, pf, text_column, pa)
+        return pf.metadata.num_rows
+    finally:
+        _close(pf)
+
+
+def _close(pf) -> None:
+    try:
+        pf.close()
+    except Exception:  # pragma: no cover - old pyarrow without close()
+        pass
+
+
+def _open_parquet(source: Source, pa):
+    try:
+        # Stream each column chunk through a 1 MB buffer rather than loading it whole.
+        return pa.parquet.ParquetFile(source.path, pre_buffer=False, buffer_size=1 << 20)
+    except FileNotFoundError:
+        raise InputError(f"{source.path}: no such file") from None
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise InputError(f"{source.path}: not a readable Parquet file ({_describe(e)})") from None
+
+
+def _check_column(source: Source, pf, text_column: str, pa) -> None:
+    schema = pf.schema_arrow
+    if text_column not in schema.names:
+        columns = ", ".join(schema.names[:20]) or "none"
+        raise InputError(f"{source.path}: no column {text_column!r} (columns: {columns}); choose one with --text-column")
+    typ = schema.field(text_column).type
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    is_view = getattr(pa.types, "is_string_view", lambda t: False)
+    if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or is_view(typ)):
+        raise InputError(f"{source.path}: column {text_column!r} holds {typ}, not strings")
+
+
+def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BATCH_DOCS) -> Iterator[List[str]]:
+    """Documents of a Parquet file, read by record batches of ``batch_rows`` rows, one column only."""
+    pa = _pyarrow()
+    pf = _open_parquet(source, pa)
+    try:
+        _check_column(source, pf, text_column, pa)
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=[text_column]):
+            docs = [d for d in batch.column(0).to_pylist() if d]
+            if docs:
+                yield docs
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
+    finally:
+        _close(pf)
+
+
+def _describe(e: BaseException) -> str:
+    msg = " ".join(str(e).split())
+    return msg[:200] or type(e).__name__
+
+
+# ------------------------------------------------------------------------------------ corpus
+
+
+def _utf8_len(docs: List[str]) -> int:
+    return sum(len(d) if d.isascii() else len(d.encode("utf-8", "surrogatepass")) for d in docs)
+
+
+class Corpus:
+    """The training documents of ``sources``, as an iterable of batches (lists of str).
+
+    On the way: each document is cropped to ``doc_cap`` characters; reading stops once
+    ``max_chars`` characters in all have been read (the last document cropped to fit); every
+    ``holdout_every``-th document (the 100th, 200th, ...) is held out of training into
+    :attr:`heldout` until it holds ``holdout_max_bytes`` bytes. The first ``holdout_max_bytes``
+    of training text are also kept in :attr:`sample`, to measure compression on when too few
+    documents were read to hold any out. Counts (``documents``, ``chars``, ``bytes``, and the
+    same for held-out text) are kept as it goes; ``on_read(corpus, source)`` is called after
+    each batch. Iterate once.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        *,
+        text_column: str = "text",
+        doc_separator: str = "\n",
+        doc_cap: Optional[int] = None,
+        max_chars: Optional[int] = None,
+        holdout_every: int = 0,
+        holdout_max_bytes: int = 1_000_000,
+        skip_bad_lines: bool = False,
+        on_read: Optional[Callable[["Corpus", Source], None]] = None,
+    ) -> None:
+        self.sources = list(sources)
+        self.text_column = text_column
+        self.doc_separator = doc_separator
+        self.doc_cap = doc_cap
+        self.max_chars = max_chars
+        self.holdout_every = holdout_every
+        self.holdout_max_bytes = holdout_max_bytes
+        self.skip_bad_lines = skip_bad_lines
+        self.on_read = on_read
+        self.bad_lines = BadLines()
+        self.documents = 0  # training documents
+        self.chars = 0
+        self.bytes = 0
+        self.heldout: List[str] = []
+        self.heldout_chars = 0
+        self.heldout_bytes = 0
+        self.sample: List[str] = []
+        self.sample_bytes = 0
+        self.files_started = 0
+        self.stopped_early = False  # max_chars was reached
+        self.start_time: Optional[float] = None
+        self._seen = 0  # documents read, training and held out
+
+    @property
+    def total_chars(self) -> int:
+        return self.chars + self.heldout_chars
+
+    @property
+    def total_bytes(self) -> int:
+        return self.bytes + self.heldout_bytes
+
+    def _read(self, source: Source) -> Iterator[List[str]]:
+        if source.format == "text":
+            return read_text(source, self.doc_separator)
+        if source.format == "jsonl":
+            return read_jsonl(source, self.text_column, self.skip_bad_lines, self.bad_lines)
+        if source.format == "parquet":
+            return read_parquet(source, self.text_column)
+        raise InputError(f"{source.path}: unknown format {source.format!r}")
+
+    def __iter__(self) -> Iterator[List[str]]:
+        self.start_time = time.perf_counter()
+        for source in self.sources:
+            if self.stopped_early:
+                break
+            self.files_started += 1
+            if self.on_read is not None:
+                self.on_read(self, source)
+            for docs in self._read(source):
+                docs = self._take(docs)
+                if self.on_read is not None:
+                    self.on_read(self, source)
+                if docs:
+                    yield docs
+                if self.stopped_early:
+                    break
+
+    def _take(self, docs: List[str]) -> List[str]:
+        cap = self.doc_cap
+        if cap is not None:
+            docs = [d[:cap] for d in docs]
+        if self.max_chars is not None:
+            room = self.max_chars - self.total_chars
+            n = sum(map(len, docs))
+            if n >= room:
+                self.stopped_early = True
+                kept = []
+                for d in docs:
+                    if room <= 0:
+                        break
+                    kept.append(d[:room])
+                    room -= len(kept[-1])
+                docs = kept
+        every = self.holdout_every
+        seen = self._seen
+        self._seen += len(docs)
+        if every and self.heldout_bytes < self.holdout_max_bytes:
+            first = (every - 1 - seen) % every
+            held = docs[first::every]
+            k = 0
+            for d in held:  # hold out while under the budget
+                if self.heldout_bytes >= self.holdout_max_bytes:
+                    break
+                self.heldout.append(d)
+                self.heldout_chars += len(d)
+                self.heldout_bytes += _utf8_len([d])
+                k += 1
+            if k:
+                docs = list(docs)
+                del docs[first : first + (k - 1) * every + 1 : every]
+        nbytes = _utf8_len(docs)
+        self.documents += len(docs)
+        self.chars += sum(map(len, docs))
+        self.bytes += nbytes
+        if self.sample_bytes < self.holdout_max_bytes and docs:
+            for d in docs:
+                if self.sample_bytes >= self.holdout_max_bytes:
+                    break
+                self.sample.append(d)
+                self.sample_bytes += len(d.encode("utf-8", "surrogatepass"))
+        return docs

@@ -1,0 +1,515 @@
+"""The ``bpeforge train`` command line, run as ``python -m bpeforge`` in a subprocess: every input
+format, the default standard-library corpus, progress, the report, the saved files, every error
+case (one line on stderr, non-zero exit, no traceback, nothing written) and Ctrl-C."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import tiktoken.load
+
+import bpeforge
+from bpeforge import cli
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+zstandard = pytest.importorskip("zstandard")
+
+PROGRESS_LINE = re.compile(r"^Progress: (\d+)% \((\d+)/(\d+) merges\) - Last merge: \((\d+), (\d+)\) -> (\d+) \(frequency: (\d+)\)$")
+ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
+ENV.pop("BPEFORGE_DEBUG", None)
+
+
+def run(*args, cwd=None, input=None, timeout=120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bpeforge", *map(str, args)],
+        cwd=cwd,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ENV,
+    )
+
+
+def report_value(stdout: str, key: str) -> str:
+    m = re.search(rf"^{re.escape(key)}\s+(.*)$", stdout, re.M)
+    assert m, f"no {key!r} in the report:\n{stdout}"
+    return m.group(1)
+
+
+def report_int(stdout: str, key: str) -> int:
+    return int(report_value(stdout, key).split()[0].replace(",", ""))
+
+
+def make_docs(n: int = 2000, seed: int = 0) -> list:
+    rng = random.Random(seed)
+    syllables = ["ka", "to", "ri", "men", "sal", "bu", "ne", "ion", "str", "é", "qu", "ax"]
+    words = "the quick brown fox jumps over the lazy dog while tokenizers merge frequent byte pairs".split()
+    words += ["".join(rng.choices(syllables, k=rng.randint(1, 4))) for _ in range(400)]
+    return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 30))) + rng.choice([".", "!", "?"]) for _ in range(n)]
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The same 2,000 documents as .txt, .jsonl, .parquet, .txt.gz and .jsonl.zst."""
+    d = tmp_path_factory.mktemp("corpus")
+    docs = make_docs()
+    text = "".join(doc + "\n" for doc in docs)
+    jsonl = "".join(json.dumps({"id": i, "text": doc}) + "\n" for i, doc in enumerate(docs))
+    (d / "docs.txt").write_text(text)
+    (d / "docs.jsonl").write_text(jsonl)
+    pq.write_table(pa.table({"id": list(range(len(docs))), "text": docs}), d / "docs.parquet", row_group_size=300)
+    (d / "docs.txt.gz").write_bytes(gzip.compress(text.encode()))
+    (d / "docs.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(jsonl.encode()))
+    return d, docs
+
+
+def check_saved(folder: Path, text: str = "the quick brown fox jumps") -> bpeforge.Tokenizer:
+    tok = bpeforge.Tokenizer.load(folder)
+    assert tok.decode(tok.encode(text)) == text
+    beside = folder.with_name(folder.name + ".tiktoken")
+    assert beside.read_bytes() == (folder / "tokenizer.tiktoken").read_bytes()
+    assert tiktoken.load.load_tiktoken_bpe(str(beside)) == tok.mergeable_ranks
+    return tok
+
+
+def assert_one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
+    assert r.returncode != 0, r.stdout + r.stderr
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("bpeforge: error: "), r.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    assert r.stdout == ""
+
+
+def no_outputs_in(folder: Path) -> list:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+# ------------------------------------------------------------------------------ formats
+
+
+@pytest.fixture(scope="module")
+def txt_result(corpus, tmp_path_factory):
+    d, _ = corpus
+    out = tmp_path_factory.mktemp("out") / "tok"
+    r = run("train", d / "docs.txt", "--vocab-size", 400, "-o", out)
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+def test_txt_trains_reports_and_saves(txt_result, corpus):
+    out, r = txt_result
+    _, docs = corpus
+    assert r.stderr == ""  # not a terminal and no -v: quiet
+    tok = check_saved(out)
+    assert tok.n_vocab == 400 and len(tok.special_tokens) == 9  # nanochat's specials by default
+    trained = [doc for i, doc in enumerate(docs) if i % 100 != 99]
+    assert report_int(r.stdout, "documents") == len(trained)
+    assert "(+ 20 held out)" in report_value(r.stdout, "documents")
+    assert report_int(r.stdout, "characters") == sum(map(len, trained))
+    assert report_int(r.stdout, "bytes") == sum(len(t.encode()) for t in trained)
+    assert report_int(r.stdout, "distinct spans") > 10
+    assert report_value(r.stdout, "merges").startswith("135 -> vocabulary 400 = 256 bytes + 135 merged tokens + 9 special tokens")
+    assert re.match(r"reading \+ counting [\d.]+ s, [\d.,]+ MB/s; merging [\d.]+ s, [\d,]+ merges/s", report_value(r.stdout, "time"))
+    assert re.match(r"\d[\d,]* MB \(max RSS\)", report_value(r.stdout, "peak memory"))
+    first = report_value(r.stdout, "first merges")
+    left, right, token, text, count = re.match(r"\((\d+), (\d+)\) -> (\d+) '(.*)' \(([\d,]+)\)", first).groups()
+    assert int(token) == 256 and bytes([int(left), int(right)]).decode() == text and int(count.replace(",", "")) > 100
+    assert re.match(r"\(\d+, \d+\) -> \d+ '.*' \([\d,]+\)", report_value(r.stdout, "last merges"))
+    comp = re.match(r"([\d.]+) bytes/token on 20 held-out documents \(([\d,]+) bytes -> ([\d,]+) tokens\)", report_value(r.stdout, "compression"))
+    assert comp, r.stdout
+    held = [doc for i, doc in enumerate(docs) if i % 100 == 99]
+    assert int(comp.group(2).replace(",", "")) == sum(len(h.encode()) for h in held)
+    assert int(comp.group(3).replace(",", "")) == sum(len(tok.encode(h)) for h in held)
+    assert float(comp.group(1)) > 2.0
+    assert str(out) in report_value(r.stdout, "saved")
+
+
+@pytest.mark.parametrize("name", ["docs.jsonl", "docs.parquet", "docs.txt.gz", "docs.jsonl.zst"])
+def test_every_format_gives_the_same_tokenizer(corpus, txt_result, tmp_path, name):
+    d, _ = corpus
+    out = tmp_path / "tok"
+    r = run("train", d / name, "--vocab-size", 400, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert check_saved(out).mergeable_ranks == bpeforge.Tokenizer.load(txt_result[0]).mergeable_ranks
+    assert report_value(r.stdout, "compression") == report_value(txt_result[1].stdout, "compression")
+
+
+def test_folder_glob_and_explicit_format(corpus, tmp_path):
+    d, docs = corpus
+    r = run("train", d, "--vocab-size", 300, "-o", tmp_path / "all", "--holdout", 0, "--special-tokens", "none")
+    assert r.returncode == 0, r.stderr
+    assert "5 files (jsonl, parquet, text)" in report_value(r.stdout, "corpus")
+    assert report_int(r.stdout, "documents") == 5 * len(docs)
+    (tmp_path / "data.dat").write_text((d / "docs.jsonl").read_text())
+    r = run("train", tmp_path / "data.dat", "--input-format", "jsonl", "--vocab-size", 300, "-o", tmp_path / "dat")
+    assert r.returncode == 0, r.stderr
+    r = run("train", str(d / "docs.t*"), "--vocab-size", 300, "-o", tmp_path / "glob", "--holdout", 0)
+    assert r.returncode == 0, r.stderr
+    assert "2 files (text)" in report_value(r.stdout, "corpus")  # docs.txt and docs.txt.gz
+    assert report_int(r.stdout, "documents") == 2 * len(docs)
+    r = run("train", str(d / "docs.j*l"), "--input-format", "parquet", "--vocab-size", 300, "-o", tmp_path / "bad")
+    assert r.returncode == 1 and "docs.jsonl: not a readable Parquet file" in r.stderr  # checked before training
+
+
+def test_jsonl_and_parquet_text_column(tmp_path):
+    rows = [{"body": f"body text number {i}"} for i in range(300)]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pq.write_table(pa.table({"body": [r["body"] for r in rows]}), tmp_path / "a.parquet")
+    for name in ["a.jsonl", "a.parquet"]:
+        r = run("train", tmp_path / name, "--text-column", "body", "--vocab-size", 280, "-o", tmp_path / f"out-{name}")
+        assert r.returncode == 0, r.stderr
+        assert report_int(r.stdout, "documents") == 297
+
+
+def test_stdin(tmp_path, corpus):
+    d, docs = corpus
+    r = run("train", "-", "--vocab-size", 400, "-o", tmp_path / "tok", input=(d / "docs.txt").read_text())
+    assert r.returncode == 0, r.stderr
+    assert report_int(r.stdout, "documents") == len(docs) - 20
+
+
+# ------------------------------------------------------------------------------ options
+
+
+def test_doc_separator_cap_max_chars_and_options(tmp_path):
+    paras = [f"paragraph {i}\nhas two lines" for i in range(150)]
+    (tmp_path / "p.txt").write_text("\n\n".join(paras) + "\n")
+    r = run("train", tmp_path / "p.txt", "--doc-separator", r"\n\n", "--vocab-size", 300, "-o", tmp_path / "a", "--holdout", 0)
+    assert r.returncode == 0, r.stderr
+    assert report_int(r.stdout, "documents") == 150
+    r = run("train", tmp_path / "p.txt", "--doc-separator", "", "--vocab-size", 300, "-o", tmp_path / "b")
+    assert report_int(r.stdout, "documents") == 1  # the whole file
+    assert "not held out: fewer than 100 documents" in r.stdout
+    r = run("train", tmp_path / "p.txt", "--vocab-size", 300, "-o", tmp_path / "c", "--doc-cap", 5, "--holdout", 0)
+    assert report_int(r.stdout, "documents") == 300 and report_int(r.stdout, "characters") == 300 * 5
+    r = run("train", tmp_path / "p.txt", "--vocab-size", 300, "-o", tmp_path / "d", "--max-chars", 1234, "--holdout", 0)
+    assert report_int(r.stdout, "characters") == 1234 and "(stopped at --max-chars)" in r.stdout
+    r = run(
+        "train", tmp_path / "p.txt", "--vocab-size", 300, "-o", tmp_path / "e", "--pattern", "nanochat",
+        "--special-tokens", "<|bos|>,<|eos|>", "--threads", 1, "--min-frequency", 2,
+    )
+    assert r.returncode == 0, r.stderr
+    tok = bpeforge.Tokenizer.load(tmp_path / "e")
+    assert tok.special_tokens == {"<|bos|>": tok.n_vocab - 2, "<|eos|>": tok.n_vocab - 1}
+    assert tok.pattern == bpeforge.PATTERNS["nanochat"]
+    assert report_value(r.stdout, "pattern") == "nanochat"
+    r = run("train", tmp_path / "p.txt", "--vocab-size", 300, "-o", tmp_path / "f", "--pattern", r"\w+|\s+|[^\w\s]+", "--special-tokens", "none")
+    assert r.returncode == 0, r.stderr
+    assert bpeforge.Tokenizer.load(tmp_path / "f").special_tokens == {}
+
+
+def test_stopping_early_is_a_warning(tmp_path):
+    (tmp_path / "tiny.txt").write_text("ab ab ab\n")
+    r = run("train", tmp_path / "tiny.txt", "--vocab-size", 1000, "-o", tmp_path / "tok")
+    assert r.returncode == 0
+    assert r.stderr.startswith("bpeforge: warning: training stopped at 258 ranks of the 991 asked for (no pair is left)")
+    assert bpeforge.Tokenizer.load(tmp_path / "tok").n_vocab == 258 + 9
+
+
+def test_default_input_is_the_stdlib(tmp_path):
+    r = run("train", "-o", tmp_path / "demo", "--max-chars", 200_000, "--vocab-size", 1000)
+    assert r.returncode == 0, r.stderr
+    assert "standard library" in r.stderr  # says so even without -v
+    assert report_value(r.stdout, "corpus").startswith(f"the Python {sys.version.split()[0]} standard library")
+    assert report_int(r.stdout, "characters") <= 200_000
+    tok = check_saved(tmp_path / "demo", "def main(argv=None):\n    return 0\n")
+    assert tok.n_vocab == 1000
+    r2 = run("train", "-o", tmp_path / "demo2", "--max-chars", 200_000, "--vocab-size", 1000)
+    assert bpeforge.Tokenizer.load(tmp_path / "demo2").mergeable_ranks == tok.mergeable_ranks  # deterministic
+
+
+def test_output_naming_and_force(corpus, tmp_path):
+    d, _ = corpus
+    r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "named.tiktoken")
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "named.tiktoken").is_file() and (tmp_path / "named" / "tokenizer.json").is_file()
+    r = run("train", d / "docs.txt", "--vocab-size", 350, "-o", tmp_path / "named", "--force")
+    assert r.returncode == 0, r.stderr
+    assert check_saved(tmp_path / "named").n_vocab == 350
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["named", "named.tiktoken"]  # no temporary leftovers
+    r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "new" / "deeper" / "tok")
+    assert r.returncode == 0 and (tmp_path / "new" / "deeper" / "tok.tiktoken").is_file()
+
+
+def test_quiet(corpus, tmp_path):
+    d, _ = corpus
+    r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok", "-q")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    r = run("train", "-o", tmp_path / "std", "-q", "--max-chars", 1000, "--vocab-size", 300)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+
+
+# ------------------------------------------------------------------------------ progress
+
+
+def test_verbose_progress_lines(corpus, tmp_path):
+    d, _ = corpus
+    r = run("train", d / "docs.txt", d / "docs.parquet", "--vocab-size", 800, "-o", tmp_path / "tok", "-v")
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == "Training on 2 files (parquet, text)"
+    assert lines[1].endswith("docs.txt") and lines[2].endswith("docs.parquet")
+    assert any(re.match(r"Read 4,000 documents, [\d.]+ MB in [\d.]+ s \([\d.,]+ MB/s\); [\d,]+ distinct spans", l) for l in lines)
+    merges = 800 - 256 - 9
+    assert f"Starting BPE training: {merges} merges to compute" in lines
+    progress = [PROGRESS_LINE.match(l) for l in lines if l.startswith("Progress:")]
+    assert all(progress) and len(progress) == 100
+    pcts = [int(m.group(1)) for m in progress]
+    assert pcts == list(range(1, 101))
+    for m in progress:
+        pct, done, total = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        assert total == merges and done * 100 // total == pct
+        assert int(m.group(6)) == 255 + done  # the token of merge number `done`
+    assert int(progress[0].group(7)) >= int(progress[-1].group(7))  # counts fall as merges go by
+    assert lines[-1].startswith(f"Finished training: {merges} merges")
+    assert "Progress" not in r.stdout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_bars_on_a_terminal(corpus, tmp_path):
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    d, _ = corpus
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bpeforge", "train", str(d / "docs.txt"), "--vocab-size", "800", "-o", str(tmp_path / "tok")],
+        stdout=subprocess.PIPE, stderr=slave, env=ENV,
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    stdout = p.communicate(timeout=60)[0].decode()
+    os.close(master)
+    err = b"".join(chunks).decode("utf-8", "replace")
+    assert p.returncode == 0
+    assert re.search(r"Reading: [\d.]+k?B \[", err) and "docs]" in err
+    assert re.search(r"Merging: +\d+%\|.*\| \d+/535 ", err)
+    assert "Progress: 100% (535/535 merges)" in err
+    assert "first merges" in stdout
+
+
+# ------------------------------------------------------------------------------ errors
+
+
+@pytest.fixture(scope="module")
+def bad_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bad")
+    (d / "not.parquet").write_bytes(b"PAR1 but not really parquet")
+    pq.write_table(pa.table({"body": ["x", "y"]}), d / "nocol.parquet")
+    (d / "nofield.jsonl").write_text('{"body": "x"}\n')
+    (d / "broken.jsonl").write_text('{"text": "fine"}\n{"text": "fine"}\n{"text": "unterminated\n{"text": "fine"}\n')
+    (d / "notes.md").write_text("x")
+    (d / "ok.txt").write_text("hello world\n" * 10)
+    (d / "existing").mkdir()
+    (d / "existing" / "tokenizer.json").write_text("{}")
+    (d / "precious").mkdir()
+    (d / "precious" / "thesis.tex").write_text("do not delete")
+    return d
+
+
+ERROR_CASES = {
+    "missing file": (["nope.txt"], ["nope.txt: no such file or folder"]),
+    "glob without match": (["nothing-*.txt"], ["no file matches"]),
+    "unreadable parquet": (["{bad}/not.parquet"], ["not.parquet: not a readable Parquet file"]),
+    "parquet column": (["{bad}/nocol.parquet"], ["nocol.parquet: no column 'text' (columns: body)"]),
+    "jsonl field": (["{bad}/nofield.jsonl"], ["nofield.jsonl:1: no 'text' field (fields: body)"]),
+    "malformed jsonl": (["{bad}/broken.jsonl"], ["broken.jsonl:3: not valid JSON", "--skip-bad-lines"]),
+    "unknown extension": (["{bad}/notes.md"], ["notes.md: cannot tell the format", "--input-format"]),
+    "existing output": (["{bad}/ok.txt", "-o", "{bad}/existing"], ["already exists (use --force"]),
+    "not a tokenizer folder": (["{bad}/ok.txt", "-o", "{bad}/precious", "--force"], ["does not hold a saved tokenizer"]),
+    "bad preset": (["{bad}/ok.txt", "--pattern", "gtp4"], ["--pattern 'gtp4': no such preset", "cl100k_base"]),
+    "bad regex": (["{bad}/ok.txt", "--pattern", "(unclosed"], ["--pattern: invalid split pattern"]),
+    "vocab too small": (["{bad}/ok.txt", "--vocab-size", "260"], ["--vocab-size 260 is too small", "265"]),
+    "vocab not a number": (["{bad}/ok.txt", "--vocab-size", "lots"], ["--vocab-size: must be an integer, got 'lots'"]),
+    "vocab negative": (["{bad}/ok.txt", "--vocab-size", "-5"], ["--vocab-size"]),
+    "bad option": (["{bad}/ok.txt", "--vocab-sizes", "300"], ["unrecognized arguments: --vocab-sizes"]),
+    "bad format": (["{bad}/ok.txt", "--input-format", "csv"], ["invalid choice: 'csv'"]),
+    "duplicate special": (["{bad}/ok.txt", "--special-tokens", "<|a|>,<|a|>"], ["'<|a|>' is given twice"]),
+    "bad escape": (["{bad}/ok.txt", "--doc-separator", "\\x4"], ["--doc-separator", "bad backslash escape"]),
+    "empty input": (["{bad}/empty.txt"], ["no documents to train on"]),
+    "no output": (["{bad}/ok.txt", "--no-o"], []),
+}
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_errors_are_one_line(case, bad_files, tmp_path):
+    args, needles = ERROR_CASES[case]
+    (bad_files / "empty.txt").write_text("\n\n")
+    args = [a.format(bad=bad_files) for a in args]
+    if case == "no output":
+        args = args[:1]
+    elif "-o" not in args:
+        args += ["-o", str(tmp_path / "out")]
+    r = run("train", *args, cwd=tmp_path)
+    assert_one_line_error(r, *needles)
+    assert r.returncode == (2 if case.startswith(("bad", "vocab", "duplicate", "no output")) else 1)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "out.tiktoken").exists()
+    assert (bad_files / "precious" / "thesis.tex").exists() and (bad_files / "existing" / "tokenizer.json").read_text() == "{}"
+
+
+def test_skip_bad_lines(bad_files, tmp_path):
+    r = run("train", bad_files / "broken.jsonl", "--skip-bad-lines", "--vocab-size", 262, "--special-tokens", "none", "-o", tmp_path / "tok")
+    assert r.returncode == 0, r.stderr
+    assert "bpeforge: warning: skipped 1 bad line, e.g. " in r.stderr and "broken.jsonl:3: not valid JSON" in r.stderr
+    assert report_int(r.stdout, "documents") == 3
+
+
+def test_no_command_and_version():
+    r = run()
+    assert r.returncode == 2 and "train" in r.stderr and "Traceback" not in r.stderr
+    r = run("--version")
+    assert r.returncode == 0 and r.stdout.startswith("bpeforge ")
+    r = run("train", "--help")
+    assert r.returncode == 0 and "--doc-separator" in r.stdout and "standard library" in r.stdout
+    r = run("--help")
+    assert r.returncode == 0 and "train" in r.stdout
+    import importlib.util
+
+    if importlib.util.find_spec("bpeforge.eval") is not None:  # contributed by bpeforge/eval.py
+        assert "eval" in r.stdout
+        assert run("eval", "--help").returncode == 0
+
+
+def test_eval_subcommand_hook(monkeypatch, capsys):
+    """A missing or broken contributed subcommand never breaks the parser."""
+    import types
+
+    monkeypatch.setattr(cli, "EXTRA_SUBCOMMANDS", [("bpeforge.no_such_module", "add", "run"), ("json", "nope", "nope")])
+    parser = cli.build_parser()
+    assert parser.parse_args(["train", "-o", "x"]).run is cli.run_train
+    assert "no_such_module" not in parser.format_help()
+
+    broken = types.ModuleType("bpeforge_broken_sub")
+    broken.__getattr__ = lambda name: 1 / 0  # fails on any lookup, like a module with a bug
+    monkeypatch.setitem(sys.modules, "bpeforge_broken_sub", broken)
+    monkeypatch.setattr(cli, "EXTRA_SUBCOMMANDS", [("bpeforge_broken_sub", "add", "run")])
+    assert cli.build_parser().parse_args(["train", "-o", "x"]).run is cli.run_train
+    assert cli.main(["bpeforge_broken_sub", "--anything"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bpeforge: error: the 'bpeforge_broken_sub' command is unavailable") and "ZeroDivisionError" in err
+
+    fake = types.ModuleType("bpeforge_fake_sub")
+
+    def add(subparsers):
+        p = subparsers.add_parser("fake")
+        p.add_argument("--n", type=int, default=1)
+
+    fake.add, fake.run = add, lambda args: args.n * 7
+    monkeypatch.setitem(sys.modules, "bpeforge_fake_sub", fake)
+    monkeypatch.setattr(cli, "EXTRA_SUBCOMMANDS", [("bpeforge_fake_sub", "add", "run")])
+    assert cli.main(["fake", "--n", "3"]) == 21
+
+
+def test_internal_errors_are_one_line(monkeypatch, capsys):
+    def boom(args):
+        raise RuntimeError("something\nwent wrong")
+
+    monkeypatch.setattr(cli, "run_train", boom)
+    monkeypatch.delenv("BPEFORGE_DEBUG", raising=False)
+    assert cli.main(["train", "-o", "x"]) == 1
+    err = capsys.readouterr().err
+    assert err == "bpeforge: error: something went wrong (RuntimeError; set BPEFORGE_DEBUG=1 for the traceback)\n"
+
+
+# ------------------------------------------------------------------------------ Ctrl-C
+
+
+def wait_for_line(stream, needle: str, timeout: float) -> bool:
+    found = threading.Event()
+    lines: list = []
+
+    def reader():
+        for line in stream:
+            lines.append(line)
+            if needle in line:
+                found.set()
+        found.set()
+
+    threading.Thread(target=reader, daemon=True).start()
+    found.wait(timeout)
+    return any(needle in line for line in lines)
+
+
+def interrupt_and_time(p: subprocess.Popen) -> float:
+    assert p.poll() is None, "training finished before it could be interrupted"
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=10)
+    return time.monotonic() - t0
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+def test_ctrl_c_while_reading(tmp_path):
+    out = tmp_path / "tok"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bpeforge", "train", "-", "-o", str(out), "-v"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+    )
+    block = "".join(f"endless stream of words number {i} and more\n" for i in range(5000))
+
+    def feed():
+        try:
+            while True:
+                p.stdin.write(block)
+        except (BrokenPipeError, OSError, ValueError):
+            pass
+
+    threading.Thread(target=feed, daemon=True).start()
+    time.sleep(1.5)
+    elapsed = interrupt_and_time(p)
+    err = p.stderr.read()
+    assert p.returncode == 130, err
+    assert elapsed < 1.0
+    assert err.rstrip().endswith("bpeforge: interrupted") and "Traceback" not in err
+    assert no_outputs_in(tmp_path) == []
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT")
+@pytest.mark.parametrize("how", ["program", "python-call"])
+def test_ctrl_c_while_merging(tmp_path, how):
+    rng = random.Random(1)
+    letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZàéîõüßçñ"
+    words = ["".join(rng.choices(letters, k=rng.randint(3, 14))) for _ in range(200_000)]
+    with open(tmp_path / "big.txt", "w") as f:
+        for _ in range(2500):
+            f.write(" ".join(rng.choices(words, k=200)) + "\n")
+    out = tmp_path / "out" / "tok"
+    args = ["train", str(tmp_path / "big.txt"), "-o", str(out), "-v", "--vocab-size", "200000"]
+    if how == "program":  # Ctrl-C ends the process at once
+        command = [sys.executable, "-m", "bpeforge", *args]
+    else:  # main(argv) from Python: KeyboardInterrupt, raised from inside the merge loop
+        command = [sys.executable, "-c", f"import sys, bpeforge.cli; sys.exit(bpeforge.cli.main({args!r}))"]
+    p = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
+    assert wait_for_line(p.stderr, "Starting BPE training", 60)
+    time.sleep(0.2)
+    elapsed = interrupt_and_time(p)
+    assert p.returncode == 130
+    assert elapsed < (1.0 if how == "program" else 2.0)
+    assert no_outputs_in(tmp_path / "out") == []

@@ -1,0 +1,409 @@
+"""Readers of bpeforge.inputs (text, JSONL, Parquet, .gz/.zst, folders and globs), the Corpus
+pipeline (doc cap, max chars, held-out slice) and the console progress, tested in-process."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpeforge
+from bpeforge import inputs
+from bpeforge.inputs import Corpus, InputError, Source, detect, expand_inputs, read_jsonl, read_parquet, read_text
+from bpeforge.progress import ConsoleProgress, merge_line
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+zstandard = pytest.importorskip("zstandard")
+
+
+def docs_of(batches) -> list:
+    return [d for batch in batches for d in batch]
+
+
+def text_source(path: Path) -> Source:
+    fmt, compression = detect(path)
+    return Source(path, fmt or "text", compression)
+
+
+# ------------------------------------------------------------------------------ file discovery
+
+
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("a.txt", ("text", None)),
+        ("a.TXT", ("text", None)),
+        ("a.text.gz", ("text", "gzip")),
+        ("shard.jsonl", ("jsonl", None)),
+        ("shard.ndjson.zst", ("jsonl", "zstd")),
+        ("shard.jsonl.zstd", ("jsonl", "zstd")),
+        ("x.parquet", ("parquet", None)),
+        ("x.pq", ("parquet", None)),
+        ("notes.md", (None, None)),
+        ("README", (None, None)),
+        ("a.gz", (None, "gzip")),
+    ],
+)
+def test_detect(name, expected):
+    assert detect(Path(name)) == expected
+
+
+def test_folders_are_walked_recursively_sorted_skipping_hidden_and_unknown(tmp_path):
+    for rel in ["b.txt", "a.jsonl", "sub/z.parquet", "sub/c.txt.gz", "notes.md", ".hidden.txt", ".git/x.txt", "sub/.cache/y.txt"]:
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("x")
+    found = [(s.path.relative_to(tmp_path).as_posix(), s.format, s.compression) for s in expand_inputs([str(tmp_path)])]
+    assert found == [
+        ("a.jsonl", "jsonl", None),
+        ("b.txt", "text", None),
+        ("sub/c.txt.gz", "text", "gzip"),
+        ("sub/z.parquet", "parquet", None),
+    ]
+    only_text = [s.path.name for s in expand_inputs([str(tmp_path)], "text")]
+    assert only_text == ["b.txt", "c.txt.gz"]
+
+
+def test_globs_files_and_order(tmp_path):
+    for name in ["s2.txt", "s10.txt", "s1.txt", "other.jsonl"]:
+        (tmp_path / name).write_text("x")
+    got = [s.path.name for s in expand_inputs([str(tmp_path / "s*.txt"), str(tmp_path / "other.jsonl")])]
+    assert got == ["s1.txt", "s10.txt", "s2.txt", "other.jsonl"]
+    assert [s.path.name for s in expand_inputs([str(tmp_path / "**" / "*.jsonl")])] == ["other.jsonl"]
+
+
+@pytest.mark.parametrize(
+    "make, arg, message",
+    [
+        (None, "missing.txt", "no such file or folder"),
+        (None, "nothing*.txt", "no file matches"),
+        ("notes.md", "notes.md", "cannot tell the format"),
+        ("data.parquet.gz", "data.parquet.gz", "compressed Parquet"),
+        ("emptydir/", "emptydir", "no files of a known format"),
+    ],
+)
+def test_expand_errors(tmp_path, monkeypatch, make, arg, message):
+    monkeypatch.chdir(tmp_path)
+    if make and make.endswith("/"):
+        (tmp_path / make).mkdir()
+        (tmp_path / make / "readme.md").write_text("x")
+    elif make:
+        (tmp_path / make).write_text("x")
+    with pytest.raises(InputError, match=re.escape(message)) as e:
+        expand_inputs([arg])
+    assert arg in str(e.value)
+
+
+def test_input_format_overrides_extension_and_stdin(tmp_path):
+    (tmp_path / "corpus.dat").write_text("x")
+    [s] = expand_inputs([str(tmp_path / "corpus.dat")], "jsonl")
+    assert s.format == "jsonl"
+    [s] = expand_inputs(["-"])
+    assert (str(s.path), s.format) == ("-", "text")
+    with pytest.raises(InputError, match="standard input"):
+        expand_inputs(["-"], "parquet")
+
+
+def test_stdlib_sources_are_sorted_py_files_without_site_packages():
+    root, sources = inputs.stdlib_sources()
+    assert len(sources) > 100
+    paths = [s.path for s in sources]
+    assert all(p.suffix == ".py" and s.format == "text" for p, s in zip(paths, sources))
+    assert not any("site-packages" in p.parts or "__pycache__" in p.parts for p in paths)
+    assert root / "argparse.py" in paths
+    assert inputs.stdlib_sources()[1] == sources  # deterministic
+
+
+# ------------------------------------------------------------------------------ text
+
+
+def test_text_one_document_per_line(tmp_path):
+    p = tmp_path / "a.txt"
+    p.write_bytes(b"first\r\nsecond\n\n  \nthird\rfourth\nlast without newline")
+    assert docs_of(read_text(text_source(p))) == ["first", "second", "  ", "third", "fourth", "last without newline"]
+
+
+def test_text_separator_and_whole_file(tmp_path):
+    p = tmp_path / "a.txt"
+    p.write_text("para one\nline two\n\npara two\n\n\n\npara three\n")
+    assert docs_of(read_text(text_source(p), "\n\n")) == ["para one\nline two", "para two", "para three\n"]
+    assert docs_of(read_text(text_source(p), "")) == ["para one\nline two\n\npara two\n\n\n\npara three\n"]
+    q = tmp_path / "b.txt"
+    q.write_text("a<|endoftext|>b<|endoftext|><|endoftext|>c")
+    assert docs_of(read_text(text_source(q), "<|endoftext|>")) == ["a", "b", "c"]
+
+
+def test_text_invalid_utf8_is_replaced(tmp_path):
+    p = tmp_path / "a.txt"
+    p.write_bytes(b"ok\nbad \xff byte\n")
+    assert docs_of(read_text(text_source(p))) == ["ok", "bad \ufffd byte"]
+
+
+def test_text_gz_and_zst(tmp_path):
+    body = "".join(f"line {i} é\n" for i in range(5000))
+    with gzip.open(tmp_path / "a.txt.gz", "wt", encoding="utf-8") as f:
+        f.write(body)
+    (tmp_path / "a.txt.zst").write_bytes(zstandard.ZstdCompressor().compress(body.encode()))
+    expected = body.splitlines()
+    for name in ["a.txt.gz", "a.txt.zst"]:
+        [source] = expand_inputs([str(tmp_path / name)])
+        assert docs_of(read_text(source)) == expected
+
+
+def test_zst_with_several_frames_and_without_content_size(tmp_path):
+    c = zstandard.ZstdCompressor()
+    p = tmp_path / "multi.txt.zst"
+    p.write_bytes(b"".join(c.compress(f"frame {i}\n".encode() * 3) for i in range(4)))
+    assert docs_of(read_text(text_source(p))) == [f"frame {i}" for i in range(4) for _ in range(3)]
+    out = io.BytesIO()
+    with c.stream_writer(out, closefd=False) as w:
+        for i in range(2000):
+            w.write(f"streamed {i}\n".encode())
+    p.write_bytes(out.getvalue())
+    assert docs_of(read_text(text_source(p))) == [f"streamed {i}" for i in range(2000)]
+
+
+@pytest.mark.parametrize("name", ["a.txt.gz", "a.jsonl.gz", "a.txt.zst", "a.jsonl.zst"])
+def test_truncated_or_corrupt_compressed_files_are_input_errors(tmp_path, name):
+    body = "".join(json.dumps({"text": f"line {i} " * 20}) + "\n" for i in range(3000)).encode()
+    packed = gzip.compress(body) if name.endswith(".gz") else zstandard.ZstdCompressor().compress(body)
+    source = text_source(tmp_path / name)
+    for broken in (packed[: len(packed) // 2], b"garbage" * 10):
+        source.path.write_bytes(broken)
+        read = read_text if ".txt" in name else read_jsonl
+        with pytest.raises(InputError, match=re.escape(name) + r": cannot read"):
+            docs_of(read(source))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet="ab\n|", max_size=60),
+    sep=st.sampled_from(["\n", "||", "a|b", "\n\n", "|"]),
+    chunk=st.integers(1, 7),
+)
+def test_split_stream_matches_str_split(text, sep, chunk):
+    chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    got = docs_of(inputs._split_stream(iter(chunks), sep))
+    assert got == [d for d in text.split(sep) if d]
+
+
+def test_long_document_across_many_chunks(tmp_path, monkeypatch):
+    monkeypatch.setattr(inputs, "CHUNK_CHARS", 16)
+    p = tmp_path / "a.txt"
+    p.write_text("x" * 1000 + "\n" + "y" * 10)
+    assert docs_of(read_text(text_source(p))) == ["x" * 1000, "y" * 10]
+
+
+# ------------------------------------------------------------------------------ JSONL
+
+
+def write_jsonl(path: Path, rows) -> None:
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+
+
+def test_jsonl_reads_the_text_field(tmp_path):
+    p = tmp_path / "a.jsonl"
+    write_jsonl(p, [{"text": "one", "id": 1}, {"text": None}, {"text": ""}, "", {"text": "two\nlines"}, {"body": "x", "text": "three"}])
+    assert docs_of(read_jsonl(text_source(p))) == ["one", "two\nlines", "three"]
+    write_jsonl(p, [{"body": "b1"}, {"body": "b2"}])
+    assert docs_of(read_jsonl(text_source(p), "body")) == ["b1", "b2"]
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"text": broken', "not valid JSON"),
+        ("[1, 2]", "expected a JSON object, got list"),
+        ('{"body": "x"}', "no 'text' field (fields: body)"),
+        ('{"text": 5}', "field 'text' is a int, expected a string"),
+    ],
+)
+def test_jsonl_bad_lines_name_file_and_line(tmp_path, line, message):
+    p = tmp_path / "bad.jsonl"
+    write_jsonl(p, [{"text": "ok"}, line, {"text": "after"}])
+    with pytest.raises(InputError) as e:
+        docs_of(read_jsonl(text_source(p)))
+    assert f"{p}:2: " in str(e.value) and message in str(e.value) and "--skip-bad-lines" in str(e.value)
+    bad = inputs.BadLines()
+    assert docs_of(read_jsonl(text_source(p), skip_bad_lines=True, bad_lines=bad)) == ["ok", "after"]
+    assert bad.count == 1 and bad.examples[0].startswith(f"{p}:2: ")
+
+
+def test_jsonl_invalid_utf8_and_lone_surrogates(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(b'{"text": "ok"}\n{"text": "\xff"}\n{"text": "half \\ud800 pair \\ud83d\\ude00"}\n')
+    with pytest.raises(InputError, match=r"a\.jsonl:2: not valid UTF-8"):
+        docs_of(read_jsonl(text_source(p)))
+    docs = docs_of(read_jsonl(text_source(p), skip_bad_lines=True))
+    assert docs == ["ok", "half ? pair \U0001F600"]
+    for d in docs:
+        d.encode("utf-8")  # no lone surrogate reaches the trainer
+
+
+def test_jsonl_zst_streams(tmp_path):
+    rows = [{"text": f"document {i}"} for i in range(3000)]
+    raw = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    p = tmp_path / "a.jsonl.zst"
+    p.write_bytes(zstandard.ZstdCompressor().compress(raw))
+    batches = list(read_jsonl(text_source(p)))
+    assert len(batches) == 3 and max(len(b) for b in batches) <= inputs.BATCH_DOCS
+    assert docs_of(batches) == [r["text"] for r in rows]
+
+
+# ------------------------------------------------------------------------------ Parquet
+
+
+def test_parquet_by_record_batches(tmp_path):
+    texts = [f"row {i}" if i % 7 else None for i in range(2500)]
+    p = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": list(range(2500)), "text": texts}), p, row_group_size=1000)
+    batches = list(read_parquet(text_source(p), batch_rows=500))
+    assert len(batches) >= 5 and all(len(b) <= 500 for b in batches)
+    assert docs_of(batches) == [t for t in texts if t]
+    assert inputs.check_parquet(text_source(p)) == 2500
+
+
+def test_parquet_string_flavours(tmp_path):
+    texts = ["a", "b", "a"]
+    for name, arr in [
+        ("large", pa.array(texts, pa.large_string())),
+        ("dict", pa.array(texts).dictionary_encode()),
+    ]:
+        p = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({"text": arr}), p)
+        assert docs_of(read_parquet(text_source(p))) == texts
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"this is not parquet at all, just bytes", "not a readable Parquet file"),
+        (b"", "not a readable Parquet file"),
+        ("nocol", "no column 'text' (columns: body)"),
+        ("intcol", "column 'text' holds int64, not strings"),
+    ],
+)
+def test_parquet_errors(tmp_path, content, message):
+    p = tmp_path / "x.parquet"
+    if content == "nocol":
+        pq.write_table(pa.table({"body": ["x"]}), p)
+    elif content == "intcol":
+        pq.write_table(pa.table({"text": [1, 2]}), p)
+    else:
+        p.write_bytes(content)
+    with pytest.raises(InputError, match=re.escape(message)) as e:
+        inputs.check_parquet(text_source(p))
+    assert str(p) in str(e.value)
+    with pytest.raises(InputError, match=re.escape(message)):
+        docs_of(read_parquet(text_source(p)))
+
+
+def test_truncated_parquet(tmp_path):
+    p = tmp_path / "x.parquet"
+    pq.write_table(pa.table({"text": [f"row {i}" for i in range(10000)]}), p)
+    p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
+    with pytest.raises(InputError, match="not a readable Parquet file"):
+        docs_of(read_parquet(text_source(p)))
+
+
+# ------------------------------------------------------------------------------ Corpus
+
+
+def corpus_of(tmp_path, lines, **kw) -> Corpus:
+    p = tmp_path / "c.txt"
+    p.write_text("".join(line + "\n" for line in lines))
+    return Corpus(expand_inputs([str(p)]), **kw)
+
+
+def test_corpus_counts_and_doc_cap(tmp_path):
+    lines = [f"doc {i} " + "é" * i for i in range(50)]
+    c = corpus_of(tmp_path, lines, doc_cap=10)
+    got = docs_of(c)
+    assert got == [d[:10] for d in lines]
+    assert c.documents == 50 and c.chars == sum(map(len, got)) and c.bytes == sum(len(d.encode()) for d in got)
+    assert not c.stopped_early and c.heldout == []
+
+
+def test_corpus_max_chars_is_exact(tmp_path):
+    lines = [f"document number {i}" for i in range(5000)]
+    c = corpus_of(tmp_path, lines, max_chars=1000)
+    got = docs_of(c)
+    assert c.stopped_early and sum(map(len, got)) == 1000 == c.chars
+    assert "".join(got) == "".join(lines)[:1000]
+
+
+def test_corpus_holdout_every_nth_up_to_a_byte_budget(tmp_path):
+    lines = [f"doc {i}" for i in range(1000)]
+    c = corpus_of(tmp_path, lines, holdout_every=100)
+    got = docs_of(c)
+    assert c.heldout == [f"doc {i}" for i in range(99, 1000, 100)]
+    assert got == [d for i, d in enumerate(lines) if i % 100 != 99]
+    assert c.documents == 990 and c.heldout_chars == sum(map(len, c.heldout))
+    c = corpus_of(tmp_path, lines, holdout_every=10, holdout_max_bytes=20)
+    docs_of(c)
+    assert c.heldout == ["doc 9", "doc 19", "doc 29", "doc 39"]  # 4 x 5 bytes, then training gets everything
+
+
+def test_corpus_sample_when_too_small_to_hold_out(tmp_path):
+    c = corpus_of(tmp_path, ["a b", "c d"], holdout_every=100)
+    assert docs_of(c) == ["a b", "c d"]
+    assert c.heldout == [] and c.sample == ["a b", "c d"]
+
+
+def test_corpus_across_formats_is_identical(tmp_path):
+    texts = [f"the text of document {i}" for i in range(300)]
+    (tmp_path / "a.txt").write_text("\n".join(texts))
+    write_jsonl(tmp_path / "b.jsonl", [{"text": t} for t in texts])
+    pq.write_table(pa.table({"text": texts}), tmp_path / "c.parquet")
+    for name in ["a.txt", "b.jsonl", "c.parquet"]:
+        c = Corpus(expand_inputs([str(tmp_path / name)]), holdout_every=100)
+        assert docs_of(c) == [t for i, t in enumerate(texts) if i % 100 != 99], name
+        assert len(c.heldout) == 3
+
+
+def test_corpus_trains_through_list_batches(tmp_path):
+    lines = ["hello world"] * 40
+    c = corpus_of(tmp_path, lines)
+    tok = bpeforge.Tokenizer.train_from_iterator(c, vocab_size=260, special_tokens=[])
+    assert tok.decode(tok.encode("hello world")) == "hello world"
+
+
+# ------------------------------------------------------------------------------ progress
+
+
+def test_merge_line_format():
+    assert merge_line(501, 50025, (69, 120), 756, 166814) == (
+        "Progress: 1% (501/50025 merges) - Last merge: (69, 120) -> 756 (frequency: 166814)"
+    )
+
+
+def test_console_progress_logs_each_percent_once():
+    out = io.StringIO()
+    p = ConsoleProgress(file=out, bars=False, log=True)
+    trainer = bpeforge.Trainer(bpeforge.resolve_pattern(None))
+    texts = [f"w{i} w{i * 7} w{i * 13}" for i in range(3000)]
+    trainer.train_from_iterator(texts, 256 + 400, progress=p)
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("Read 3,000 documents")
+    assert lines[1] == "Starting BPE training: 400 merges to compute"
+    pct = [int(m.group(1)) for m in map(re.compile(r"Progress: (\d+)% \(\d+/400 merges\)").match, lines) if m]
+    assert pct == sorted(set(pct)) and pct[-1] == 100 and len(pct) == 100
+    assert lines[-1].startswith("Finished training: 400 merges")
+
+
+def test_console_progress_is_quiet_off_a_terminal():
+    out = io.StringIO()
+    p = ConsoleProgress(file=out)  # a StringIO is not a terminal
+    assert not p.bars and not p.log
+    trainer = bpeforge.Trainer(bpeforge.resolve_pattern(None))
+    trainer.train_from_iterator(["a b c"] * 10, 260, progress=p)
+    p.close()
+    assert out.getvalue() == ""

@@ -5,6 +5,69 @@ use rayon::prelude::*;
 
 use crate::{Error, Splitter};
 
+/// A batch of texts stored end to end in one buffer, so that handing over a batch costs one
+/// copy of its bytes and no allocation per text.
+#[derive(Default, Debug, Clone)]
+pub struct Batch {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.ends.push(self.text.len());
+    }
+
+    /// Appends texts given as one UTF-8 buffer and the end offset of each text in it (as an
+    /// Arrow string column stores them). Fails without changing the batch if the offsets do not
+    /// fall on character boundaries in increasing order.
+    pub fn extend_from_buffer(&mut self, data: &str, ends: impl IntoIterator<Item = usize>) -> Result<(), Error> {
+        let base = self.text.len();
+        let before = self.ends.len();
+        let mut last = 0;
+        for end in ends {
+            if end < last || !data.is_char_boundary(end) {
+                self.ends.truncate(before);
+                return Err(Error::InvalidOption(format!("text offsets out of order or not on a character boundary: {end}")));
+            }
+            self.ends.push(base + end);
+            last = end;
+        }
+        self.text.push_str(&data[..last]);
+        Ok(())
+    }
+
+    /// Number of texts.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Total bytes of all texts.
+    pub fn bytes(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Text `i`.
+    pub fn get(&self, i: usize) -> &str {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.text[start..self.ends[i]]
+    }
+
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+}
+
 /// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred.
 ///
 /// Counts are sums, so the result does not depend on how texts were batched or on how many
@@ -23,18 +86,28 @@ impl SpanCounts {
     ///
     /// Each thread counts borrowed slices of the batch, so a span is copied only the first time
     /// the corpus shows it.
-    pub fn add_texts<T: AsRef<str> + Sync>(&mut self, texts: &[T], splitter: &Splitter) -> Result<(), Error> {
-        let batch: AHashMap<&[u8], u64> = texts
-            .par_iter()
-            .try_fold(AHashMap::new, |mut counts, text| {
-                splitter.for_each_span(text.as_ref(), |span| *counts.entry(span.as_bytes()).or_insert(0) += 1)?;
+    pub fn add_batch(&mut self, batch: &Batch, splitter: &Splitter) -> Result<(), Error> {
+        let counted: AHashMap<&[u8], u64> = (0..batch.len())
+            .into_par_iter()
+            .with_min_len(64)
+            .try_fold(AHashMap::new, |mut counts, i| {
+                splitter.for_each_span(batch.get(i), |span| *counts.entry(span.as_bytes()).or_insert(0) += 1)?;
                 Ok::<_, Error>(counts)
             })
             .try_reduce(AHashMap::new, |a, b| Ok(merge_maps(a, b)))?;
-        for (span, n) in batch {
+        for (span, n) in counted {
             self.add(span, n);
         }
         Ok(())
+    }
+
+    /// Splits and counts a few texts (see [`SpanCounts::add_batch`]).
+    pub fn add_texts<T: AsRef<str>>(&mut self, texts: &[T], splitter: &Splitter) -> Result<(), Error> {
+        let mut batch = Batch::new();
+        for t in texts {
+            batch.push(t.as_ref());
+        }
+        self.add_batch(&batch, splitter)
     }
 
     /// Adds `n` occurrences of `span`. Counts saturate at `u64::MAX` rather than wrap.
@@ -101,5 +174,19 @@ mod tests {
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);
         assert_eq!(all.len(), 5);
+    }
+
+    #[test]
+    fn batches_from_buffers_hold_the_same_texts() {
+        let mut a = Batch::new();
+        for t in ["héllo", "", "wörld!"] {
+            a.push(t);
+        }
+        let mut b = Batch::new();
+        b.extend_from_buffer("héllowörld!", [6, 6, 13]).unwrap();
+        assert_eq!((0..3).map(|i| a.get(i)).collect::<Vec<_>>(), (0..3).map(|i| b.get(i)).collect::<Vec<_>>());
+        assert!(b.extend_from_buffer("héllo", [2]).is_err(), "2 is inside 'é'");
+        assert!(b.extend_from_buffer("hello", [3, 2]).is_err(), "offsets must increase");
+        assert_eq!(b.len(), 3, "a failed extend leaves the batch as it was");
     }
 }

@@ -13,6 +13,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use crate::merge::{learn, LearnOptions, Merge};
 use crate::pretokenize::presets;
 use crate::vocab::check_ranks as check_ranks_core;
+use crate::count::Batch;
 use crate::{Error, SpanCounts, Splitter, Vocab};
 
 /// Token ids are u32 in tiktoken; keep the vocabulary well inside that.
@@ -58,20 +59,22 @@ fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, work: impl FnOnce() -> R +
     }
 }
 
-/// The str of one iterator item, or an error naming its position.
-fn text_of(item: &Bound<'_, PyAny>, position: &str) -> PyResult<String> {
+/// Adds one str to the batch, or fails naming its position.
+fn push_text(item: &Bound<'_, PyAny>, position: &str, batch: &mut Batch) -> PyResult<()> {
     let Ok(s) = item.cast::<PyString>() else {
         return Err(PyTypeError::new_err(format!(
             "item {position} of the iterator is {}, expected str",
             type_name(item)
         )));
     };
-    s.to_cow().map(|c| c.into_owned()).map_err(|_| {
+    let text = s.to_cow().map_err(|_| {
         PyValueError::new_err(format!(
             "item {position} of the iterator contains a lone surrogate (not valid Unicode); \
              clean it first, e.g. s.encode('utf-8', 'replace').decode('utf-8')"
         ))
-    })
+    })?;
+    batch.push(&text);
+    Ok(())
 }
 
 /// How often the merge loop reports progress and looks for Ctrl-C: every `step` merges
@@ -195,15 +198,14 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 }
 
 /// Adds the text(s) of one iterator item to `batch`: a str, or a list of str.
-fn push_texts(item: &Bound<'_, PyAny>, position: u64, batch: &mut Vec<String>) -> PyResult<()> {
+fn push_texts(item: &Bound<'_, PyAny>, position: u64, batch: &mut Batch) -> PyResult<()> {
     if let Ok(list) = item.cast::<PyList>() {
         for (i, text) in list.iter().enumerate() {
-            batch.push(text_of(&text, &format!("{position}[{i}]"))?);
+            push_text(&text, &format!("{position}[{i}]"), batch)?;
         }
         return Ok(());
     }
-    batch.push(text_of(item, &position.to_string())?);
-    Ok(())
+    push_text(item, &position.to_string(), batch)
 }
 
 #[pymethods]
@@ -266,12 +268,12 @@ impl Trainer {
         let spans_seen = AtomicUsize::new(0);
         let pool = &self.pool;
         // Python fills batch k+1 on this thread while a worker counts batch k without the GIL.
-        let (to_worker, batches) = mpsc::sync_channel::<Vec<String>>(1);
+        let (to_worker, batches) = mpsc::sync_channel::<Batch>(1);
         let counts = std::thread::scope(|scope| -> PyResult<SpanCounts> {
             let worker = scope.spawn(|| -> Result<SpanCounts, Error> {
                 let mut counts = SpanCounts::new();
                 for batch in batches {
-                    in_pool(pool, || counts.add_texts(&batch, &splitter))?;
+                    in_pool(pool, || counts.add_batch(&batch, &splitter))?;
                     spans_seen.store(counts.len(), Ordering::Relaxed);
                 }
                 Ok(counts)
@@ -279,7 +281,7 @@ impl Trainer {
             let fed = (|| -> PyResult<()> {
                 let mut exhausted = false;
                 while !exhausted {
-                    let mut batch: Vec<String> = Vec::with_capacity(buffer_size.min(1 << 16));
+                    let mut batch = Batch::new();
                     while batch.len() < buffer_size {
                         match iterator.next() {
                             Some(item) => {
@@ -293,7 +295,7 @@ impl Trainer {
                         }
                     }
                     texts += batch.len() as u64;
-                    bytes += batch.iter().map(|t| t.len() as u64).sum::<u64>();
+                    bytes += batch.bytes() as u64;
                     if py.detach(|| to_worker.send(batch)).is_err() {
                         return Ok(()); // the worker stopped on an error, reported below
                     }
@@ -359,7 +361,9 @@ impl Trainer {
             if let Ok(b) = span.cast::<PyBytes>() {
                 spans.add(b.as_bytes(), n);
             } else {
-                spans.add(text_of(&span, &position.to_string())?.as_bytes(), n);
+                let mut text = Batch::new();
+                push_text(&span, &position.to_string(), &mut text)?;
+                spans.add(text.get(0).as_bytes(), n);
             }
         }
         self.stats = Stats::default();

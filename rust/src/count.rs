@@ -68,13 +68,34 @@ impl Batch {
     }
 }
 
+/// The span table is split in this many shards by a hash of the span, so that the spans of a
+/// batch can be added to it on all threads at once.
+const SHARDS: usize = 16;
+
 /// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred.
 ///
 /// Counts are sums, so the result does not depend on how texts were batched or on how many
 /// threads counted them.
-#[derive(Default, Debug, Clone)]
+#[derive(Debug, Clone)]
 pub struct SpanCounts {
-    counts: AHashMap<Box<[u8]>, u64>,
+    shards: Vec<AHashMap<Box<[u8]>, u64>>,
+}
+
+impl Default for SpanCounts {
+    fn default() -> Self {
+        Self { shards: (0..SHARDS).map(|_| AHashMap::new()).collect() }
+    }
+}
+
+/// Which shard holds `span`: a fixed hash (it only spreads work, so it needs no seed).
+fn shard_of(span: &[u8]) -> usize {
+    let mut h = span.len() as u64;
+    for chunk in span.chunks(8) {
+        let mut word = [0u8; 8];
+        word[..chunk.len()].copy_from_slice(chunk);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    (h >> 60) as usize % SHARDS
 }
 
 impl SpanCounts {
@@ -85,19 +106,37 @@ impl SpanCounts {
     /// Splits every text of a batch and adds its spans, in parallel on the current Rayon pool.
     ///
     /// Each thread counts borrowed slices of the batch, so a span is copied only the first time
-    /// the corpus shows it.
+    /// the corpus shows it; then the shards of the table take in their share of every thread's
+    /// counts, each shard on its own thread.
     pub fn add_batch(&mut self, batch: &Batch, splitter: &Splitter) -> Result<(), Error> {
-        let counted: AHashMap<&[u8], u64> = (0..batch.len())
+        let counted: Vec<AHashMap<SpanKey<'_>, u64>> = (0..batch.len())
             .into_par_iter()
             .with_min_len(64)
-            .try_fold(AHashMap::new, |mut counts, i| {
-                splitter.for_each_span(batch.get(i), |span| *counts.entry(span.as_bytes()).or_insert(0) += 1)?;
-                Ok::<_, Error>(counts)
+            .try_fold(
+                || AHashMap::with_capacity(1 << 12),
+                |mut counts, i| {
+                    splitter.for_each_span(batch.get(i), |span| *counts.entry(SpanKey(span.as_bytes())).or_insert(0) += 1)?;
+                    Ok::<_, Error>(counts)
+                },
+            )
+            .collect::<Result<_, Error>>()?;
+        let by_shard: Vec<Vec<Vec<(&[u8], u64)>>> = counted
+            .into_par_iter()
+            .map(|counts| {
+                let mut parts = vec![Vec::new(); SHARDS];
+                for (span, n) in counts {
+                    parts[shard_of(span.0)].push((span.0, n));
+                }
+                parts
             })
-            .try_reduce(AHashMap::new, |a, b| Ok(merge_maps(a, b)))?;
-        for (span, n) in counted {
-            self.add(span, n);
-        }
+            .collect();
+        self.shards.par_iter_mut().enumerate().for_each(|(s, shard)| {
+            for parts in &by_shard {
+                for &(span, n) in &parts[s] {
+                    add_to(shard, span, n);
+                }
+            }
+        });
         Ok(())
     }
 
@@ -112,47 +151,67 @@ impl SpanCounts {
 
     /// Adds `n` occurrences of `span`. Counts saturate at `u64::MAX` rather than wrap.
     pub fn add(&mut self, span: &[u8], n: u64) {
-        if span.is_empty() || n == 0 {
-            return;
-        }
-        match self.counts.get_mut(span) {
-            Some(c) => *c = c.saturating_add(n),
-            None => {
-                self.counts.insert(span.into(), n);
-            }
-        }
+        add_to(&mut self.shards[shard_of(span)], span, n);
     }
 
     /// Number of distinct spans.
     pub fn len(&self) -> usize {
-        self.counts.len()
+        self.shards.iter().map(|s| s.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.counts.is_empty()
+        self.len() == 0
     }
 
     /// The count of one span (0 if never seen).
     pub fn get(&self, span: &[u8]) -> u64 {
-        self.counts.get(span).copied().unwrap_or(0)
+        self.shards[shard_of(span)].get(span).copied().unwrap_or(0)
     }
 
     /// The spans and their counts, sorted by span bytes so that everything downstream is
     /// independent of hash order.
     pub fn into_sorted(self) -> Vec<(Box<[u8]>, u64)> {
-        let mut spans: Vec<_> = self.counts.into_iter().collect();
+        let mut spans: Vec<_> = self.shards.into_iter().flatten().collect();
         spans.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         spans
     }
 }
 
-fn merge_maps<'t>(a: AHashMap<&'t [u8], u64>, b: AHashMap<&'t [u8], u64>) -> AHashMap<&'t [u8], u64> {
-    let (mut big, small) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-    for (span, n) in small {
-        *big.entry(span).or_insert(0) += n;
+fn add_to(shard: &mut AHashMap<Box<[u8]>, u64>, span: &[u8], n: u64) {
+    if span.is_empty() || n == 0 {
+        return;
     }
-    big
+    match shard.get_mut(span) {
+        Some(c) => *c = c.saturating_add(n),
+        None => {
+            shard.insert(span.into(), n);
+        }
+    }
 }
+
+/// A borrowed span as a hash key. Spans are mostly a few bytes long, where comparing them as
+/// two machine words beats a call to `memcmp`.
+#[derive(Clone, Copy, Hash)]
+struct SpanKey<'t>(&'t [u8]);
+
+impl PartialEq for SpanKey<'_> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        let (a, b) = (self.0, other.0);
+        if a.len() != b.len() {
+            return false;
+        }
+        if a.len() <= 16 {
+            let (mut x, mut y) = ([0u8; 16], [0u8; 16]);
+            x[..a.len()].copy_from_slice(a);
+            y[..b.len()].copy_from_slice(b);
+            return u128::from_ne_bytes(x) == u128::from_ne_bytes(y);
+        }
+        a == b
+    }
+}
+
+impl Eq for SpanKey<'_> {}
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,7 @@ use crate::{Error, Vocab};
 mod spans;
 
 pub use spans::{merge_in_span, Neighbour};
-use spans::SpanTable;
+use spans::{Neighbours, SpanTable};
 
 /// Two adjacent token ids.
 pub type Pair = (u32, u32);
@@ -128,6 +128,10 @@ struct Loop {
     pairs: FxHashMap<PairKey, PairStats>,
     heap: OctonaryHeap<Candidate>,
     tally: Tally,
+    // Scratch space reused by every merge.
+    found: Neighbours,
+    appeared: Vec<PairKey>,
+    shrunk: Vec<PairKey>,
 }
 
 impl Loop {
@@ -144,7 +148,15 @@ impl Loop {
             }
         }
         let heap = pairs.iter().map(|(&pair, s)| Candidate { count: s.count as u64, pair }).collect::<Vec<_>>().into();
-        Self { spans, pairs, heap, tally: Tally::default() }
+        Self {
+            spans,
+            pairs,
+            heap,
+            tally: Tally::default(),
+            found: Neighbours::default(),
+            appeared: Vec::new(),
+            shrunk: Vec::new(),
+        }
     }
 
     /// The pair with the highest current count (smallest pair among equals), and that count.
@@ -169,38 +181,43 @@ impl Loop {
             ids.sort_unstable();
             ids.dedup();
         }
-        let neighbours = self.spans.merge(&ids, pair, token);
+        self.found.clear();
+        self.spans.merge(&ids, pair, token, &mut self.found);
         let (a, b) = pair;
-        let (mut appeared, mut shrunk): (Vec<PairKey>, Vec<PairKey>) = (Vec::new(), Vec::new());
-        for (events, on_left) in [(&neighbours.left, true), (&neighbours.right, false)] {
-            for &(x, id) in events {
-                self.tally.add(x, id, self.spans.count(id));
+        let Loop { pairs, heap, tally, found, appeared, shrunk, .. } = self;
+        for (events, on_left) in [(&found.left, true), (&found.right, false)] {
+            for &(x, id, n) in events {
+                tally.add(x, id, n);
             }
-            for (x, n, spans) in self.tally.drain() {
+            for (x, n, spans) in tally.drain() {
                 let (gone, new) = if on_left { ((x, a), (x, token)) } else { ((b, x), (token, x)) };
                 // The merged pair is gone everywhere already. Any other count may dip below its
                 // final value here: the other side's events for the same pair come after.
                 if gone != pair {
-                    self.pairs.entry(key(gone)).or_default().count -= n;
+                    pairs.entry(key(gone)).or_default().count -= n;
                     shrunk.push(key(gone));
                 }
-                let stats = self.pairs.entry(key(new)).or_default();
+                let stats = pairs.entry(key(new)).or_default();
                 stats.count += n;
-                stats.spans.extend(spans);
+                if stats.spans.is_empty() {
+                    stats.spans = spans;
+                } else {
+                    stats.spans.extend(spans);
+                }
                 appeared.push(key(new));
             }
         }
-        for k in shrunk {
-            if self.pairs.get(&k).is_some_and(|s| s.count == 0) {
-                self.pairs.remove(&k);
+        for k in shrunk.drain(..) {
+            if pairs.get(&k).is_some_and(|s| s.count == 0) {
+                pairs.remove(&k);
             }
         }
         appeared.sort_unstable();
         appeared.dedup();
-        for pair in appeared {
-            let count = self.pairs.get(&pair).map_or(0, |s| s.count);
+        for pair in appeared.drain(..) {
+            let count = pairs.get(&pair).map_or(0, |s| s.count);
             if count > 0 {
-                self.heap.push(Candidate { count: count as u64, pair });
+                heap.push(Candidate { count: count as u64, pair });
             }
         }
     }

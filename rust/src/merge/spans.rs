@@ -9,14 +9,21 @@ pub(super) const PARALLEL_SPANS: usize = 2048;
 /// Spans per parallel task.
 pub(super) const SPANS_PER_TASK: usize = 4096;
 
+/// Where a span lives in the flat token array, its current length, and its count: one struct,
+/// so visiting a span touches one place in memory.
+#[derive(Clone, Copy)]
+struct SpanMeta {
+    start: usize,
+    count: i64,
+    len: u32,
+}
+
 /// The spans with at least one pair, each with its count. Span `i` lives in
-/// `tokens[bounds[i]..bounds[i] + lens[i]]`; merges only shorten spans, in place, so the
-/// tokens of spans that are merged together lie close together in memory.
+/// `tokens[start..start + len]`; merges only shorten spans, in place, so the tokens of spans
+/// that are merged together lie close together in memory.
 pub(super) struct SpanTable {
     tokens: Vec<u32>,
-    bounds: Vec<usize>,
-    lens: Vec<u32>,
-    counts: Vec<i64>,
+    meta: Vec<SpanMeta>,
 }
 
 impl SpanTable {
@@ -24,75 +31,68 @@ impl SpanTable {
     pub(super) fn new(spans: Vec<(Box<[u8]>, u64)>) -> Self {
         let spans: Vec<_> = spans.into_iter().filter(|(bytes, n)| bytes.len() >= 2 && *n > 0).collect();
         let total = spans.iter().map(|(b, _)| b.len()).sum();
-        let mut table = SpanTable {
-            tokens: Vec::with_capacity(total),
-            bounds: Vec::with_capacity(spans.len() + 1),
-            lens: Vec::with_capacity(spans.len()),
-            counts: Vec::with_capacity(spans.len()),
-        };
+        let mut table = SpanTable { tokens: Vec::with_capacity(total), meta: Vec::with_capacity(spans.len()) };
         for (bytes, n) in spans {
-            table.bounds.push(table.tokens.len());
+            table.meta.push(SpanMeta { start: table.tokens.len(), count: n as i64, len: bytes.len() as u32 });
             table.tokens.extend(bytes.iter().map(|&b| u32::from(b)));
-            table.lens.push(bytes.len() as u32);
-            table.counts.push(n as i64);
         }
-        table.bounds.push(table.tokens.len());
         table
     }
 
     pub(super) fn len(&self) -> usize {
-        self.lens.len()
+        self.meta.len()
     }
 
     pub(super) fn tokens(&self, id: u32) -> &[u32] {
-        let start = self.bounds[id as usize];
-        &self.tokens[start..start + self.lens[id as usize] as usize]
+        let m = self.meta[id as usize];
+        &self.tokens[m.start..m.start + m.len as usize]
     }
 
     pub(super) fn count(&self, id: u32) -> i64 {
-        self.counts[id as usize]
+        self.meta[id as usize].count
     }
 
-    /// Merges `pair` into `token` in the spans `ids` (increasing, no repeats) and returns the
-    /// neighbours of the replaced occurrences. Many spans are merged in parallel, in blocks of
-    /// consecutive spans whose events are joined in block order, so the result is the same.
-    pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32) -> Neighbours {
+    /// Merges `pair` into `token` in the spans `ids` (increasing, no repeats), recording the
+    /// neighbours of the replaced occurrences in `found`. Many spans are merged in parallel, in
+    /// blocks of consecutive spans whose events are joined in block order, so the result is the
+    /// same.
+    pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
         if ids.len() < PARALLEL_SPANS {
-            let mut found = Neighbours::default();
             for &id in ids {
-                let (start, len) = (self.bounds[id as usize], self.lens[id as usize] as usize);
-                found.merge_span(&mut self.tokens[start..start + len], &mut self.lens[id as usize], id, pair, token);
+                let m = &mut self.meta[id as usize];
+                found.merge_span(&mut self.tokens[m.start..m.start + m.len as usize], m, id, pair, token);
             }
-            return found;
+            return;
         }
         let mut blocks = Vec::with_capacity(self.len() / SPANS_PER_TASK + 1);
-        let (mut tokens, mut lens) = (&mut self.tokens[..], &mut self.lens[..]);
-        let mut first = 0;
-        while first < self.bounds.len() - 1 {
-            let end = (first + SPANS_PER_TASK).min(self.bounds.len() - 1);
-            let (block_tokens, rest_tokens) = tokens.split_at_mut(self.bounds[end] - self.bounds[first]);
-            let (block_lens, rest_lens) = lens.split_at_mut(end - first);
-            blocks.push((first, block_tokens, block_lens));
-            (tokens, lens, first) = (rest_tokens, rest_lens, end);
+        let (mut tokens, mut meta) = (&mut self.tokens[..], &mut self.meta[..]);
+        let (mut first, mut offset) = (0, 0);
+        while !meta.is_empty() {
+            let n = SPANS_PER_TASK.min(meta.len());
+            let (block_meta, rest_meta) = meta.split_at_mut(n);
+            let end = rest_meta.first().map_or(offset + tokens.len(), |m| m.start);
+            let (block_tokens, rest_tokens) = tokens.split_at_mut(end - offset);
+            blocks.push((first, offset, block_tokens, block_meta));
+            (tokens, meta, first, offset) = (rest_tokens, rest_meta, first + n, end);
         }
-        let bounds = &self.bounds;
-        blocks
+        let joined = blocks
             .into_par_iter()
-            .filter_map(|(first, block_tokens, block_lens)| {
+            .filter_map(|(first, offset, block_tokens, block_meta)| {
                 let start = ids.partition_point(|&id| (id as usize) < first);
-                let end = ids.partition_point(|&id| (id as usize) < first + block_lens.len());
+                let end = ids.partition_point(|&id| (id as usize) < first + block_meta.len());
                 if start == end {
                     return None;
                 }
                 let mut found = Neighbours::default();
                 for &id in &ids[start..end] {
-                    let offset = bounds[id as usize] - bounds[first];
-                    let len = &mut block_lens[id as usize - first];
-                    found.merge_span(&mut block_tokens[offset..offset + *len as usize], len, id, pair, token);
+                    let m = &mut block_meta[id as usize - first];
+                    let at = m.start - offset;
+                    found.merge_span(&mut block_tokens[at..at + m.len as usize], m, id, pair, token);
                 }
                 Some(found)
             })
-            .reduce(Neighbours::default, Neighbours::absorb)
+            .reduce(Neighbours::default, Neighbours::absorb);
+        found.absorb_from(joined);
     }
 }
 
@@ -105,29 +105,39 @@ pub enum Neighbour {
     Right(u32),
 }
 
-/// The neighbours of the occurrences one merge replaced, as `(token, span)` events. They
-/// describe all of the merge's changes to pair counts besides the merged pair itself (a token
-/// made earlier in the same span is a neighbour like any other, which keeps runs such as `abab`
-/// exact).
+/// The neighbours of the occurrences one merge replaced, as `(token, span, span count)`
+/// events. They describe all of the merge's changes to pair counts besides the merged pair
+/// itself (a token made earlier in the same span is a neighbour like any other, which keeps
+/// runs such as `abab` exact).
 #[derive(Default)]
 pub(super) struct Neighbours {
-    pub(super) left: Vec<(u32, u32)>,
-    pub(super) right: Vec<(u32, u32)>,
+    pub(super) left: Vec<(u32, u32, i64)>,
+    pub(super) right: Vec<(u32, u32, i64)>,
 }
 
 impl Neighbours {
-    fn merge_span(&mut self, tokens: &mut [u32], len: &mut u32, id: u32, pair: Pair, token: u32) {
-        *len = merge_in_span(tokens, pair, token, |side| match side {
-            Neighbour::Left(x) => self.left.push((x, id)),
-            Neighbour::Right(y) => self.right.push((y, id)),
+    fn merge_span(&mut self, tokens: &mut [u32], meta: &mut SpanMeta, id: u32, pair: Pair, token: u32) {
+        let n = meta.count;
+        meta.len = merge_in_span(tokens, pair, token, |side| match side {
+            Neighbour::Left(x) => self.left.push((x, id, n)),
+            Neighbour::Right(y) => self.right.push((y, id, n)),
         }) as u32;
     }
 
     /// Adds `later`'s events, which come from spans after all of `self`'s.
-    fn absorb(mut self, mut later: Neighbours) -> Neighbours {
+    fn absorb(mut self, later: Neighbours) -> Neighbours {
+        self.absorb_from(later);
+        self
+    }
+
+    fn absorb_from(&mut self, mut later: Neighbours) {
         self.left.append(&mut later.left);
         self.right.append(&mut later.right);
-        self
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.left.clear();
+        self.right.clear();
     }
 }
 

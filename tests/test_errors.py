@@ -147,3 +147,25 @@ def test_encode_special_unknown_name():
     tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, None, ["<|bos|>"])
     with pytest.raises(KeyError, match="not a special token"):
         tok.encode_special("<|eos|>")
+
+
+def test_tokenizer_progress_callback_and_stats():
+    events = []
+    tok = bpeforge.Tokenizer.train_from_iterator(
+        ["the quick brown fox jumps over the lazy dog"] * 20, 280, progress=lambda p, i: events.append((p, dict(i)))
+    )
+    assert events[0][0] == "count" and events[0][1]["texts"] == 20
+    merges = [i for p, i in events if p == "merge"]
+    assert merges[-1]["done"] == merges[-1]["total"] == 280 - 256 - len(bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    assert tok.training_stats["texts"] == 20
+    assert tok.training_stats["bytes"] == 20 * 43
+
+
+def test_tokenizer_progress_true_writes_to_stderr(capsys):
+    bpeforge.Tokenizer.train_from_iterator(["hello world"] * 50, 270, progress=True)
+    assert "Progress: 100%" in capsys.readouterr().err
+
+
+def test_tokenizer_progress_must_be_bool_or_callable():
+    with pytest.raises(TypeError, match="progress must be"):
+        bpeforge.Tokenizer.train_from_iterator(["abc"], 300, progress="yes")

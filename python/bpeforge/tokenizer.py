@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Iterable, Mapping, Optional, Sequence, Union
+from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import tiktoken
 
@@ -92,6 +92,8 @@ class Tokenizer:
         self._pattern = resolve_pattern(pattern)
         _core.split("", self._pattern)  # a clear ValueError for a bad pattern, before tiktoken's
         self._special_tokens = _special_ids(special_tokens, len(ranks))
+        #: Figures of the training run that made this tokenizer (empty if it was loaded).
+        self.training_stats: dict = {}
         self._encoding = tiktoken.Encoding(
             name=name,
             pat_str=self._pattern,
@@ -110,6 +112,7 @@ class Tokenizer:
         min_frequency: int = 1,
         buffer_size: int = 8192,
         num_threads: Optional[int] = None,
+        progress: Union[bool, Callable[[str, dict], None]] = False,
     ) -> "Tokenizer":
         """Trains a tokenizer on an iterable of str (consumed once, in batches).
 
@@ -119,6 +122,12 @@ class Tokenizer:
         name (see ``bpeforge.PATTERNS``), a regex, or ``None`` for GPT-4's. Training stops early
         (with a warning) when no pair is left or the best pair occurs fewer than
         ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
+
+        ``progress=True`` shows progress on stderr (bars on a terminal, log lines otherwise,
+        including one line per 1% of the merges); a callable is called as
+        ``progress(phase, info)`` (see ``bpeforge.Trainer.train_from_iterator``). The figures of
+        the run (texts, bytes, distinct spans, seconds per phase) are kept in
+        :attr:`training_stats`.
 
         >>> tok = Tokenizer.train_from_iterator(["aaab"] * 3, vocab_size=259, special_tokens=[])
         >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
@@ -135,7 +144,23 @@ class Tokenizer:
         pattern = resolve_pattern(pattern)
         trainer = _core.Trainer(pattern, num_threads=num_threads)
         n_ranks = vocab_size - len(specials)
-        trainer.train_from_iterator(iterator, n_ranks, buffer_size, min_frequency=min_frequency)
+        callback, console = None, None
+        if progress is True:
+            from .progress import ConsoleProgress
+
+            callback = console = ConsoleProgress(log=True)
+        elif callable(progress):
+            callback = progress
+        elif progress not in (False, None):
+            raise TypeError(f"progress must be a bool or a callable(phase, info), got {type(progress).__name__}")
+        try:
+            trainer.train_from_iterator(iterator, n_ranks, buffer_size, min_frequency=min_frequency, progress=callback)
+        except BaseException:
+            if console is not None:
+                console.abort()
+            raise
+        if console is not None:
+            console.close()
         ranks = dict(trainer.get_mergeable_ranks())
         if len(ranks) < n_ranks:
             reason = "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
@@ -143,7 +168,9 @@ class Tokenizer:
                 f"training stopped at {len(ranks)} ranks of the {n_ranks} asked for: {reason}",
                 stacklevel=2,
             )
-        return cls(ranks, pattern, specials)
+        tok = cls(ranks, pattern, specials)
+        tok.training_stats = dict(trainer.stats)
+        return tok
 
     @property
     def encoding(self) -> tiktoken.Encoding:

@@ -169,3 +169,14 @@ def test_tokenizer_progress_true_writes_to_stderr(capsys):
 def test_tokenizer_progress_must_be_bool_or_callable():
     with pytest.raises(TypeError, match="progress must be"):
         bpeforge.Tokenizer.train_from_iterator(["abc"], 300, progress="yes")
+
+
+@pytest.mark.parametrize("pattern", ["a*", r"\w*", "(?=x)|y", r"\s*"])
+def test_pattern_matching_empty_strings_is_refused_for_tiktoken(pattern):
+    # tiktoken raises a PanicException (not an Exception) on empty matches; refuse them first.
+    with pytest.raises(ValueError, match="can match an empty string"):
+        bpeforge.Tokenizer.train_from_iterator(["abc"], 300, pattern=pattern)
+    with pytest.raises(ValueError, match="can match an empty string"):
+        bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, pattern)
+    # Training alone is fine with it: empty matches carry no bytes.
+    bpeforge.Trainer(pattern).train_from_iterator(["abc"], 300)

@@ -90,7 +90,7 @@ class Tokenizer:
         ranks = dict(mergeable_ranks)
         _core.check_ranks(list(ranks.items()))
         self._pattern = resolve_pattern(pattern)
-        _core.split("", self._pattern)  # a clear ValueError for a bad pattern, before tiktoken's
+        _core.check_pattern(self._pattern)  # a clear ValueError, before tiktoken fails or panics
         self._special_tokens = _special_ids(special_tokens, len(ranks))
         #: Figures of the training run that made this tokenizer (empty if it was loaded).
         self.training_stats: dict = {}
@@ -142,6 +142,7 @@ class Tokenizer:
                 f"{256 + len(specials)}, got {vocab_size}"
             )
         pattern = resolve_pattern(pattern)
+        _core.check_pattern(pattern)  # refuse a pattern the Encoding could not use before training
         trainer = _core.Trainer(pattern, num_threads=num_threads)
         n_ranks = vocab_size - len(specials)
         callback, console = None, None

@@ -417,6 +417,20 @@ fn check_ranks(py: Python<'_>, ranks: Vec<(Vec<u8>, u64)>) -> PyResult<()> {
     py.detach(|| check_ranks_core(&ranks)).map_err(to_py)
 }
 
+/// Raises ValueError unless `pattern` compiles and never matches an empty string (tiktoken
+/// panics on empty matches, so such a pattern cannot encode).
+#[pyfunction]
+fn check_pattern(pattern: &str) -> PyResult<()> {
+    let splitter = Splitter::new(pattern).map_err(to_py)?;
+    if splitter.can_match_empty() {
+        return Err(PyValueError::new_err(format!(
+            "the split pattern {pattern:?} can match an empty string, which tiktoken cannot encode with; \
+             make every alternative consume at least one character (e.g. `+` instead of `*`)"
+        )));
+    }
+    Ok(())
+}
+
 /// Splits `text` into spans with `pattern`, as training does (for tests and inspection).
 /// Preset patterns use the fast scanner unless `fast=False`, which forces fancy-regex.
 #[pyfunction]
@@ -431,6 +445,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trainer>()?;
     m.add_function(wrap_pyfunction!(check_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
+    m.add_function(wrap_pyfunction!(check_pattern, m)?)?;
     m.add("DEFAULT_PATTERN", presets::GPT4)?;
     m.add("PRESETS", presets::PRESETS.iter().map(|(n, p)| (*n, *p)).collect::<Vec<_>>())?;
     Ok(())

@@ -57,6 +57,24 @@ impl Splitter {
         matches!(self.engine, Engine::Scanner(_))
     }
 
+    /// Whether the pattern can match an empty string. Training skips empty matches, but
+    /// tiktoken panics on them, so such a pattern cannot be exported. Exact for patterns the
+    /// plain regex syntax covers; for look-around and the like, probed on typical text.
+    pub fn can_match_empty(&self) -> bool {
+        let Engine::Regex(regex) = &self.engine else { return false };
+        if let Ok(hir) = regex_syntax::Parser::new().parse(&self.pattern) {
+            return hir.properties().minimum_len() == Some(0);
+        }
+        const PROBES: &[&str] = &["", "a", "A", "1", " ", "\n", "\r\n", "'s", "ab cd\n12 34", "é", "日本", "🎉", "\t", "a  b"];
+        let ascii: String = (' '..='~').collect();
+        let empty_somewhere = PROBES
+            .iter()
+            .copied()
+            .chain([ascii.as_str()])
+            .any(|probe| regex.find_iter(probe).any(|m| m.map_or(false, |m| m.as_str().is_empty())));
+        empty_somewhere
+    }
+
     /// Calls `on_span` with each non-empty span of `text`, left to right.
     pub fn for_each_span<'t>(&self, text: &'t str, mut on_span: impl FnMut(&'t str)) -> Result<(), Error> {
         match &self.engine {
@@ -106,6 +124,17 @@ mod tests {
         }
         assert!(!Splitter::new(r"\S+|\s+").unwrap().is_fast());
         assert!(!Splitter::with_regex(presets::GPT4).unwrap().is_fast());
+    }
+
+    #[test]
+    fn patterns_that_match_empty_strings_are_detected() {
+        for p in ["a*", "x?", "(?=a)", "(?!b)|c", "\\b", "a*(?=b)"] {
+            assert!(Splitter::new(p).unwrap().can_match_empty(), "{p}");
+        }
+        for p in [r"\S+|\s+", "a+(?=b)", presets::GPT4, presets::O200K] {
+            assert!(!Splitter::new(p).unwrap().can_match_empty(), "{p}");
+            assert!(!Splitter::with_regex(p).unwrap().can_match_empty(), "{p}");
+        }
     }
 
     #[test]

@@ -310,15 +310,7 @@ class Tokenizer:
 
         return bos_token_id(self)
 
-    def __call__(
-        self,
-        text: Union[str, Sequence[str]],
-        prepend: Optional[Union[str, int]] = None,
-        append: Optional[Union[str, int]] = None,
-        num_threads: int = 8,
-    ) -> Union[list[int], list[list[int]]]:
-        """The same as :meth:`encode`."""
-        return self.encode(text, prepend, append, num_threads)
+    __call__ = encode  # as nanochat's tokenizer: tok(text) is tok.encode(text)
 
     def render_conversation(self, conversation: object, max_tokens: Optional[int] = 2048) -> tuple[list[int], list[int]]:
         """``(ids, mask)`` of a chat conversation, both cut to ``max_tokens``; see

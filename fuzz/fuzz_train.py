@@ -9,6 +9,7 @@ inputs. Any exception but the documented ValueError/TypeError for bad input is a
 import os
 import sys
 import tempfile
+import unicodedata
 
 import atheris
 
@@ -21,6 +22,13 @@ import reference  # noqa: E402
 PRESETS = sorted(bpeforge.PATTERNS)
 REGEX_PIECES = ["\\s+", "\\S+", "\\p{L}+", "\\p{N}{1,3}", "[a-z]", ".", "(?i:'s)", "(?!\\S)", "|", "(", ")", "*", "+", "?", "a"]
 SAVE_DIR = tempfile.mkdtemp(prefix="bpeforge-fuzz-")
+
+
+def same_unicode_in_both_engines(text):
+    """Python's `regex` follows a newer Unicode than the Rust tables that bpeforge and tiktoken
+    share: characters it knows and they do not (unassigned in this Python, or U+0295, which
+    moved from Ll to Lo) split differently there, which is no bpeforge bug."""
+    return all(unicodedata.category(c) != "Cn" and c != "\u0295" for c in text)
 
 
 def pattern_from(fdp):
@@ -47,7 +55,7 @@ def test_one_input(data):
         if is_preset or not any(reason in str(e) for reason in expected):
             raise
         return
-    if is_preset and sum(map(len, texts)) < 200:
+    if is_preset and sum(map(len, texts)) < 200 and all(map(same_unicode_in_both_engines, texts)):
         ranks = sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])
         assert ranks == reference.train_ranks(texts, vocab_size - len(specials), pattern), "differs from the reference"
     for text in texts + ["".join(texts), "<|bos|>"]:

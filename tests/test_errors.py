@@ -180,3 +180,25 @@ def test_pattern_matching_empty_strings_is_refused_for_tiktoken(pattern):
         bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, pattern)
     # Training alone is fine with it: empty matches carry no bytes.
     bpeforge.Trainer(pattern).train_from_iterator(["abc"], 300)
+
+
+def test_bad_special_tokens_are_refused_before_reading_any_data():
+    def never():
+        raise AssertionError("the iterator must not be touched")
+        yield
+
+    with pytest.raises(TypeError, match="not a str"):
+        bpeforge.Tokenizer.train_from_iterator(never(), 300, special_tokens="<|bos|>")
+    with pytest.raises(ValueError, match="given twice"):
+        bpeforge.Tokenizer.train_from_iterator(never(), 300, special_tokens=["<|a|>", "<|a|>"])
+    with pytest.raises(ValueError, match="non-empty"):
+        bpeforge.Tokenizer.train_from_iterator(never(), 300, special_tokens=[""])
+
+
+def test_one_long_run_trains_and_exports_in_linear_time():
+    import time
+
+    start = time.perf_counter()
+    tok = bpeforge.Tokenizer.train_from_iterator(["a" * 1_000_000], 300, special_tokens=[])
+    assert time.perf_counter() - start < 5
+    assert tok.decode(tok.encode("a" * 1000)) == "a" * 1000

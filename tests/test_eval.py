@@ -342,3 +342,34 @@ def test_add_eval_parser_and_run_eval(files, capsys):
     assert args.run is ev.run_eval
     assert args.run(args) == 0
     assert json.loads(capsys.readouterr().out)[0]["tokens"] == 5
+
+
+def test_tiktoken_file_missing_single_bytes_is_a_clear_error(tmp_path):
+    from bpeforge.eval import EvalError, load_tiktoken_file
+    from bpeforge.io import ranks_to_tiktoken
+
+    path = tmp_path / "few.tiktoken"
+    path.write_bytes(ranks_to_tiktoken({bytes([i]): i for i in range(200)}))
+    with pytest.raises(EvalError, match="single bytes are not tokens"):
+        load_tiktoken_file(path)
+
+
+def test_pattern_matching_empty_strings_is_refused(tmp_path):
+    from bpeforge.eval import EvalError, load_tiktoken_file
+    from bpeforge.io import ranks_to_tiktoken
+
+    path = tmp_path / "full.tiktoken"
+    path.write_bytes(ranks_to_tiktoken({bytes([i]): i for i in range(256)}))
+    with pytest.raises(EvalError, match="empty string"):
+        load_tiktoken_file(path, "a*")
+
+
+def test_text_with_no_tokens_is_a_clear_error(tmp_path):
+    from bpeforge.eval import EvalError, load_tiktoken_file
+    from bpeforge.io import ranks_to_tiktoken
+
+    path = tmp_path / "full.tiktoken"
+    path.write_bytes(ranks_to_tiktoken({bytes([i]): i for i in range(256)}))
+    digits_only = load_tiktoken_file(path, "[0-9]+")
+    with pytest.raises(EvalError, match="no tokens"):
+        bpeforge.evaluate([digits_only], {"words": "no digits here"})

@@ -116,3 +116,16 @@ def test_wrong_version(tok, tmp_path):
     config.write_text(json.dumps(data))
     with pytest.raises(bpeforge.TokenizerFileError, match="version 99 is not supported"):
         bpeforge.Tokenizer.load(tmp_path)
+
+
+def test_a_save_cut_off_between_files_is_caught(tok, tmp_path):
+    tok.save(tmp_path)
+    other = bpeforge.Tokenizer.train_from_iterator(["completely different text " * 30], 300)
+    other.save(tmp_path / "other")
+    # As if a crash came after the new ranks were in place but before the new config.
+    (tmp_path / RANKS_FILE).write_bytes((tmp_path / "other" / RANKS_FILE).read_bytes())
+    data = json.loads((tmp_path / CONFIG_FILE).read_text())
+    data["n_ranks"] = len(other.mergeable_ranks)
+    (tmp_path / CONFIG_FILE).write_text(json.dumps(data))
+    with pytest.raises(bpeforge.TokenizerFileError, match="does not match"):
+        bpeforge.Tokenizer.load(tmp_path)

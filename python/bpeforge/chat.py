@@ -39,6 +39,8 @@ import struct
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .io import TOKEN_BYTES_FILE  # where save() writes the token byte lengths
+
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
 
@@ -52,8 +54,6 @@ OUTPUT_START, OUTPUT_END = "<|output_start|>", "<|output_end|>"
 PART_TYPES = ("text", "python", "python_output")
 """The part types an assistant message's content list may hold."""
 
-TOKEN_BYTES_FILE = "token_bytes.npy"
-"""The file :func:`write_token_bytes` writes beside a saved tokenizer (NumPy ``.npy``, int32)."""
 
 RED, GREEN, GRAY, RESET = "\033[91m", "\033[92m", "\033[90m", "\033[0m"
 

@@ -48,6 +48,7 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tup
 
 import tiktoken
 
+from .chat import GREEN, RED, RESET
 from .tokenizer import Tokenizer, resolve_pattern
 
 TokenizerLike = Union[Tokenizer, tiktoken.Encoding, str, "os.PathLike[str]"]
@@ -55,7 +56,6 @@ TokenizerLike = Union[Tokenizer, tiktoken.Encoding, str, "os.PathLike[str]"]
 ALIASES: Dict[str, str] = {"gpt4": "cl100k_base"}
 """Short names accepted for tiktoken encodings, as nanochat's ``tok_eval`` calls them."""
 
-GREEN, RED, RESET = "\033[92m", "\033[91m", "\033[0m"
 
 
 class EvalError(ValueError):
@@ -145,10 +145,15 @@ def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[s
 
     regex = resolve_pattern(pattern)
     try:
-        _core.split("", regex)
+        _core.check_pattern(regex)
     except ValueError as e:
         raise EvalError(f"{path}: bad pattern {pattern!r}: {e}") from None
-    ranks = read_tiktoken(path)
+    ranks = read_tiktoken(path)  # ranks 0..n-1 in order, distinct tokens
+    # Files from elsewhere (OpenAI's) order the single bytes their own way, so only what tiktoken
+    # cannot do without is required here: every single byte is a token (else it panics).
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise EvalError(f"{path}: {len(missing)} single bytes are not tokens (e.g. {bytes([missing[0]])!r}); tiktoken needs all 256")
     encoding = tiktoken.Encoding(name=Path(path).stem, pat_str=regex, mergeable_ranks=ranks, special_tokens={})
     return Tokenizer.from_encoding(encoding)
 
@@ -268,9 +273,13 @@ def evaluate(
     rows = []
     for j, (text_name, text) in enumerate(named_texts):
         n_bytes, n_chars = len(text.encode("utf-8", "surrogatepass")), len(text)
+        if n_chars == 0:
+            raise EvalError(f"text {text_name!r} is empty")
         first = counts[0][j]
         for (tok_name, tok), tok_counts in zip(loaded, counts):
             n_tokens = tok_counts[j]
+            if n_tokens == 0:
+                raise EvalError(f"{tok_name} encodes text {text_name!r} to no tokens: its split pattern matches nothing in it")
             rows.append(
                 EvalRow(
                     text=text_name,

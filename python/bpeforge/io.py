@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -84,18 +85,22 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     ``directory`` (created if needed), each file atomically."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
+    ranks = ranks_to_tiktoken(tokenizer.mergeable_ranks)
     config = {
         "format": FORMAT,
         "version": VERSION,
         "pattern": tokenizer.pattern,
         "special_tokens": tokenizer.special_tokens,
         "n_ranks": len(tokenizer.mergeable_ranks),
+        "ranks_sha256": hashlib.sha256(ranks).hexdigest(),
     }
-    _write_atomic(directory / RANKS_FILE, ranks_to_tiktoken(tokenizer.mergeable_ranks))
-    _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
     from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
 
+    # Each file is replaced atomically, the config last: it names the ranks it goes with, so a
+    # save cut off between two files is caught by load rather than mixing two tokenizers.
+    _write_atomic(directory / RANKS_FILE, ranks)
     _write_atomic(directory / TOKEN_BYTES_FILE, token_bytes_npy(tokenizer))
+    _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
 
 
 def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
@@ -127,6 +132,12 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
     ranks = read_tiktoken(ranks_path)
     if isinstance(n_ranks, int) and len(ranks) != n_ranks:
         raise TokenizerFileError(f"{ranks_path}: {len(ranks)} ranks, the config says {n_ranks} (truncated?)")
+    checksum = config.get("ranks_sha256")
+    if checksum is not None and hashlib.sha256(ranks_path.read_bytes()).hexdigest() != checksum:
+        raise TokenizerFileError(
+            f"{ranks_path} does not match {config_path} (its checksum differs): the files come from "
+            f"different saves, or one was cut off or edited"
+        )
     try:
         return Tokenizer(ranks, pattern, specials)
     except ValueError as e:

@@ -133,6 +133,8 @@ class Tokenizer:
         >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
         [b'aa', b'ab', b'aaab']
         """
+        if isinstance(special_tokens, str):
+            raise TypeError("special_tokens must be a list of str, not a str")
         specials = list(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
         if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
             raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
@@ -142,9 +144,11 @@ class Tokenizer:
                 f"{256 + len(specials)}, got {vocab_size}"
             )
         pattern = resolve_pattern(pattern)
-        _core.check_pattern(pattern)  # refuse a pattern the Encoding could not use before training
-        trainer = _core.Trainer(pattern, num_threads=num_threads)
         n_ranks = vocab_size - len(specials)
+        # Refuse what the Encoding could not use before reading any data.
+        _core.check_pattern(pattern)
+        _special_ids(specials, n_ranks)
+        trainer = _core.Trainer(pattern, num_threads=num_threads)
         callback, console = None, None
         if progress is True:
             from .progress import ConsoleProgress

@@ -99,11 +99,17 @@ pub fn check_ranks(ranks: &[(Vec<u8>, u64)]) -> Result<(), Error> {
             return Err(Error::InvalidRanks(format!("ranks {first} and {rank} have the same bytes {token:?}")));
         }
     }
+    // Only split points at lengths some token has can work: trying just those keeps a long token
+    // (a run of one byte merged many times, say) from costing time quadratic in its length.
+    let mut lengths: Vec<usize> = tokens.iter().map(|t| t.len()).collect();
+    lengths.sort_unstable();
+    lengths.dedup();
     for (rank, token) in tokens.iter().enumerate().skip(256) {
-        let splits = (1..token.len()).any(|k| {
-            let lower = |part: &[u8]| rank_of.get(part).is_some_and(|&r| r < rank);
-            lower(&token[..k]) && lower(&token[k..])
-        });
+        let lower = |part: &[u8]| rank_of.get(part).is_some_and(|&r| r < rank);
+        let splits = lengths
+            .iter()
+            .take_while(|&&k| k < token.len())
+            .any(|&k| lengths.binary_search(&(token.len() - k)).is_ok() && lower(&token[..k]) && lower(&token[k..]));
         if !splits {
             return Err(Error::InvalidRanks(format!(
                 "rank {rank} ({token:?}) is not the concatenation of two tokens of lower rank"
@@ -139,6 +145,20 @@ mod tests {
     #[test]
     fn accepts_valid_ranks() {
         assert_eq!(check_ranks(&ranks(&[b"ab", b"abc", b"bc"])), Ok(()));
+    }
+
+    #[test]
+    fn long_tokens_are_checked_in_linear_time() {
+        // a, aa, aaaa, ... up to 2^20 bytes: each is two copies of the one before.
+        let mut extra: Vec<Vec<u8>> = vec![b"aa".to_vec()];
+        while extra.last().unwrap().len() < 1 << 20 {
+            let t = extra.last().unwrap().repeat(2);
+            extra.push(t);
+        }
+        let refs: Vec<&[u8]> = extra.iter().map(|t| t.as_slice()).collect();
+        let started = std::time::Instant::now();
+        assert_eq!(check_ranks(&ranks(&refs)), Ok(()));
+        assert!(started.elapsed().as_secs_f64() < 2.0, "{:?}", started.elapsed());
     }
 
     #[test]

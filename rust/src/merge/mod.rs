@@ -253,8 +253,16 @@ pub fn learn(
     Ok(Learned { vocab, merges })
 }
 
-/// Pair counts are signed 64-bit (updates are ±span count); refuse inputs that could overflow.
+/// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
+/// refuse inputs that could overflow them.
 fn check_total(spans: &[(Box<[u8]>, u64)]) -> Result<(), Error> {
+    // Span ids and lengths are u32 in the merge loop.
+    if spans.len() > u32::MAX as usize {
+        return Err(Error::InvalidOption(format!("{} distinct spans, more than the 2^32-1 supported", spans.len())));
+    }
+    if let Some((bytes, _)) = spans.iter().find(|(b, _)| b.len() > u32::MAX as usize) {
+        return Err(Error::InvalidOption(format!("a span of {} bytes, more than the 2^32-1 supported", bytes.len())));
+    }
     let mut total: u128 = 0;
     for (bytes, n) in spans {
         total += u128::from(*n) * bytes.len().saturating_sub(1) as u128;

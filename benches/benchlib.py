@@ -61,11 +61,20 @@ def _iter_txt(path: str, fraction: float, st: Stats):
             yield raw.decode("utf-8", "replace")
 
 
-def _iter_parquet(path: str, fraction: float, st: Stats):
+PARQUET_FEEDS = ("str", "list", "arrow")
+
+
+def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str"):
     """The `text` column, one document per row, record batch by record batch; the first
-    `fraction` of the rows."""
+    `fraction` of the rows. `feed` says what the iterator yields: "str" one str per non-null row
+    (what every trainer takes), "list" one list of str per record batch (`to_pylist()`, nulls
+    dropped), "arrow" the record batch's pyarrow string array itself (bpeforge only: it reads it
+    through the Arrow C Data Interface and skips nulls)."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
+
+    if feed not in PARQUET_FEEDS:
+        raise ValueError(f"unknown feed {feed!r}; known: {', '.join(PARQUET_FEEDS)}")
 
     pf = pq.ParquetFile(path)
     limit = int(round(pf.metadata.num_rows * fraction)) if fraction < 1 else pf.metadata.num_rows
@@ -77,9 +86,14 @@ def _iter_parquet(path: str, fraction: float, st: Stats):
             col = col.slice(0, limit - st.texts)
         st.texts += len(col)
         st.bytes += int(pc.sum(pc.binary_length(col)).as_py() or 0)
-        for s in col.to_pylist():
-            if s is not None:
-                yield s
+        if feed == "arrow":
+            yield col
+        elif feed == "list":
+            yield [s for s in col.to_pylist() if s is not None]
+        else:
+            for s in col.to_pylist():
+                if s is not None:
+                    yield s
 
 
 def stdlib_files() -> list:
@@ -110,13 +124,14 @@ def _iter_stdlib(fraction: float, st: Stats):
 
 
 def corpus_iter(corpus: dict, st: Stats):
-    """corpus: {"path": str|None, "stdlib": bool, "fraction": float}."""
+    """corpus: {"path": str|None, "stdlib": bool, "fraction": float, "feed": str (.parquet only,
+    see _iter_parquet; default "str")}."""
     frac = float(corpus.get("fraction", 1.0))
     if corpus.get("stdlib"):
         return _iter_stdlib(frac, st)
     path = corpus["path"]
     if path.endswith(".parquet"):
-        return _iter_parquet(path, frac, st)
+        return _iter_parquet(path, frac, st, corpus.get("feed", "str"))
     return _iter_txt(path, frac, st)
 
 

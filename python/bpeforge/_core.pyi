@@ -1,11 +1,19 @@
 """Type stubs for the compiled core (`bpeforge._core`)."""
 
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Union
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
 
 ProgressCallback = Callable[[str, dict[str, Any]], None]
+
+class ArrowArrayExportable(Protocol):
+    """An Arrow array exported through the Arrow PyCapsule interface (a pyarrow ``Array``, the
+    chunks of a ``ChunkedArray``, ...). ``train_from_iterator`` takes those of type utf8
+    (``string``), large_utf8 (``large_string``) or utf8_view (``string_view``); it reads them
+    without a Python str per text and skips their null entries."""
+
+    def __arrow_c_array__(self, requested_schema: Optional[object] = None) -> tuple[object, object]: ...
 
 class Trainer:
     """Trains byte-level BPE ranks from text, exactly and deterministically."""
@@ -13,7 +21,7 @@ class Trainer:
     def __init__(self, pattern: Optional[str] = None, *, num_threads: Optional[int] = None) -> None: ...
     def train_from_iterator(
         self,
-        iterator: Iterable[Union[str, list[str]]],
+        iterator: Iterable[Union[str, list[str], ArrowArrayExportable]],
         vocab_size: int,
         buffer_size: int = 8192,
         pattern: Optional[str] = None,

@@ -425,6 +425,7 @@ def run_train(args: argparse.Namespace) -> int:
         holdout_max_bytes=HOLDOUT_MAX_BYTES,
         skip_bad_lines=args.skip_bad_lines,
         on_read=on_read if show_progress else None,
+        arrow=True,  # Parquet batches reach Rust as Arrow arrays, without a str per document
     )
 
     # Until the outputs are written there is nothing to clean up, so Ctrl-C may end the process

@@ -2,7 +2,9 @@
 
 Everything streams: text is read in 1 MB chunks, JSONL line by line, Parquet by record batches
 (through pyarrow), so memory stays bounded whatever the size of the corpus. Readers yield
-*batches* (lists of str), which :meth:`bpeforge.Trainer.train_from_iterator` takes as they are.
+*batches* (lists of str, or for Parquet with ``arrow=True`` pyarrow string arrays), which
+:meth:`bpeforge.Trainer.train_from_iterator` takes as they are: an Arrow array reaches Rust
+through the Arrow C Data Interface, without a Python str per document.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -444,13 +446,21 @@ def _check_column(source: Source, pf, text_column: str, pa) -> None:
         raise InputError(f"{source.path}: column {text_column!r} holds {typ}, not strings")
 
 
-def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BATCH_DOCS) -> Iterator[List[str]]:
-    """Documents of a Parquet file, read by record batches of ``batch_rows`` rows, one column only."""
+def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BATCH_DOCS, *, arrow: bool = False) -> Iterator:
+    """Documents of a Parquet file, read by record batches of ``batch_rows`` rows, one column only:
+    lists of str, or with ``arrow=True`` pyarrow arrays of type ``string`` or ``large_string``
+    (dictionary and view columns are decoded), checked to be UTF-8, with no nulls and no empty
+    strings."""
     pa = _pyarrow()
     pf = _open_parquet(source, pa)
     try:
         _check_column(source, pf, text_column, pa)
         for batch in pf.iter_batches(batch_size=batch_rows, columns=[text_column]):
+            if arrow:
+                docs = _arrow_docs(batch.column(0), pa)
+                if len(docs):
+                    yield docs
+                continue
             docs = [d for d in batch.column(0).to_pylist() if d]
             if docs:
                 yield docs
@@ -458,6 +468,20 @@ def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BA
         raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
     finally:
         _close(pf)
+
+
+def _arrow_docs(column, pa):
+    """``column`` as a ``string``/``large_string`` array without nulls or empty strings; raises
+    ``pa.ArrowInvalid`` if its bytes are not UTF-8 (as ``to_pylist`` would fail to decode them)."""
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        column = column.cast(pa.large_string())  # dictionary<string>, string_view
+    column.validate(full=True)
+    lengths = pc.binary_length(column)
+    if column.null_count or pc.min(lengths).as_py() == 0:
+        column = column.filter(pc.greater(lengths, 0))  # a null in the mask drops the row
+    return column
 
 
 def _describe(e: BaseException) -> str:
@@ -473,7 +497,9 @@ def _utf8_len(docs: List[str]) -> int:
 
 
 class Corpus:
-    """The training documents of ``sources``, as an iterable of batches (lists of str).
+    """The training documents of ``sources``, as an iterable of batches (lists of str; with
+    ``arrow=True``, batches of Parquet documents are pyarrow string arrays instead, which
+    :meth:`bpeforge.Trainer.train_from_iterator` reads without a Python str per document).
 
     On the way: each document is cropped to ``doc_cap`` characters; reading stops once
     ``max_chars`` characters in all have been read (the last document cropped to fit); every
@@ -497,6 +523,7 @@ class Corpus:
         holdout_max_bytes: int = 1_000_000,
         skip_bad_lines: bool = False,
         on_read: Optional[Callable[["Corpus", Source], None]] = None,
+        arrow: bool = False,
     ) -> None:
         self.sources = list(sources)
         self.text_column = text_column
@@ -507,6 +534,7 @@ class Corpus:
         self.holdout_max_bytes = holdout_max_bytes
         self.skip_bad_lines = skip_bad_lines
         self.on_read = on_read
+        self.arrow = arrow
         self.bad_lines = BadLines()
         self.documents = 0  # training documents
         self.chars = 0
@@ -535,10 +563,10 @@ class Corpus:
         if source.format == "jsonl":
             return read_jsonl(source, self.text_column, self.skip_bad_lines, self.bad_lines)
         if source.format == "parquet":
-            return read_parquet(source, self.text_column)
+            return read_parquet(source, self.text_column, arrow=self.arrow)
         raise InputError(f"{source.path}: unknown format {source.format!r}")
 
-    def __iter__(self) -> Iterator[List[str]]:
+    def __iter__(self) -> Iterator:
         self.start_time = time.perf_counter()
         for source in self.sources:
             if self.stopped_early:
@@ -547,10 +575,10 @@ class Corpus:
             if self.on_read is not None:
                 self.on_read(self, source)
             for docs in self._read(source):
-                docs = self._take(docs)
+                docs = self._take(docs) if isinstance(docs, list) else self._take_arrow(docs)
                 if self.on_read is not None:
                     self.on_read(self, source)
-                if docs:
+                if len(docs):
                     yield docs
                 if self.stopped_early:
                     break
@@ -598,4 +626,64 @@ class Corpus:
                     break
                 self.sample.append(d)
                 self.sample_bytes += len(d.encode("utf-8", "surrogatepass"))
+        return docs
+
+    def _take_arrow(self, docs):
+        """:meth:`_take` for a pyarrow string array without nulls or empty strings, with the same
+        results, computed with pyarrow.compute: only held-out and sample documents become str."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def chars(a):
+            return pc.cast(pc.utf8_length(a), pa.int64())
+
+        def before(lengths):  # for each document, the total length of those before it
+            return pc.subtract(pc.cumulative_sum(lengths), lengths)
+
+        def total(lengths) -> int:
+            return pc.sum(lengths).as_py() or 0
+
+        cap = self.doc_cap
+        if cap is not None and len(docs) and pc.max(chars(docs)).as_py() > cap:
+            docs = pc.utf8_slice_codeunits(docs, 0, cap)
+        if self.max_chars is not None:
+            room = self.max_chars - self.total_chars
+            lengths = chars(docs)
+            if total(lengths) >= room:
+                self.stopped_early = True
+                # Keep the documents that start before the budget runs out, the last one cropped.
+                starts = before(lengths)
+                k = total(pc.cast(pc.less(starts, room), pa.int64())) if room > 0 else 0
+                if k:
+                    last = pc.utf8_slice_codeunits(docs.slice(k - 1, 1), 0, room - starts[k - 1].as_py())
+                    docs = pa.concat_arrays([docs.slice(0, k - 1), last])
+                else:
+                    docs = docs.slice(0, 0)
+        every = self.holdout_every
+        seen = self._seen
+        self._seen += len(docs)
+        if every and self.heldout_bytes < self.holdout_max_bytes and len(docs):
+            first = (every - 1 - seen) % every
+            picks = list(range(first, len(docs), every))
+            if picks:
+                held = docs.take(pa.array(picks, pa.int64()))
+                nbytes = pc.cast(pc.binary_length(held), pa.int64())
+                # Hold out while under the budget (checked before each document).
+                k = total(pc.cast(pc.less(pc.add(before(nbytes), self.heldout_bytes), self.holdout_max_bytes), pa.int64()))
+                if k:
+                    held = held.slice(0, k)
+                    self.heldout.extend(held.to_pylist())
+                    self.heldout_chars += total(chars(held))
+                    self.heldout_bytes += total(nbytes.slice(0, k))
+                    cuts = picks[:k]
+                    pieces = [docs.slice(a + 1, b - a - 1) for a, b in zip([-1] + cuts, cuts + [len(docs)])]
+                    docs = pa.concat_arrays(pieces)
+        nbytes = pc.cast(pc.binary_length(docs), pa.int64())
+        self.documents += len(docs)
+        self.chars += total(chars(docs))
+        self.bytes += total(nbytes)
+        if self.sample_bytes < self.holdout_max_bytes and len(docs):
+            k = total(pc.cast(pc.less(pc.add(before(nbytes), self.sample_bytes), self.holdout_max_bytes), pa.int64()))
+            self.sample.extend(docs.slice(0, k).to_pylist())
+            self.sample_bytes += total(nbytes.slice(0, k))
         return docs

@@ -6,8 +6,10 @@
 //! 3. [`merge`] runs the merge loop over the distinct spans and their counts;
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
-//! The Python bindings live alone in `python.rs`; nothing else knows about Python.
+//! The Python bindings live alone in `python.rs` (and `python/`); nothing else knows about Python.
+//! [`arrow_import`] reads Arrow string arrays through the Arrow C Data Interface, for them.
 
+pub mod arrow_import;
 pub mod count;
 pub mod error;
 pub mod merge;

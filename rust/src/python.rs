@@ -10,6 +10,8 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
+mod arrow;
+
 use crate::merge::{learn, LearnOptions, Merge};
 use crate::pretokenize::presets;
 use crate::vocab::check_ranks as check_ranks_core;
@@ -59,11 +61,16 @@ fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, work: impl FnOnce() -> R +
     }
 }
 
-/// Adds one str to the batch, or fails naming its position.
-fn push_text(item: &Bound<'_, PyAny>, position: &str, batch: &mut Batch) -> PyResult<()> {
+/// Adds one str to the batch, or fails naming its position and what was `expected` there.
+fn push_text(item: &Bound<'_, PyAny>, position: &str, expected: &str, batch: &mut Batch) -> PyResult<()> {
     let Ok(s) = item.cast::<PyString>() else {
+        let hint = if arrow::is_stream(item) {
+            " (an Arrow stream such as a ChunkedArray: pass its chunks, e.g. chunked_array.chunks)"
+        } else {
+            ""
+        };
         return Err(PyTypeError::new_err(format!(
-            "item {position} of the iterator is {}, expected str",
+            "item {position} of the iterator is {}, expected {expected}{hint}",
             type_name(item)
         )));
     };
@@ -197,15 +204,19 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
 }
 
-/// Adds the text(s) of one iterator item to `batch`: a str, or a list of str.
+/// Adds the text(s) of one iterator item to `batch`: a str, a list of str, or an Arrow string
+/// array (its non-null entries).
 fn push_texts(item: &Bound<'_, PyAny>, position: u64, batch: &mut Batch) -> PyResult<()> {
     if let Ok(list) = item.cast::<PyList>() {
         for (i, text) in list.iter().enumerate() {
-            push_text(&text, &format!("{position}[{i}]"), batch)?;
+            push_text(&text, &format!("{position}[{i}]"), "str", batch)?;
         }
         return Ok(());
     }
-    push_text(item, &position.to_string(), batch)
+    if !item.is_instance_of::<PyString>() && arrow::is_array(item)? {
+        return arrow::push_array(item, &position.to_string(), batch);
+    }
+    push_text(item, &position.to_string(), "str, a list of str or an Arrow string array", batch)
 }
 
 #[pymethods]
@@ -229,8 +240,12 @@ impl Trainer {
         Ok(Self { splitter, pool, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default() })
     }
 
-    /// Trains on an iterable whose items are str (or lists of str, a cheap way to hand over
-    /// batches), replacing any earlier training. Texts are pulled in batches of `buffer_size`
+    /// Trains on an iterable whose items are str, lists of str, or Arrow string arrays (any
+    /// object with `__arrow_c_array__` of type utf8, large_utf8 or utf8_view, such as a pyarrow
+    /// `StringArray` or the chunks of a `ChunkedArray`), replacing any earlier training. Lists
+    /// and arrays are cheap ways to hand over batches; an array's strings are copied straight
+    /// from its buffers, without a Python str per text, and its null entries are skipped (each
+    /// non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
     /// and split and counted on all threads without the GIL; the iterable is consumed once.
     /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
     /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given, replaces
@@ -362,7 +377,7 @@ impl Trainer {
                 spans.add(b.as_bytes(), n);
             } else {
                 let mut text = Batch::new();
-                push_text(&span, &position.to_string(), &mut text)?;
+                push_text(&span, &position.to_string(), "str", &mut text)?;
                 spans.add(text.get(0).as_bytes(), n);
             }
         }

@@ -1,0 +1,273 @@
+"""Arrow string arrays as items of ``Trainer.train_from_iterator`` (through the Arrow PyCapsule
+interface, ``__arrow_c_array__``), and the Arrow path of the Parquet reader and ``Corpus``: the
+same ranks and the same figures as the same texts given as str."""
+
+from __future__ import annotations
+
+import gc
+import re
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpeforge
+import strategies
+from bpeforge import _core, inputs
+from bpeforge.inputs import Corpus, Source
+
+pa = pytest.importorskip("pyarrow")
+pc = pytest.importorskip("pyarrow.compute")
+pq = pytest.importorskip("pyarrow.parquet")
+
+VOCAB = 256 + 60
+
+
+def train(items, vocab_size=VOCAB, **kw):
+    t = _core.Trainer(**kw)
+    t.train_from_iterator(items, vocab_size)
+    return t
+
+
+def same_training(arrow_items, texts):
+    """Trains on `arrow_items` and on `texts` (str); asserts identical ranks, merges and counts."""
+    a, b = train(arrow_items), train([t for t in texts if t is not None])
+    assert a.get_mergeable_ranks() == b.get_mergeable_ranks()
+    assert a.get_merges() == b.get_merges()
+    for key in ("texts", "bytes", "distinct_spans"):
+        assert a.stats[key] == b.stats[key], key
+
+
+maybe_texts = st.lists(st.one_of(strategies.texts(max_pieces=6), st.just(""), st.none()), max_size=30)
+STRING_TYPES = [pa.string(), pa.large_string()] + ([pa.string_view()] if hasattr(pa, "string_view") else [])
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=maybe_texts, typ=st.sampled_from(STRING_TYPES), repeat=st.integers(1, 3))
+def test_arrays_train_like_the_same_str(texts, typ, repeat):
+    arr = pa.array(texts * repeat, typ)
+    same_training([arr], texts * repeat)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    texts=maybe_texts,
+    prefix=st.lists(st.one_of(strategies.texts(max_pieces=3), st.none()), max_size=9),
+    suffix=st.lists(st.one_of(strategies.texts(max_pieces=3), st.none()), max_size=9),
+    typ=st.sampled_from(STRING_TYPES),
+)
+def test_sliced_arrays_read_from_their_offset(texts, prefix, suffix, typ):
+    whole = pa.array(prefix + texts + suffix, typ)
+    arr = whole.slice(len(prefix), len(texts))
+    assert arr.offset == len(prefix)
+    same_training([arr], texts)
+
+
+@settings(max_examples=40, deadline=None)
+@given(texts=maybe_texts, cuts=st.lists(st.integers(0, 30), max_size=4), large=st.booleans())
+def test_chunks_and_mixed_items(texts, cuts, large):
+    bounds = sorted({0, len(texts), *(c for c in cuts if c <= len(texts))})
+    chunked = pa.chunked_array(
+        [pa.array(texts[a:b], pa.large_string() if large else pa.string()) for a, b in zip(bounds, bounds[1:])],
+        pa.large_string() if large else pa.string(),
+    )
+    same_training(chunked.chunks, texts)
+    # Arrays, str and lists of str mixed in one iterator, with small buffers.
+    items = [chunked.chunks[0] if chunked.num_chunks else pa.array([], pa.string()), "plain str", ["a", "list"]]
+    items += chunked.chunks[1:]
+    t = _core.Trainer()
+    t.train_from_iterator(items, VOCAB, buffer_size=2)
+    first = texts[: bounds[1]] if len(bounds) > 1 else []
+    same = [x for x in first if x is not None] + ["plain str", "a", "list"] + [x for x in texts[len(first):] if x is not None]
+    assert t.get_mergeable_ranks() == train(same).get_mergeable_ranks()
+    assert t.stats["texts"] == len(same)
+
+
+def test_nulls_are_skipped_even_when_they_hold_bytes():
+    # Entries 1 and 3 are null; entry 1 holds bytes, invalid UTF-8 among them (allowed for a null).
+    data = b"hello\xff\xfejunkworld"
+    offsets = struct.pack("<5i", 0, 5, 11, 11, 16)
+    validity = bytes([0b0101])
+    arr = pa.Array.from_buffers(pa.string(), 4, [pa.py_buffer(validity), pa.py_buffer(offsets), pa.py_buffer(data)])
+    assert arr.to_pylist() == ["hello", None, "", None]
+    t = train([arr, arr.slice(1)])
+    assert t.stats["texts"] == 2 + 1 and t.stats["bytes"] == 5
+    assert train([pa.array([None, None])]).stats["texts"] == 0  # type null: nothing to read
+    assert train([pa.array([], pa.string())]).stats["texts"] == 0
+
+
+def test_any_object_with_the_capsule_interface():
+    class Wrapped:
+        def __init__(self, arr):
+            self.arr = arr
+
+        def __arrow_c_array__(self, requested_schema=None):
+            return self.arr.__arrow_c_array__(requested_schema)
+
+    texts = ["wrapped text", "more wrapped text", None, "é"]
+    same_training([Wrapped(pa.array(texts))], texts)
+
+
+def test_arrays_stay_intact_and_memory_is_released():
+    gc.collect()
+    before = pa.total_allocated_bytes()
+    arr = pa.array([f"document {i} " * 20 for i in range(2000)])
+    t = train([arr] * 5)
+    assert t.stats["texts"] == 10000
+    assert arr[1999].as_py() == "document 1999 " * 20 and arr.validate(full=True) is None
+    del arr
+    gc.collect()
+    assert pa.total_allocated_bytes() == before  # the capsules released what they exported
+
+
+class BadExport:
+    def __init__(self, result):
+        self.result = result
+
+    def __arrow_c_array__(self, requested_schema=None):
+        return self.result
+
+
+def malformed(offsets, data, n, fmt="<{}i", typ=None):
+    typ = typ or pa.string()
+    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(struct.pack(fmt.format(len(offsets)), *offsets)), pa.py_buffer(data)])
+
+
+@pytest.mark.parametrize(
+    "item, error, message",
+    [
+        (pa.array([1, 2]), TypeError, "item 1 of the iterator is an Arrow array of type int64"),
+        (pa.array([b"bytes"]), TypeError, "type binary (format \"z\"), expected strings"),
+        (pa.array([b"bytes"], pa.large_binary()), TypeError, "cast it to a string type"),
+        (pa.array([["a"]]), TypeError, "type list"),
+        (pa.record_batch({"text": ["a"]}), TypeError, "pass one of its columns, e.g. batch.column('text')"),
+        (pa.chunked_array([["a"]]), TypeError, "pass its chunks, e.g. chunked_array.chunks"),
+        (pa.array(["a", "b"]).dictionary_encode(), TypeError, "dictionary-encoded Arrow array; decode it first"),
+        (malformed([0, 3, 2], b"abc", 2), ValueError, "malformed Arrow array: offsets decrease at entry 1 (3 then 2)"),
+        (malformed([0, 1, 3], b"a\xff\xfe", 2), ValueError, "not valid UTF-8 (at byte 1 of the data buffer)"),
+        (malformed([0, 2, 3], "aé".encode(), 2), ValueError, "offset 2 falls inside a UTF-8 character"),
+        (malformed([0, 1, 3], b"a\xff\xfe", 2, "<{}q", pa.large_string()), ValueError, "not valid UTF-8"),
+        (BadExport(None), TypeError, "did not return a pair of PyCapsules"),
+        (BadExport((1, 2)), TypeError, "did not return a pair of PyCapsules"),
+        (BadExport(pa.array(["a"]).__arrow_c_array__()[::-1]), TypeError, "did not return a pair of PyCapsules"),
+    ],
+    ids=lambda x: x if isinstance(x, str) else None,
+)
+def test_unsupported_and_malformed_arrays_are_clear_errors(item, error, message):
+    t = _core.Trainer()
+    t.train_from_iterator(["keep me keep me"], 258)
+    ranks = t.get_mergeable_ranks()
+    with pytest.raises(error) as e:
+        t.train_from_iterator(["fine", item], 300)
+    assert message in str(e.value)
+    assert "item 1 of" in str(e.value)
+    assert t.get_mergeable_ranks() == ranks  # the trainer keeps its old state
+
+
+def test_arrays_inside_lists_are_not_texts():
+    with pytest.raises(TypeError, match=r"item 0\[1\] of the iterator is StringArray, expected str$"):
+        train([["a", pa.array(["b"])]])
+
+
+def test_tokenizer_trains_from_arrow_arrays():
+    texts = ["the Arrow path", "the str path", None] * 50
+    a = bpeforge.Tokenizer.train_from_iterator([pa.array(texts)], vocab_size=265, special_tokens=[])
+    b = bpeforge.Tokenizer.train_from_iterator([t for t in texts if t], vocab_size=265, special_tokens=[])
+    assert a.mergeable_ranks == b.mergeable_ranks
+
+
+# ------------------------------------------------------------------------------ Corpus
+
+
+docs_lists = st.lists(st.lists(strategies.texts(max_pieces=5).filter(bool), max_size=12), max_size=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    batches=docs_lists,
+    doc_cap=st.one_of(st.none(), st.integers(1, 30)),
+    max_chars=st.one_of(st.none(), st.integers(1, 400)),
+    every=st.sampled_from([0, 1, 2, 3, 7]),
+    budget=st.integers(1, 200),
+    large=st.booleans(),
+)
+def test_corpus_arrow_batches_match_list_batches(batches, doc_cap, max_chars, every, budget, large):
+    """Corpus._take_arrow (pyarrow.compute) and Corpus._take (Python) give the same documents,
+    held-out slice, sample and figures, batch after batch."""
+    kw = dict(doc_cap=doc_cap, max_chars=max_chars, holdout_every=every, holdout_max_bytes=budget)
+    a, b = Corpus([], **kw), Corpus([], arrow=True, **kw)
+    for docs in batches:
+        if a.stopped_early:
+            break
+        got_a = a._take(list(docs))
+        got_b = b._take_arrow(pa.array(docs, pa.large_string() if large else pa.string()))
+        assert got_b.to_pylist() == got_a
+        assert got_b.null_count == 0
+    for attr in ("documents", "chars", "bytes", "heldout", "heldout_chars", "heldout_bytes", "sample", "sample_bytes", "stopped_early"):
+        assert getattr(b, attr) == getattr(a, attr), attr
+
+
+def test_parquet_arrow_batches(tmp_path):
+    texts = [f"row {i} é" if i % 7 else (None if i % 2 else "") for i in range(2500)]
+    p = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": list(range(2500)), "text": texts}), p, row_group_size=1000)
+    source = Source(p, "parquet")
+    batches = list(inputs.read_parquet(source, batch_rows=500, arrow=True))
+    assert all(isinstance(b, pa.Array) and b.null_count == 0 for b in batches)
+    assert [d for b in batches for d in b.to_pylist()] == [t for t in texts if t]
+    assert [d for b in inputs.read_parquet(source, batch_rows=500) for d in b] == [t for t in texts if t]
+    for typ in STRING_TYPES + [pa.dictionary(pa.int32(), pa.string())]:
+        q = tmp_path / f"{typ}.parquet"
+        pq.write_table(pa.table({"text": pa.array(texts).cast(typ)}), q)
+        got = [d for b in inputs.read_parquet(Source(q, "parquet"), arrow=True) for d in b.to_pylist()]
+        assert got == [t for t in texts if t], typ
+
+
+def test_parquet_with_invalid_utf8_is_an_input_error(tmp_path):
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(struct.pack("<3i", 0, 2, 4)), pa.py_buffer(b"ok\xff\xfe")])
+    p = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"text": bad}), p)
+    with pytest.raises(inputs.InputError, match="bad.parquet: cannot read"):
+        list(inputs.read_parquet(Source(p, "parquet"), arrow=True))
+
+
+def test_corpus_from_parquet_trains_like_str(tmp_path):
+    texts = [f"document {i}: " + "naïve text " * (i % 13) for i in range(3000)]
+    p = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"text": texts}), p, row_group_size=700)
+    kw = dict(doc_cap=50, max_chars=60_000, holdout_every=100)
+    a = Corpus([Source(p, "parquet")], **kw)
+    b = Corpus([Source(p, "parquet")], arrow=True, **kw)
+    ta, tb = train(a, 400), train(b, 400)
+    assert ta.get_mergeable_ranks() == tb.get_mergeable_ranks()
+    assert ta.stats["texts"] == tb.stats["texts"] == a.documents == b.documents
+    assert ta.stats["bytes"] == tb.stats["bytes"] == a.bytes == b.bytes
+    assert (a.chars, a.heldout, a.sample, a.stopped_early) == (b.chars, b.heldout, b.sample, b.stopped_early)
+    assert a.stopped_early and a.total_chars == 60_000
+
+
+def test_cli_parquet_matches_jsonl_with_doc_cap_and_max_chars(tmp_path):
+    """`bpeforge train` reads Parquet as Arrow arrays and JSONL as str: same report figures, same
+    held-out slice, same ranks, with cropping and a --max-chars stop in the middle of a batch."""
+    import json
+    import subprocess
+    import sys
+
+    docs = [f"document {i}: " + "naïve 東京 text " * (i % 17) if i % 11 else "" for i in range(4000)]
+    pq.write_table(pa.table({"text": [d if i % 13 else None for i, d in enumerate(docs)]}), tmp_path / "d.parquet", row_group_size=900)
+    with open(tmp_path / "d.jsonl", "w", encoding="utf-8") as f:
+        for i, d in enumerate(docs):
+            f.write(json.dumps({"text": d if i % 13 else None}) + "\n")
+    reports = {}
+    for name in ("d.parquet", "d.jsonl"):
+        out = tmp_path / f"out-{name}"
+        args = ["train", str(tmp_path / name), "--vocab-size", "600", "-o", str(out), "--doc-cap", "40", "--max-chars", "70000"]
+        r = subprocess.run([sys.executable, "-m", "bpeforge", *args], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        rows = [line for line in r.stdout.splitlines() if line.split(" ")[0] in ("corpus", "documents", "characters", "bytes", "compression")]
+        rows = [line.replace("(parquet)", "(FORMAT)").replace("(jsonl)", "(FORMAT)") for line in rows]
+        reports[name] = (rows, (out / "tokenizer.tiktoken").read_bytes())
+    assert reports["d.parquet"] == reports["d.jsonl"]
+    assert "(stopped at --max-chars)" in reports["d.jsonl"][0][0]
+    assert any(re.fullmatch(r"documents\s+1,834 \(\+ 18 held out\)", line) for line in reports["d.jsonl"][0])

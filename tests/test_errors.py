@@ -202,3 +202,43 @@ def test_one_long_run_trains_and_exports_in_linear_time():
     tok = bpeforge.Tokenizer.train_from_iterator(["a" * 1_000_000], 300, special_tokens=[])
     assert time.perf_counter() - start < 5
     assert tok.decode(tok.encode("a" * 1000)) == "a" * 1000
+
+
+def test_a_trainer_busy_training_refuses_a_second_training_and_keeps_its_results_readable():
+    t = bpeforge.Trainer()
+    t.train_from_iterator(["abc abc abc"], 258)
+    seen = {}
+
+    def progress(phase, info):
+        if phase == "merge" and not seen:
+            seen["merges"] = t.get_merges()  # the previous training's, while this one runs
+            with pytest.raises(RuntimeError, match="already training"):
+                t.train_from_iterator(["x"], 300)
+
+    t.train_from_iterator(["the quick brown fox"] * 10, 265, progress=progress)
+    assert [m[:3] for m in seen["merges"]] == [(97, 98, 256), (256, 99, 257)]
+    assert t.vocab_size == 265
+
+
+def test_a_failed_training_keeps_the_previous_stats():
+    t = bpeforge.Trainer()
+    t.train_from_iterator(["hello world"] * 4, 260)
+    before = t.stats
+    with pytest.raises(ValueError, match="2\\^63"):
+        t.train_from_counts({"abc": 2**63}, 300)
+    assert t.stats == before and t.vocab_size == 260
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"vocab_size": 2**63}, ValueError, "vocab_size must be at least 256"),
+        ({"vocab_size": 300.0}, TypeError, "vocab_size must be an int"),
+        ({"vocab_size": 300, "min_frequency": 10**20}, ValueError, "min_frequency must be between"),
+        ({"vocab_size": 300, "min_frequency": True}, TypeError, "min_frequency must be an int"),
+        ({"vocab_size": 300, "buffer_size": 2**70}, ValueError, "buffer_size must be between"),
+    ],
+)
+def test_numeric_options_are_checked_by_name(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        bpeforge.Trainer().train_from_iterator(["abc"], **kwargs)

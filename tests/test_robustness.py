@@ -80,7 +80,8 @@ def test_ctrl_c_while_counting_stops_quickly_and_trainer_stays_usable():
     assert lines[-1] == "reused [b'ab', b'abc']"
 
 
-def test_ctrl_c_while_merging_stops_quickly():
+@pytest.mark.parametrize("threads", [None, 2])
+def test_ctrl_c_while_merging_stops_quickly(threads):
     lines, reaction = run_and_interrupt(
         """
         import random, bpeforge
@@ -91,14 +92,14 @@ def test_ctrl_c_while_merging_stops_quickly():
             if phase == "merge" and not said:
                 said.append(1)
                 print("merging", flush=True)
-        t = bpeforge.Trainer()
+        t = bpeforge.Trainer(num_threads=THREADS)
         try:
             t.train_from_counts(counts, 3_000_000, progress=progress)
             print("finished", flush=True)
         except KeyboardInterrupt:
             print("interrupted", flush=True)
         print("size", t.vocab_size, flush=True)
-        """,
+        """.replace("THREADS", str(threads)),
         "merging",
     )
     assert "finished" not in lines, "training finished before the signal: make it longer"

@@ -1,6 +1,8 @@
 //! Counting: how often each distinct span occurs in the corpus.
 
 use ahash::AHashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rayon::prelude::*;
 
 use crate::{Error, Splitter};
@@ -108,13 +110,19 @@ impl SpanCounts {
     /// Each thread counts borrowed slices of the batch, so a span is copied only the first time
     /// the corpus shows it; then the shards of the table take in their share of every thread's
     /// counts, each shard on its own thread.
-    pub fn add_batch(&mut self, batch: &Batch, splitter: &Splitter) -> Result<(), Error> {
+    ///
+    /// Setting `stop` makes it give up soon (between two texts) with [`Error::Interrupted`],
+    /// leaving the table as it was.
+    pub fn add_batch(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
         let counted: Vec<AHashMap<SpanKey<'_>, u64>> = (0..batch.len())
             .into_par_iter()
             .with_min_len(64)
             .try_fold(
                 || AHashMap::with_capacity(1 << 12),
                 |mut counts, i| {
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(Error::Interrupted);
+                    }
                     splitter.for_each_span(batch.get(i), |span| *counts.entry(SpanKey(span.as_bytes())).or_insert(0) += 1)?;
                     Ok::<_, Error>(counts)
                 },
@@ -146,7 +154,7 @@ impl SpanCounts {
         for t in texts {
             batch.push(t.as_ref());
         }
-        self.add_batch(&batch, splitter)
+        self.add_batch(&batch, splitter, &AtomicBool::new(false))
     }
 
     /// Adds `n` occurrences of `span`. Counts saturate at `u64::MAX` rather than wrap.

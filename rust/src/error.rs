@@ -13,6 +13,8 @@ pub enum Error {
     InvalidRanks(String),
     /// An option is out of range.
     InvalidOption(String),
+    /// The caller asked the work to stop.
+    Interrupted,
 }
 
 impl fmt::Display for Error {
@@ -22,6 +24,7 @@ impl fmt::Display for Error {
             Error::Split(e) => write!(f, "the split pattern failed on a text: {e}"),
             Error::InvalidRanks(e) => write!(f, "invalid mergeable ranks: {e}"),
             Error::InvalidOption(e) => write!(f, "{e}"),
+            Error::Interrupted => write!(f, "interrupted"),
         }
     }
 }

@@ -2,13 +2,13 @@
 
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
 
 mod arrow;
 
@@ -31,8 +31,17 @@ fn to_py(e: Error) -> PyErr {
 /// Trains byte-level BPE ranks from text, as rustbpe does, exactly and deterministically.
 #[pyclass(module = "bpeforge._core")]
 pub struct Trainer {
-    splitter: Splitter,
     pool: Option<rayon::ThreadPool>,
+    /// Set while a training runs; a second one on the same trainer is refused.
+    busy: AtomicBool,
+    /// The last successful training (or the initial state): readable while a training runs,
+    /// replaced only when one succeeds.
+    trained: Mutex<Trained>,
+}
+
+#[derive(Clone)]
+struct Trained {
+    splitter: Splitter,
     vocab: Vocab,
     merges: Vec<Merge>,
     stats: Stats,
@@ -47,10 +56,77 @@ struct Stats {
     merge_seconds: f64,
 }
 
-impl Trainer {
-    fn in_pool<R: Send>(&self, work: impl FnOnce() -> R + Send) -> R {
-        in_pool(&self.pool, work)
+/// Holds a trainer's `busy` flag for the length of one training.
+struct Busy<'a>(&'a AtomicBool);
+
+impl<'a> Busy<'a> {
+    fn claim(flag: &'a AtomicBool) -> PyResult<Self> {
+        if flag.swap(true, Ordering::SeqCst) {
+            return Err(PyRuntimeError::new_err(
+                "this Trainer is already training (in another thread, or this call came from its own \
+                 iterator or progress callback); use one Trainer per concurrent training",
+            ));
+        }
+        Ok(Busy(flag))
     }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Records the first failure of a training (an exception from Python, Ctrl-C) and asks every
+/// thread working on it to stop.
+#[derive(Default)]
+struct Stop {
+    requested: AtomicBool,
+    failure: Mutex<Option<PyErr>>,
+}
+
+impl Stop {
+    fn fail(&self, e: PyErr) {
+        let mut failure = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        failure.get_or_insert(e);
+        self.requested.store(true, Ordering::SeqCst);
+    }
+
+    fn requested(&self) -> bool {
+        self.requested.load(Ordering::Relaxed)
+    }
+
+    fn failure(self) -> Option<PyErr> {
+        self.failure.into_inner().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// An int argument within `lo..=hi`, or an error naming it.
+fn int_arg(value: &Bound<'_, PyAny>, name: &str, lo: i64, hi: i64) -> PyResult<i64> {
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!("{name} must be an int, got {}", type_name(value))));
+    }
+    match value.extract::<i64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(PyValueError::new_err(format!("{name} must be between {lo} and {hi}, got {value}"))),
+    }
+}
+
+/// `min_frequency`, 1 (never stop early) if not given.
+fn min_frequency_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<u64> {
+    Ok(value.map_or(Ok(1), |v| int_arg(v, "min_frequency", 1, i64::MAX))? as u64)
+}
+
+fn vocab_size_arg(value: &Bound<'_, PyAny>) -> PyResult<usize> {
+    int_arg(value, "vocab_size", 256, MAX_VOCAB_SIZE).map(|v| v as usize).map_err(|e| {
+        if e.is_instance_of::<PyValueError>(value.py()) {
+            PyValueError::new_err(format!(
+                "vocab_size must be at least 256 (the single-byte tokens) and at most {MAX_VOCAB_SIZE}, got {value}"
+            ))
+        } else {
+            e
+        }
+    })
 }
 
 /// Runs `work` on the trainer's own thread pool if it has one, else on Rayon's global pool.
@@ -61,22 +137,20 @@ fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, work: impl FnOnce() -> R +
     }
 }
 
-/// Adds one str to the batch, or fails naming its position and what was `expected` there.
-fn push_text(item: &Bound<'_, PyAny>, position: &str, expected: &str, batch: &mut Batch) -> PyResult<()> {
+/// Adds one str to the batch, or fails naming `what` it is (e.g. "item 3 of the iterator") and
+/// what was `expected` there.
+fn push_text(item: &Bound<'_, PyAny>, what: &str, expected: &str, batch: &mut Batch) -> PyResult<()> {
     let Ok(s) = item.cast::<PyString>() else {
         let hint = if arrow::is_stream(item) {
             " (an Arrow stream such as a ChunkedArray: pass its chunks, e.g. chunked_array.chunks)"
         } else {
             ""
         };
-        return Err(PyTypeError::new_err(format!(
-            "item {position} of the iterator is {}, expected {expected}{hint}",
-            type_name(item)
-        )));
+        return Err(PyTypeError::new_err(format!("{what} is {}, expected {expected}{hint}", type_name(item))));
     };
     let text = s.to_cow().map_err(|_| {
         PyValueError::new_err(format!(
-            "item {position} of the iterator contains a lone surrogate (not valid Unicode); \
+            "{what} contains a lone surrogate (not valid Unicode); \
              clean it first, e.g. s.encode('utf-8', 'replace').decode('utf-8')"
         ))
     })?;
@@ -128,76 +202,84 @@ fn report_merge(py: Python<'_>, progress: Option<&Py<PyAny>>, done: usize, total
     ])
 }
 
-impl Trainer {
-    /// The merge loop on counted spans, without the GIL, with progress and Ctrl-C checks.
-    fn learn_from(
-        &mut self,
-        py: Python<'_>,
-        counts: SpanCounts,
-        vocab_size: i64,
-        min_frequency: i64,
-        progress: Option<&Py<PyAny>>,
-    ) -> PyResult<()> {
-        check_sizes(vocab_size, min_frequency)?;
-        let started = Instant::now();
-        let distinct_spans = counts.len();
-        let spans = py.detach(|| self.in_pool(|| counts.into_sorted()));
-        let options = LearnOptions { vocab_size: vocab_size as usize, min_frequency: min_frequency as u64 };
-        let total = (vocab_size as usize).saturating_sub(256);
-        let mut pacer = Pacer::new(total);
-        let mut failure: Option<PyErr> = None;
-        let learned = py
-            .detach(|| {
-                // A panic here would be a bug; catch it so Python sees a RuntimeError, which
-                // `except Exception` handles, rather than pyo3's PanicException.
-                std::panic::catch_unwind(AssertUnwindSafe(|| self.in_pool(|| {
-                    learn(spans, &options, |merge, vocab| {
-                        let done = vocab.len() - 256;
-                        if !pacer.due(done, total) {
-                            return ControlFlow::Continue(());
-                        }
-                        let outcome = Python::attach(|py| {
-                            py.check_signals()?;
-                            report_merge(py, progress, done, total, merge)
-                        });
-                        match outcome {
-                            Ok(()) => ControlFlow::Continue(()),
-                            Err(e) => {
-                                failure = Some(e);
-                                ControlFlow::Break(())
-                            }
-                        }
-                    })
-                })))
-            })
-            .map_err(|_| PyRuntimeError::new_err("internal error in the merge loop (a bpeforge bug: please report it)"))?
-            .map_err(to_py)?;
-        if let Some(e) = failure {
-            return Err(e);
-        }
-        if let Some(last) = learned.merges.last().filter(|_| pacer.last_done != learned.vocab.len() - 256) {
-            // The loop stopped early (no pair left): close the progress with where it ended.
-            let done = learned.vocab.len() - 256;
-            report_merge(py, progress, done, total, last)?;
-        }
-        self.stats.distinct_spans = distinct_spans;
-        self.stats.merge_seconds = started.elapsed().as_secs_f64();
-        self.vocab = learned.vocab;
-        self.merges = learned.merges;
-        Ok(())
-    }
+/// What one run of the merge loop gives back.
+struct LearnRun {
+    vocab: Vocab,
+    merges: Vec<Merge>,
+    distinct_spans: usize,
+    seconds: f64,
 }
 
-fn check_sizes(vocab_size: i64, min_frequency: i64) -> PyResult<()> {
-    if !(256..=MAX_VOCAB_SIZE).contains(&vocab_size) {
-        return Err(PyValueError::new_err(format!(
-            "vocab_size must be at least 256 (the single-byte tokens) and at most {MAX_VOCAB_SIZE}, got {vocab_size}"
-        )));
+/// The merge loop on counted spans, on a worker thread without the GIL, while this thread
+/// watches for Ctrl-C: Python runs signal handlers only on its main thread, so a check made on
+/// the worker (or on a pool thread) would never see them.
+fn learn_from(
+    py: Python<'_>,
+    pool: &Option<rayon::ThreadPool>,
+    counts: SpanCounts,
+    vocab_size: usize,
+    min_frequency: u64,
+    progress: Option<&Py<PyAny>>,
+) -> PyResult<LearnRun> {
+    let started = Instant::now();
+    let distinct_spans = counts.len();
+    let options = LearnOptions { vocab_size, min_frequency };
+    let total = vocab_size.saturating_sub(256);
+    let stop = Stop::default();
+    let done = AtomicBool::new(false);
+    let outcome = py.detach(|| {
+        let watcher = std::thread::current();
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                let mut pacer = Pacer::new(total);
+                // A panic here would be a bug; catch it so Python sees a RuntimeError, which
+                // `except Exception` handles, rather than pyo3's PanicException.
+                let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    in_pool(pool, || {
+                        learn(counts.into_sorted(), &options, |merge, vocab| {
+                            if stop.requested() {
+                                return ControlFlow::Break(());
+                            }
+                            let done = vocab.len() - 256;
+                            if progress.is_some() && pacer.due(done, total) {
+                                if let Err(e) = Python::attach(|py| report_merge(py, progress, done, total, merge)) {
+                                    stop.fail(e);
+                                    return ControlFlow::Break(());
+                                }
+                            }
+                            ControlFlow::Continue(())
+                        })
+                    })
+                }));
+                // `is_finished` turns true only a moment after this, so raise a flag of our own
+                // before waking the watcher, or it could go back to sleep for a full period.
+                done.store(true, Ordering::SeqCst);
+                watcher.unpark();
+                (learned, pacer.last_done)
+            });
+            while !done.load(Ordering::SeqCst) {
+                std::thread::park_timeout(Duration::from_millis(100));
+                if !done.load(Ordering::SeqCst) {
+                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                        stop.fail(e);
+                    }
+                }
+            }
+            worker.join()
+        })
+    });
+    if let Some(e) = stop.failure() {
+        return Err(e);
     }
-    if min_frequency < 1 {
-        return Err(PyValueError::new_err(format!("min_frequency must be at least 1, got {min_frequency}")));
+    let internal = || PyRuntimeError::new_err("internal error in the merge loop (a bpeforge bug: please report it)");
+    let (learned, last_reported) = outcome.map_err(|_| internal())?;
+    let learned = learned.map_err(|_| internal())?.map_err(to_py)?;
+    let done = learned.vocab.len() - 256;
+    if let Some(last) = learned.merges.last().filter(|_| progress.is_some() && last_reported != done) {
+        // The loop stopped early (no pair left): close the progress with where it ended.
+        report_merge(py, progress, done, total, last)?;
     }
-    Ok(())
+    Ok(LearnRun { vocab: learned.vocab, merges: learned.merges, distinct_spans, seconds: started.elapsed().as_secs_f64() })
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
@@ -209,14 +291,21 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 fn push_texts(item: &Bound<'_, PyAny>, position: u64, batch: &mut Batch) -> PyResult<()> {
     if let Ok(list) = item.cast::<PyList>() {
         for (i, text) in list.iter().enumerate() {
-            push_text(&text, &format!("{position}[{i}]"), "str", batch)?;
+            push_text(&text, &format!("item {position}[{i}] of the iterator"), "str", batch)?;
         }
         return Ok(());
     }
     if !item.is_instance_of::<PyString>() && arrow::is_array(item)? {
         return arrow::push_array(item, &position.to_string(), batch);
     }
-    push_text(item, &position.to_string(), "str, a list of str or an Arrow string array", batch)
+    push_text(item, &format!("item {position} of the iterator"), "str, a list of str or an Arrow string array", batch)
+}
+
+impl Trainer {
+    /// The last successful training. The lock is held only to read or replace it.
+    fn state(&self) -> MutexGuard<'_, Trained> {
+        self.trained.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 #[pymethods]
@@ -225,19 +314,22 @@ impl Trainer {
     /// rustbpe). `num_threads=None` uses all cores.
     #[new]
     #[pyo3(signature = (pattern=None, *, num_threads=None))]
-    fn new(pattern: Option<&str>, num_threads: Option<i64>) -> PyResult<Self> {
+    fn new(pattern: Option<&str>, num_threads: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let splitter = Splitter::new(pattern.unwrap_or(presets::GPT4)).map_err(to_py)?;
         let pool = match num_threads {
             None => None,
-            Some(n) if (1..=1024).contains(&n) => Some(
-                rayon::ThreadPoolBuilder::new()
-                    .num_threads(n as usize)
-                    .build()
-                    .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))?,
-            ),
-            Some(n) => return Err(PyValueError::new_err(format!("num_threads must be between 1 and 1024, got {n}"))),
+            Some(n) => {
+                let n = int_arg(n, "num_threads", 1, 1024)?;
+                Some(
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(n as usize)
+                        .build()
+                        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))?,
+                )
+            }
         };
-        Ok(Self { splitter, pool, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default() })
+        let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default() };
+        Ok(Self { pool, busy: AtomicBool::new(false), trained: Mutex::new(trained) })
     }
 
     /// Trains on an iterable whose items are str, lists of str, or Arrow string arrays (any
@@ -253,34 +345,37 @@ impl Trainer {
     /// phase "count" after each batch (info: texts, bytes, spans) and phase "merge" about every
     /// 0.1% of the merges (info: done, total, pair, token, count). An exception raised by the
     /// callback or the iterator stops training and propagates; the trainer keeps its old state.
-    #[pyo3(signature = (iterator, vocab_size, buffer_size=8192, pattern=None, *, min_frequency=1, progress=None))]
+    #[pyo3(
+        signature = (iterator, vocab_size, buffer_size=None, pattern=None, *, min_frequency=None, progress=None),
+        text_signature = "(self, iterator, vocab_size, buffer_size=8192, pattern=None, *, min_frequency=1, progress=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
     fn train_from_iterator(
-        &mut self,
+        &self,
         py: Python<'_>,
         iterator: &Bound<'_, PyAny>,
-        vocab_size: i64,
-        buffer_size: i64,
+        vocab_size: &Bound<'_, PyAny>,
+        buffer_size: Option<&Bound<'_, PyAny>>,
         pattern: Option<&str>,
-        min_frequency: i64,
+        min_frequency: Option<&Bound<'_, PyAny>>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        check_sizes(vocab_size, min_frequency)?;
-        if buffer_size < 1 {
-            return Err(PyValueError::new_err(format!("buffer_size must be at least 1, got {buffer_size}")));
-        }
+        let _busy = Busy::claim(&self.busy)?;
+        let vocab_size = vocab_size_arg(vocab_size)?;
+        let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
+        let min_frequency = min_frequency_arg(min_frequency)?;
         let splitter = match pattern {
             Some(p) => Splitter::new(p).map_err(to_py)?,
-            None => self.splitter.clone(),
+            None => self.state().splitter.clone(),
         };
         let mut iterator = iterator
             .try_iter()
             .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
 
         let started = Instant::now();
-        let buffer_size = buffer_size as usize;
         let (mut position, mut texts, mut bytes) = (0u64, 0u64, 0u64);
         let spans_seen = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
         let pool = &self.pool;
         // Python fills batch k+1 on this thread while a worker counts batch k without the GIL.
         let (to_worker, batches) = mpsc::sync_channel::<Batch>(1);
@@ -288,7 +383,7 @@ impl Trainer {
             let worker = scope.spawn(|| -> Result<SpanCounts, Error> {
                 let mut counts = SpanCounts::new();
                 for batch in batches {
-                    in_pool(pool, || counts.add_batch(&batch, &splitter))?;
+                    in_pool(pool, || counts.add_batch(&batch, &splitter, &stop))?;
                     spans_seen.store(counts.len(), Ordering::Relaxed);
                 }
                 Ok(counts)
@@ -323,6 +418,9 @@ impl Trainer {
                 }
                 Ok(())
             })();
+            if fed.is_err() {
+                stop.store(true, Ordering::SeqCst); // don't finish counting what no one will use
+            }
             drop(to_worker);
             let counted = py
                 .detach(|| worker.join())
@@ -331,35 +429,31 @@ impl Trainer {
             counted.map_err(to_py)
         })?;
         let count_seconds = started.elapsed().as_secs_f64();
-        let previous_splitter = std::mem::replace(&mut self.splitter, splitter);
-        match self.learn_from(py, counts, vocab_size, min_frequency, progress.as_ref()) {
-            Ok(()) => {
-                self.stats.texts = texts;
-                self.stats.bytes = bytes;
-                self.stats.count_seconds = count_seconds;
-                Ok(())
-            }
-            Err(e) => {
-                self.splitter = previous_splitter;
-                Err(e)
-            }
-        }
+        let run = learn_from(py, &self.pool, counts, vocab_size, min_frequency, progress.as_ref())?;
+        let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
+        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats };
+        Ok(())
     }
 
     /// Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
     /// span, not split) to how often it occurs (a non-negative int below 2^64). Counts of
     /// repeated spans add up. Same stopping rules and progress callback as
     /// `train_from_iterator`; pair counts are 64-bit, so counts in the billions are exact.
-    #[pyo3(signature = (counts, vocab_size, *, min_frequency=1, progress=None))]
+    #[pyo3(
+        signature = (counts, vocab_size, *, min_frequency=None, progress=None),
+        text_signature = "(self, counts, vocab_size, *, min_frequency=1, progress=None)"
+    )]
     fn train_from_counts(
-        &mut self,
+        &self,
         py: Python<'_>,
         counts: &Bound<'_, PyAny>,
-        vocab_size: i64,
-        min_frequency: i64,
+        vocab_size: &Bound<'_, PyAny>,
+        min_frequency: Option<&Bound<'_, PyAny>>,
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
-        check_sizes(vocab_size, min_frequency)?;
+        let _busy = Busy::claim(&self.busy)?;
+        let vocab_size = vocab_size_arg(vocab_size)?;
+        let min_frequency = min_frequency_arg(min_frequency)?;
         let items = match counts.cast::<PyDict>() {
             Ok(dict) => dict.items().into_any(),
             Err(_) => counts.clone(),
@@ -377,50 +471,56 @@ impl Trainer {
                 spans.add(b.as_bytes(), n);
             } else {
                 let mut text = Batch::new();
-                push_text(&span, &position.to_string(), "str", &mut text)?;
+                push_text(&span, &format!("the span of item {position} of counts"), "str or bytes", &mut text)?;
                 spans.add(text.get(0).as_bytes(), n);
             }
         }
-        self.stats = Stats::default();
-        self.learn_from(py, spans, vocab_size, min_frequency, progress.as_ref())
+        let run = learn_from(py, &self.pool, spans, vocab_size, min_frequency, progress.as_ref())?;
+        let mut state = self.state();
+        state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
+        state.vocab = run.vocab;
+        state.merges = run.merges;
+        Ok(())
     }
 
     /// Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds.
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.state().stats.clone();
         let d = PyDict::new(py);
-        d.set_item("texts", self.stats.texts)?;
-        d.set_item("bytes", self.stats.bytes)?;
-        d.set_item("distinct_spans", self.stats.distinct_spans)?;
-        d.set_item("count_seconds", self.stats.count_seconds)?;
-        d.set_item("merge_seconds", self.stats.merge_seconds)?;
+        d.set_item("texts", stats.texts)?;
+        d.set_item("bytes", stats.bytes)?;
+        d.set_item("distinct_spans", stats.distinct_spans)?;
+        d.set_item("count_seconds", stats.count_seconds)?;
+        d.set_item("merge_seconds", stats.merge_seconds)?;
         Ok(d)
     }
 
     /// The split pattern.
     fn get_pattern(&self) -> String {
-        self.splitter.pattern().to_owned()
+        self.state().splitter.pattern().to_owned()
     }
 
     /// Number of ranks: 256 byte tokens + learned tokens.
     #[getter]
     fn vocab_size(&self) -> usize {
-        self.vocab.len()
+        self.state().vocab.len()
     }
 
     /// The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order.
     fn get_mergeable_ranks<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u32)> {
-        self.vocab.tokens().enumerate().map(|(rank, t)| (PyBytes::new(py, t), rank as u32)).collect()
+        self.state().vocab.tokens().enumerate().map(|(rank, t)| (PyBytes::new(py, t), rank as u32)).collect()
     }
 
     /// Every merge in order as `(left_id, right_id, token_id, count)`. A merge whose bytes
     /// were already a token reuses that token's id, so `token_id` is not always new.
     fn get_merges(&self) -> Vec<(u32, u32, u32, u64)> {
-        self.merges.iter().map(|m| (m.pair.0, m.pair.1, m.token, m.count)).collect()
+        self.state().merges.iter().map(|m| (m.pair.0, m.pair.1, m.token, m.count)).collect()
     }
 
     fn __repr__(&self) -> String {
-        format!("Trainer(vocab_size={}, pattern={:?})", self.vocab.len(), self.splitter.pattern())
+        let state = self.state();
+        format!("Trainer(vocab_size={}, pattern={:?})", state.vocab.len(), state.splitter.pattern())
     }
 }
 

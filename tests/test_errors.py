@@ -242,3 +242,8 @@ def test_a_failed_training_keeps_the_previous_stats():
 def test_numeric_options_are_checked_by_name(kwargs, error, message):
     with pytest.raises(error, match=message):
         bpeforge.Trainer().train_from_iterator(["abc"], **kwargs)
+
+
+def test_a_single_str_is_not_taken_for_an_iterable_of_texts():
+    with pytest.raises(TypeError, match="not a single str"):
+        bpeforge.Tokenizer.train_from_iterator("hello world", 300)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 import tiktoken
 
@@ -104,7 +104,7 @@ class Tokenizer:
     @classmethod
     def train_from_iterator(
         cls,
-        iterator: Iterable[str],
+        iterator: Iterable[Any],
         vocab_size: int,
         *,
         pattern: Optional[str] = None,
@@ -114,7 +114,8 @@ class Tokenizer:
         num_threads: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict], None]] = False,
     ) -> "Tokenizer":
-        """Trains a tokenizer on an iterable of str (consumed once, in batches).
+        """Trains a tokenizer on an iterable of str (consumed once, in batches). Items may also be
+        lists of str or Arrow string arrays (see ``bpeforge.Trainer.train_from_iterator``).
 
         ``vocab_size`` is the final vocabulary *including* special tokens: it trains
         ``vocab_size - len(special_tokens)`` ranks and numbers the special tokens after them.
@@ -133,6 +134,8 @@ class Tokenizer:
         >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
         [b'aa', b'ab', b'aaab']
         """
+        if isinstance(iterator, (str, bytes)):
+            raise TypeError("iterator must be an iterable of texts, not a single str (wrap it in a list)")
         if isinstance(special_tokens, str):
             raise TypeError("special_tokens must be a list of str, not a str")
         specials = list(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
@@ -283,6 +286,7 @@ class Tokenizer:
         tok._pattern = encoding._pat_str
         tok._special_tokens = dict(encoding._special_tokens)
         tok._encoding = encoding
+        tok.training_stats = {}
         return tok
 
     @classmethod

@@ -63,11 +63,6 @@ impl Batch {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         &self.text[start..self.ends[i]]
     }
-
-    pub fn clear(&mut self) {
-        self.text.clear();
-        self.ends.clear();
-    }
 }
 
 /// The span table is split in this many shards by a hash of the span, so that the spans of a
@@ -148,7 +143,7 @@ impl SpanCounts {
         Ok(())
     }
 
-    /// Splits and counts a few texts (see [`SpanCounts::add_batch`]).
+    /// Splits and counts a few texts (see [`SpanCounts::add_batch`]); for tests and small inputs.
     pub fn add_texts<T: AsRef<str>>(&mut self, texts: &[T], splitter: &Splitter) -> Result<(), Error> {
         let mut batch = Batch::new();
         for t in texts {

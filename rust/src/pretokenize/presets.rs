@@ -36,11 +36,6 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("o200k_base", O200K),
 ];
 
-/// The pattern of a preset name, if it is one.
-pub fn by_name(name: &str) -> Option<&'static str> {
-    PRESETS.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -210,7 +210,7 @@ def test_ten_million_one_character_docs():
 
 @pytest.mark.slow
 def test_one_huge_string():
-    text = "".join(CORPUS) * 4000  # about 300 MB in one str
+    text = "".join(CORPUS) * 5700  # about 1 GB in one str
     t = bpeforge.Trainer()
     t.train_from_iterator([text], 2000)
     small = bpeforge.Trainer()

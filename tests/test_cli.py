@@ -326,6 +326,8 @@ def bad_files(tmp_path_factory):
     (d / "nofield.jsonl").write_text('{"body": "x"}\n')
     (d / "broken.jsonl").write_text('{"text": "fine"}\n{"text": "fine"}\n{"text": "unterminated\n{"text": "fine"}\n')
     (d / "notes.md").write_text("x")
+    # Line 2 holds the UTF-8 encoding of the surrogate U+D800, line 3 a lone "\ud800" escape.
+    (d / "surrogate.jsonl").write_bytes(b'{"text": "fine"}\n{"text": "a\xed\xa0\x80b"}\n{"text": "lone \\ud800"}\n{"text": "fine"}\n')
     (d / "ok.txt").write_text("hello world\n" * 10)
     (d / "existing").mkdir()
     (d / "existing" / "tokenizer.json").write_text("{}")
@@ -346,6 +348,19 @@ ERROR_CASES = {
     "not a tokenizer folder": (["{bad}/ok.txt", "-o", "{bad}/precious", "--force"], ["does not hold a saved tokenizer"]),
     "bad preset": (["{bad}/ok.txt", "--pattern", "gtp4"], ["--pattern 'gtp4': no such preset", "cl100k_base"]),
     "bad regex": (["{bad}/ok.txt", "--pattern", "(unclosed"], ["--pattern: invalid split pattern"]),
+    # Checked before the inputs are even looked at (nope.txt does not exist).
+    "bad regex matching empty": (["nope.txt", "--pattern", r"a*|\S+|\s+"], ["--pattern: ", "can match an empty string"]),
+    "invalid utf-8 jsonl": (["{bad}/surrogate.jsonl"], ["surrogate.jsonl:2: not valid UTF-8", "--skip-bad-lines"]),
+    "bad threads": (["{bad}/ok.txt", "--threads", "5000"], ["argument --threads: must be at most 1024, got 5000"]),
+    "bad threads digits": (["{bad}/ok.txt", "--threads", "9" * 5000], ["argument --threads: must be at most 1024, got a 5,000-digit number"]),
+    "bad min-frequency float": (["{bad}/ok.txt", "--min-frequency", "1e20"], ["argument --min-frequency: must be an integer, got '1e20'"]),
+    "bad min-frequency huge": (
+        ["{bad}/ok.txt", "--min-frequency", str(10**20)],
+        [f"argument --min-frequency: must be at most 9223372036854775807, got {10**20}"],
+    ),
+    "bad doc-cap huge": (["{bad}/ok.txt", "--doc-cap", str(10**30)], ["argument --doc-cap: must be at most 9223372036854775807"]),
+    "bad max-chars huge": (["{bad}/ok.txt", "--max-chars", str(2**63)], [f"argument --max-chars: must be at most 9223372036854775807, got {2**63}"]),
+    "vocab too large": (["{bad}/ok.txt", "--vocab-size", "99999999999"], ["argument --vocab-size: must be at most 2147483648, got 99999999999"]),
     "vocab too small": (["{bad}/ok.txt", "--vocab-size", "260"], ["--vocab-size 260 is too small", "265"]),
     "vocab not a number": (["{bad}/ok.txt", "--vocab-size", "lots"], ["--vocab-size: must be an integer, got 'lots'"]),
     "vocab negative": (["{bad}/ok.txt", "--vocab-size", "-5"], ["--vocab-size"]),
@@ -379,6 +394,40 @@ def test_skip_bad_lines(bad_files, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "bpeforge: warning: skipped 1 bad line, e.g. " in r.stderr and "broken.jsonl:3: not valid JSON" in r.stderr
     assert report_int(r.stdout, "documents") == 3
+
+
+def test_skip_bad_lines_skips_invalid_utf8_and_lone_surrogates(bad_files, tmp_path):
+    r = run("train", bad_files / "surrogate.jsonl", "--skip-bad-lines", "--vocab-size", 258, "--special-tokens", "none", "-o", tmp_path / "tok")
+    assert r.returncode == 0, r.stderr
+    assert "bpeforge: warning: skipped 2 bad lines, e.g. " in r.stderr and "surrogate.jsonl:2: not valid UTF-8" in r.stderr
+    assert report_int(r.stdout, "documents") == 2
+
+
+def test_numeric_option_bounds():
+    parser = cli.build_parser()
+    top = ["--vocab-size", str(2**31), "--threads", "1024", "--min-frequency", str(2**63 - 1), "--doc-cap", str(2**63 - 1)]
+    top += ["--max-chars", str(2**63 - 1), "--holdout", str(2**63 - 1)]
+    args = parser.parse_args(["train", "-o", "x", *top])
+    assert (args.vocab_size, args.threads, args.min_frequency) == (2**31, 1024, 2**63 - 1)
+    assert (args.doc_cap, args.max_chars, args.holdout) == (2**63 - 1, 2**63 - 1, 2**63 - 1)
+    for option, value in [("--vocab-size", 2**31 + 1), ("--threads", 1025), ("--min-frequency", 2**63), ("--doc-cap", 2**63), ("--max-chars", 2**63), ("--holdout", 2**63)]:
+        with pytest.raises(cli.CLIError) as e:
+            parser.parse_args(["train", "-o", "x", option, str(value)])
+        assert e.value.code == 2 and f"argument {option}: must be at most {value - 1}, got {value}" in str(e.value)
+
+
+def test_public_names_have_docstrings():
+    import inspect
+
+    missing = [
+        name
+        for name, obj in vars(cli).items()
+        if not name.startswith("_")
+        and getattr(obj, "__module__", None) == cli.__name__
+        and (inspect.isfunction(obj) or inspect.isclass(obj))
+        and not obj.__doc__
+    ]
+    assert missing == []
 
 
 def test_no_command_and_version():

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import bpeforge
@@ -185,13 +185,58 @@ def test_truncated_or_corrupt_compressed_files_are_input_errors(tmp_path, name):
 @settings(max_examples=200, deadline=None)
 @given(
     text=st.text(alphabet="ab\n|", max_size=60),
-    sep=st.sampled_from(["\n", "||", "a|b", "\n\n", "|"]),
+    sep=st.sampled_from(["\n", "||", "a|b", "\n\n", "|", "ab|ab", "|||a"]),
     chunk=st.integers(1, 7),
 )
 def test_split_stream_matches_str_split(text, sep, chunk):
     chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
     got = docs_of(inputs._split_stream(iter(chunks), sep))
     assert got == [d for d in text.split(sep) if d]
+
+
+def test_separator_straddling_chunks_after_a_short_document(tmp_path):
+    # The first 1 MiB chunk ends with "<|endoftext|>abc<|endo": the unfinished document "abc<|endo"
+    # is shorter than the separator, which the next chunk completes.
+    sep = "<|endoftext|>"
+    head = "x" * (inputs.CHUNK_CHARS - len(sep + "abc<|endo")) + sep + "abc<|endo"
+    assert len(head) == inputs.CHUNK_CHARS
+    p = tmp_path / "a.txt"
+    p.write_text(head + "ftext|>def")
+    assert docs_of(read_text(text_source(p), sep)) == ["x" * (inputs.CHUNK_CHARS - 22), "abc", "def"]
+
+
+_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\r")  # \r would be read as \n
+
+
+@st.composite
+def text_and_separator(draw):
+    """A separator of 1 to 15 characters (multi-byte ones included) and a text made of it, pieces
+    of it and other text, so that separators occur, overlap and are cut in every way."""
+    sep = draw(st.one_of(st.sampled_from(["<|endoftext|>", "\n\n", "é", "日本語", "🙂\n🙂", "aaa"]), st.text(_CHARS, min_size=1, max_size=15)))
+    piece = st.one_of(
+        st.just(sep),
+        st.integers(1, len(sep)).map(lambda i: sep[:i]),
+        st.integers(0, len(sep) - 1).map(lambda i: sep[i:]),
+        st.text(st.sampled_from(sep + "x"), max_size=10),
+        st.text(_CHARS, max_size=10),
+    )
+    return "".join(draw(st.lists(piece, max_size=30))), sep
+
+
+@pytest.fixture(scope="module")
+def scratch_file(tmp_path_factory):
+    return tmp_path_factory.mktemp("chunks") / "a.txt"
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=text_and_separator(), chunk_chars=st.integers(1, 16))
+@example(case=("1234567<|endoftext|>abc<|endoftext|>def", "<|endoftext|>"), chunk_chars=7)
+@example(case=("<|endoftext|>abc<|endoftext|>def", "<|endoftext|>"), chunk_chars=22)
+def test_chunked_reader_matches_str_split(scratch_file, case, chunk_chars):
+    text, sep = case
+    scratch_file.write_bytes(text.encode("utf-8"))
+    got = docs_of(read_text(text_source(scratch_file), sep, chunk_chars=chunk_chars))
+    assert got == [d for d in text.split(sep) if d]  # empty documents are skipped
 
 
 def test_long_document_across_many_chunks(tmp_path, monkeypatch):
@@ -236,15 +281,35 @@ def test_jsonl_bad_lines_name_file_and_line(tmp_path, line, message):
     assert bad.count == 1 and bad.examples[0].startswith(f"{p}:2: ")
 
 
-def test_jsonl_invalid_utf8_and_lone_surrogates(tmp_path):
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (b'{"text": "\xff"}', "not valid UTF-8 (invalid start byte at byte 10)"),
+        # The UTF-8 encoding of the surrogate U+D800, which json.loads(bytes) would let through.
+        (b'{"text": "a\xed\xa0\x80b"}', "not valid UTF-8 (invalid continuation byte at byte 11)"),
+        (b'{"text": "half \\ud800 pair"}', "field 'text' holds a lone surrogate '\\ud800' at character 5 (not valid Unicode)"),
+        (b'{"text": "\\udc00"}', "field 'text' holds a lone surrogate '\\udc00' at character 0 (not valid Unicode)"),
+    ],
+)
+def test_jsonl_invalid_utf8_and_lone_surrogates_are_bad_lines(tmp_path, line, message):
     p = tmp_path / "a.jsonl"
-    p.write_bytes(b'{"text": "ok"}\n{"text": "\xff"}\n{"text": "half \\ud800 pair \\ud83d\\ude00"}\n')
-    with pytest.raises(InputError, match=r"a\.jsonl:2: not valid UTF-8"):
+    p.write_bytes(b'{"text": "ok"}\n' + line + b'\n{"text": "pair \\ud83d\\ude00 \xc3\xa9"}\n')
+    with pytest.raises(InputError) as e:
         docs_of(read_jsonl(text_source(p)))
-    docs = docs_of(read_jsonl(text_source(p), skip_bad_lines=True))
-    assert docs == ["ok", "half ? pair \U0001F600"]
-    for d in docs:
-        d.encode("utf-8")  # no lone surrogate reaches the trainer
+    assert str(e.value) == f"{p}:2: {message} (use --skip-bad-lines to skip such lines)"
+    bad = inputs.BadLines()
+    docs = docs_of(read_jsonl(text_source(p), skip_bad_lines=True, bad_lines=bad))
+    assert docs == ["ok", "pair \U0001F600 \u00e9"]
+    assert bad.count == 1 and bad.examples == [f"{p}:2: {message}"]
+
+
+def test_jsonl_byte_order_mark(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"text": "first"}\n{"text": "second"}\n')
+    assert docs_of(read_jsonl(text_source(p))) == ["first", "second"]
+    p.write_bytes(b'\xef\xbb\xbf{"text": "\xff"}\n')
+    with pytest.raises(InputError, match=re.escape(f"{p}:1: not valid UTF-8 (invalid start byte at byte 13)")):
+        docs_of(read_jsonl(text_source(p)))
 
 
 def test_jsonl_zst_streams(tmp_path):
@@ -407,3 +472,20 @@ def test_console_progress_is_quiet_off_a_terminal():
     trainer.train_from_iterator(["a b c"] * 10, 260, progress=p)
     p.close()
     assert out.getvalue() == ""
+
+
+def test_public_names_have_docstrings():
+    import inspect
+
+    missing = []
+    for name, obj in vars(inputs).items():
+        if name.startswith("_") or getattr(obj, "__module__", None) != inputs.__name__:
+            continue
+        if (inspect.isfunction(obj) or inspect.isclass(obj)) and not obj.__doc__:
+            missing.append(name)
+        if inspect.isclass(obj):
+            for attr, member in vars(obj).items():
+                member = member.fget if isinstance(member, property) else member
+                if not attr.startswith("_") and callable(member) and not member.__doc__:
+                    missing.append(f"{name}.{attr}")
+    assert missing == []

@@ -85,14 +85,30 @@ class _Parser(argparse.ArgumentParser):
 # ------------------------------------------------------------------------------ option types
 
 
-def _int_at_least(low: int, what: str) -> Callable[[str], int]:
+# Upper bounds of the numeric options: the trainer's own limits (vocabulary size, threads) and
+# what fits in a signed 64-bit integer (counts and character budgets).
+MAX_VOCAB_SIZE = 1 << 31
+MAX_THREADS = 1024
+MAX_INT64 = (1 << 63) - 1
+
+
+def _int_at_least(low: int, what: str, high: int = MAX_INT64) -> Callable[[str], int]:
+    """An argparse type: an integer from ``low`` to ``high`` (``_`` allowed between digits)."""
+
     def parse(text: str) -> int:
+        digits = text.strip().replace("_", "")
         try:
-            value = int(text.replace("_", ""))
+            value = int(digits)
         except ValueError:
+            body = digits[1:] if digits[:1] in ("+", "-") else digits
+            if body.isdecimal():  # an integer with more digits than int() accepts
+                bound = f"at least {low}" if digits.startswith("-") else f"at most {high}"
+                raise argparse.ArgumentTypeError(f"must be {bound}, got a {len(body):,}-digit number") from None
             raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {value}")
         return value
 
     parse.__name__ = what  # argparse names the type in some messages
@@ -149,7 +165,7 @@ def parse_pattern(text: Optional[str]) -> Tuple[str, str]:
             EXIT_USAGE,
         )
     try:
-        _core.split("", text)
+        _core.check_pattern(text)  # compiles, and never matches an empty string
     except ValueError as e:
         raise CLIError(f"--pattern: {' '.join(str(e).split())}", EXIT_USAGE) from None
     label = next((name for name, rx in presets.items() if rx == text), "custom regex")
@@ -202,6 +218,7 @@ def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
 
 
 def add_train_parser(subparsers) -> argparse.ArgumentParser:
+    """Adds the ``train`` subcommand and its options to ``subparsers``; returns its parser."""
     p = subparsers.add_parser(
         "train",
         help="train a tokenizer on text, JSONL or Parquet files",
@@ -213,7 +230,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (DIR.tiktoken is written beside it)")
     p.add_argument(
         "--vocab-size",
-        type=_int_at_least(1, "--vocab-size"),
+        type=_int_at_least(1, "--vocab-size", MAX_VOCAB_SIZE),
         default=DEFAULT_VOCAB_SIZE,
         metavar="N",
         help=f"final vocabulary size, 256 bytes + merges + special tokens (default {DEFAULT_VOCAB_SIZE})",
@@ -227,7 +244,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--doc-cap", type=_int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
     p.add_argument("--max-chars", type=_int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
     p.add_argument("--holdout", type=_int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document (up to 1 MB) to measure compression; 0 = none (default {HOLDOUT_EVERY})")
-    p.add_argument("--threads", type=_int_at_least(1, "--threads"), metavar="N", help="threads for counting (default: all cores)")
+    p.add_argument("--threads", type=_int_at_least(1, "--threads", MAX_THREADS), metavar="N", help="threads for counting (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder / .tiktoken file")
     p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed JSONL lines (counted and reported) instead of stopping")
     verbosity = p.add_mutually_exclusive_group()
@@ -283,6 +300,7 @@ def _add_broken_subcommand(subparsers, module_name: str, error: BaseException) -
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``bpeforge`` argument parser: ``--version``, ``train`` and the contributed subcommands."""
     try:
         from importlib.metadata import version as _version
 
@@ -353,6 +371,8 @@ def _stderr_line(message: str) -> None:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    """Runs ``bpeforge train`` with parsed ``args``: checks the options, reads the inputs, trains,
+    saves the tokenizer and prints the report; returns the exit code. Raises :class:`CLIError`."""
     from . import _core
     from .inputs import Corpus, InputError, check_parquet, expand_inputs, stdlib_sources
     from .progress import ConsoleProgress, is_terminal
@@ -694,6 +714,8 @@ def format_report(
     tiktoken_file: Path,
     show: int = 5,
 ) -> str:
+    """The training report printed on stdout: one aligned ``name  value`` row per line (corpus,
+    counts, pattern, timings, memory, the first and last ``show`` merges, compression, outputs)."""
     by_id = {rank: token for token, rank in ranks.items()}
     nbytes = stats.get("bytes", corpus.bytes)
     count_s = stats.get("count_seconds", 0.0)

@@ -23,7 +23,8 @@ Conventions:
 * Empty documents are skipped everywhere (and not counted).
 * JSONL: each non-blank line is a JSON object whose ``text_column`` field is a string (or null,
   skipped). Anything else is a bad line (:class:`InputError` naming the file and line, or skipped
-  and counted with ``skip_bad_lines``).
+  and counted with ``skip_bad_lines``), and so is a line that is not UTF-8 or whose text holds a
+  lone surrogate (a ``\\ud800`` escape).
 * Parquet: the ``text_column`` column must hold strings; nulls are skipped.
 """
 
@@ -267,34 +268,50 @@ def _decompression_errors() -> tuple:
 
 def _split_stream(chunks: Iterator[str], sep: str) -> Iterator[List[str]]:
     """Splits a stream of text chunks on ``sep`` in linear time (a document may span chunks and
-    a separator may straddle two), yielding lists of non-empty documents."""
+    a separator may straddle two), yielding lists of non-empty documents: the documents of
+    ``"".join(chunks).split(sep)``, without the empty ones."""
     k = len(sep)
-    pieces: List[str] = []  # fragments of the current, unfinished document
+    # The unfinished document, in fragments; ``sep`` never occurs in their concatenation, so a
+    # separator that ends in the next chunk starts in its last k-1 characters at the earliest.
+    pending: List[str] = []
     for chunk in chunks:
-        if pieces and k > 1:
-            last = pieces[-1]
-            tail = last[len(last) - (k - 1):]
-            pieces[-1] = last[: len(last) - len(tail)]
-            s = tail + chunk
-        else:
-            s = chunk
+        if not chunk:
+            continue
+        # Take the last k-1 characters of ``pending`` (fewer if it is shorter) back out, to
+        # search them together with the new chunk.
+        need = k - 1
+        tail: List[str] = []
+        while need > 0 and pending:
+            last = pending.pop()
+            if len(last) > need:
+                pending.append(last[:-need])
+                tail.append(last[-need:])
+                need = 0
+            else:
+                tail.append(last)
+                need -= len(last)
+        tail.reverse()
+        tail.append(chunk)
+        s = "".join(tail)
         parts = s.split(sep)
         if len(parts) == 1:
-            pieces.append(s)
+            pending.append(s)
             continue
-        parts[0] = "".join(pieces) + parts[0]
-        pieces = [parts.pop()]
+        parts[0] = "".join(pending) + parts[0]
+        pending = [parts.pop()]
         docs = [p for p in parts if p]
         if docs:
             yield docs
-    last = "".join(pieces)
+    last = "".join(pending)
     if last:
         yield [last]
 
 
-def read_text(source: Source, doc_separator: str = "\n") -> Iterator[List[str]]:
+def read_text(source: Source, doc_separator: str = "\n", chunk_chars: Optional[int] = None) -> Iterator[List[str]]:
     """Documents of a text file: one per line, or split on ``doc_separator``, or (``""``) the
-    whole file."""
+    whole file. The file is read ``chunk_chars`` characters at a time (default
+    :data:`CHUNK_CHARS`); the documents do not depend on it."""
+    size = CHUNK_CHARS if chunk_chars is None else chunk_chars
     with open_binary(source) as raw:
         with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as f:
             try:
@@ -303,7 +320,7 @@ def read_text(source: Source, doc_separator: str = "\n") -> Iterator[List[str]]:
                     if text:
                         yield [text]
                     return
-                yield from _rebatch(_split_stream(iter(lambda: f.read(CHUNK_CHARS), ""), doc_separator))
+                yield from _rebatch(_split_stream(iter(lambda: f.read(size), ""), doc_separator))
             except _decompression_errors() as e:
                 raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
 
@@ -319,12 +336,23 @@ def _rebatch(batches: Iterator[List[str]]) -> Iterator[List[str]]:
                 yield batch[i : i + BATCH_DOCS]
 
 
-def _clean_surrogates(s: str) -> str:
+def _decode_line(line: bytes, lineno: int) -> str:
+    """A JSONL line as str; raises UnicodeDecodeError unless it is UTF-8 (a BOM may open the file)."""
+    if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
+        try:
+            return line[3:].decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise UnicodeDecodeError("utf-8", line, e.start + 3, e.end + 3, e.reason) from None
+    return line.decode("utf-8")
+
+
+def _lone_surrogate(text: str, field: str) -> Optional[str]:
+    """A bad-line message if ``text`` holds a lone surrogate (from a ``\\ud800`` escape), else None."""
     try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "replace").decode("utf-8")
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"field {field!r} holds a lone surrogate {text[e.start]!a} at character {e.start} (not valid Unicode)"
+    return None
 
 
 class BadLines:
@@ -336,6 +364,7 @@ class BadLines:
         self._keep = keep
 
     def add(self, message: str) -> None:
+        """Counts one skipped line, keeping its message if fewer than ``keep`` are kept."""
         self.count += 1
         if len(self.examples) < self._keep:
             self.examples.append(message)
@@ -355,7 +384,9 @@ def read_jsonl(
                     continue
                 problem = None
                 try:
-                    obj = json.loads(line)
+                    # Decoded here, strictly: json.loads(bytes) would let the UTF-8 encoding of
+                    # a surrogate (ED A0 80) through as a lone surrogate.
+                    obj = json.loads(_decode_line(line, lineno))
                 except UnicodeDecodeError as e:
                     problem = f"not valid UTF-8 ({e.reason} at byte {e.start})"
                 except ValueError as e:
@@ -372,6 +403,8 @@ def read_jsonl(
                             continue
                         if not isinstance(text, str):
                             problem = f"field {text_column!r} is a {type(text).__name__}, expected a string"
+                        elif b"\\u" in line and not text.isascii():
+                            problem = _lone_surrogate(text, text_column)  # a "\ud800" escape
                 if problem is not None:
                     message = f"{source.path}:{lineno}: {problem}"
                     if not skip_bad_lines:
@@ -381,8 +414,6 @@ def read_jsonl(
                     continue
                 if not text:
                     continue
-                if b"\\u" in line and not text.isascii():
-                    text = _clean_surrogates(text)  # a lone "\ud800" escape
                 batch.append(text)
                 chars += len(text)
                 if len(batch) >= BATCH_DOCS or chars >= BATCH_CHARS:
@@ -551,10 +582,12 @@ class Corpus:
 
     @property
     def total_chars(self) -> int:
+        """Characters read so far, training and held out."""
         return self.chars + self.heldout_chars
 
     @property
     def total_bytes(self) -> int:
+        """UTF-8 bytes read so far, training and held out."""
         return self.bytes + self.heldout_bytes
 
     def _read(self, source: Source) -> Iterator[List[str]]:

@@ -18,6 +18,16 @@ use crate::vocab::check_ranks as check_ranks_core;
 use crate::count::Batch;
 use crate::{Error, SpanCounts, Splitter, Vocab};
 
+/// A batch goes to the counting worker once it holds `buffer_size` texts and at least
+/// `MIN_BATCH_BYTES` of text (handing over many tiny batches costs more than counting them), or
+/// as soon as it holds `MAX_BATCH_BYTES`, however few texts that is (bounded memory).
+const MIN_BATCH_BYTES: usize = 4 << 20;
+const MAX_BATCH_BYTES: usize = 64 << 20;
+
+fn batch_is_full(batch: &Batch, buffer_size: usize) -> bool {
+    (batch.len() >= buffer_size && batch.bytes() >= MIN_BATCH_BYTES) || batch.bytes() >= MAX_BATCH_BYTES
+}
+
 /// Token ids are u32 in tiktoken; keep the vocabulary well inside that.
 const MAX_VOCAB_SIZE: i64 = 1 << 31;
 
@@ -338,7 +348,9 @@ impl Trainer {
     /// and arrays are cheap ways to hand over batches; an array's strings are copied straight
     /// from its buffers, without a Python str per text, and its null entries are skipped (each
     /// non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
-    /// and split and counted on all threads without the GIL; the iterable is consumed once.
+    /// (more while a batch holds under 4 MiB of text, fewer once it holds 64 MiB) and split and
+    /// counted on all threads without the GIL, while the next batch is pulled; the iterable is
+    /// consumed once and never held whole.
     /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
     /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given, replaces
     /// the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
@@ -392,7 +404,7 @@ impl Trainer {
                 let mut exhausted = false;
                 while !exhausted {
                     let mut batch = Batch::new();
-                    while batch.len() < buffer_size {
+                    while !batch_is_full(&batch, buffer_size) {
                         match iterator.next() {
                             Some(item) => {
                                 push_texts(&item?, position, &mut batch)?;

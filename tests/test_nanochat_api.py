@@ -269,7 +269,6 @@ def test_npy_header_alignment():
         assert len(data) == 10 + header_len + 4 * tok.n_vocab
 
 
-@pytest.mark.skipif(not hasattr(bpeforge.io, "TOKEN_BYTES_FILE"), reason="io.save does not write token_bytes yet")
 def test_save_writes_token_bytes(tok, tmp_path):
     tok.save(tmp_path)
     assert chat.read_token_bytes(tmp_path) == tok.token_bytes()

@@ -1,4 +1,6 @@
-//! The Python bindings (`bpeforge._core`): type conversion, the GIL, and errors. No logic.
+//! The Python bindings (`bpeforge._core`): type conversion, the GIL, the threads that feed the
+//! core from Python and watch for Ctrl-C, and errors. The training itself lives in the core
+//! modules, which know nothing of Python.
 
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
@@ -168,8 +170,8 @@ fn push_text(item: &Bound<'_, PyAny>, what: &str, expected: &str, batch: &mut Ba
     Ok(())
 }
 
-/// How often the merge loop reports progress and looks for Ctrl-C: every `step` merges
-/// (about 0.1% of the total) or every quarter second, whichever comes first.
+/// How often the merge loop reports progress: every `step` merges (about 0.1% of the total) or
+/// every quarter second, whichever comes first.
 struct Pacer {
     step: usize,
     last_done: usize,

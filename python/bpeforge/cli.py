@@ -376,7 +376,7 @@ def run_train(args: argparse.Namespace) -> int:
     from . import _core
     from .inputs import Corpus, InputError, check_parquet, expand_inputs, stdlib_sources
     from .progress import ConsoleProgress, is_terminal
-    from .tokenizer import Tokenizer
+    from .tokenizer import Tokenizer, early_stop_reason
 
     t_start = time.perf_counter()
     quiet, verbose = args.quiet, args.verbose
@@ -479,7 +479,7 @@ def run_train(args: argparse.Namespace) -> int:
 
         warnings: List[str] = []
         if len(ranks) < n_ranks:
-            reason = "no pair is left" if args.min_frequency <= 1 else f"no pair occurs {args.min_frequency} times or more"
+            reason = early_stop_reason(args.min_frequency)
             warnings.append(f"training stopped at {len(ranks):,} ranks of the {n_ranks:,} asked for ({reason}); the vocabulary has {tokenizer.n_vocab:,} tokens")
         if corpus.bad_lines.count:
             warnings.append(f"skipped {corpus.bad_lines.count:,} bad line{'s' if corpus.bad_lines.count != 1 else ''}, e.g. {corpus.bad_lines.examples[0]}")

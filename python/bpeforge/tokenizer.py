@@ -38,6 +38,15 @@ def resolve_pattern(pattern: Optional[str]) -> str:
     return dict(_core.PRESETS).get(pattern, pattern)
 
 
+def early_stop_reason(min_frequency: int) -> str:
+    """Why training made fewer ranks than asked, given its ``min_frequency``.
+
+    >>> early_stop_reason(1), early_stop_reason(5)
+    ('no pair is left', 'no pair occurs 5 times or more')
+    """
+    return "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
+
+
 def _special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], n_ranks: int) -> dict:
     if isinstance(special_tokens, str):
         raise TypeError("special_tokens must be a list of str or a dict of str to id, not a str")
@@ -171,9 +180,8 @@ class Tokenizer:
             console.close()
         ranks = dict(trainer.get_mergeable_ranks())
         if len(ranks) < n_ranks:
-            reason = "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
             warnings.warn(
-                f"training stopped at {len(ranks)} ranks of the {n_ranks} asked for: {reason}",
+                f"training stopped at {len(ranks)} ranks of the {n_ranks} asked for: {early_stop_reason(min_frequency)}",
                 stacklevel=2,
             )
         tok = cls(ranks, pattern, specials)

@@ -56,17 +56,8 @@ def main(argv=None):
 
     workdir = tempfile.mkdtemp(prefix="bpeforge-arrow-")
     try:
-        runs = {f: [] for f in feeds}
-        for k in range(args.repeat):
-            for f in feeds:
-                r = bl.run_child("bpeforge", {**corpus, "feed": f}, args.vocab_size, pattern, workdir, f"{f}-{k}",
-                                 buffer_size=args.buffer_size)
-                runs[f].append(r)
-                if "error" in r:
-                    print(f"  [{k + 1}/{args.repeat}] {f}: FAILED {r['error']}", file=sys.stderr, flush=True)
-                else:
-                    print(f"  [{k + 1}/{args.repeat}] {f}: {r['seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
-                          f"{r['peak_rss_mb']:.0f} MB peak", file=sys.stderr, flush=True)
+        runs = bl.run_rounds(feeds, args.repeat, lambda f, k: bl.run_child(
+            "bpeforge", {**corpus, "feed": f}, args.vocab_size, pattern, workdir, f"{f}-{k}", buffer_size=args.buffer_size))
         failed = report(runs, feeds)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

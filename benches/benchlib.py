@@ -302,6 +302,28 @@ def child_main(cfg_path: str) -> None:
 # --------------------------------------------------------------------------- parent side
 
 
+def print_run(label: str, k: int, repeat: int, r: dict) -> None:
+    """One line on stderr for run `k` (of `repeat`) of `label`: its figures, or why it failed."""
+    if "error" in r:
+        print(f"  [{k + 1}/{repeat}] {label}: FAILED {r['error']}", file=sys.stderr, flush=True)
+    else:
+        print(f"  [{k + 1}/{repeat}] {label}: {r['seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
+              f"{r['peak_rss_mb']:.0f} MB peak, {r['n_ranks']} ranks", file=sys.stderr, flush=True)
+
+
+def run_rounds(names: list, repeat: int, run_one) -> dict:
+    """Runs `run_one(name, k)` for every name in turn, `repeat` rounds (round-robin, so a noisy
+    spell of the machine falls on every contender alike), printing each run; returns
+    {name: [result of round 0, round 1, ...]}."""
+    runs = {n: [] for n in names}
+    for k in range(repeat):
+        for n in names:
+            r = run_one(n, k)
+            runs[n].append(r)
+            print_run(n, k, repeat, r)
+    return runs
+
+
 def run_child(trainer: str, corpus: dict, vocab_size: int, pattern: str, workdir: str, tag: str,
               preload: bool = False, buffer_size: int = 8192, env=None) -> dict:
     """Runs one training in a fresh process, waits for it (os.wait4) and returns its result dict,

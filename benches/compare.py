@@ -60,17 +60,8 @@ def main(argv=None):
 
     workdir = tempfile.mkdtemp(prefix="bpeforge-compare-")
     try:
-        runs = {n: [] for n in names}
-        for k in range(args.repeat):
-            for n in names:
-                r = bl.run_child(n, corpus, args.vocab_size, pattern, workdir, f"{n}-{k}",
-                                 preload=args.preload, buffer_size=args.buffer_size)
-                runs[n].append(r)
-                if "error" in r:
-                    print(f"  [{k + 1}/{args.repeat}] {n}: FAILED {r['error']}", file=sys.stderr, flush=True)
-                else:
-                    print(f"  [{k + 1}/{args.repeat}] {n}: {r['seconds']:.2f} s wall, {r['cpu_seconds']:.2f} s CPU, "
-                          f"{r['peak_rss_mb']:.0f} MB peak, {r['n_ranks']} ranks", file=sys.stderr, flush=True)
+        runs = bl.run_rounds(names, args.repeat, lambda n, k: bl.run_child(
+            n, corpus, args.vocab_size, pattern, workdir, f"{n}-{k}", preload=args.preload, buffer_size=args.buffer_size))
         report(runs, names, args)
         failed = any("error" in r for rs in runs.values() for r in rs)
         if args.keep_ranks:

@@ -3,8 +3,9 @@
 //! The rule (the specification the tests hold): repeatedly take the adjacent pair with the
 //! highest count, where a pair's count is the sum over spans of span count × adjacent positions
 //! holding the pair; among equal counts the smallest pair (by ids) wins. Replace it left to right,
-//! non-overlapping, in every span. The merged token is `bytes(a) + bytes(b)`: a new rank, or,
-//! in the rare case these bytes already are a token, that token (so no two ranks share bytes).
+//! non-overlapping, in every span. The merged token is `bytes(a) + bytes(b)` as a new rank. (These
+//! bytes cannot already be a token under this rule, see the README; should they ever be, the
+//! merge reuses that token, so no two ranks share bytes.)
 //!
 //! Counts are kept incrementally: a merge only changes the pairs around the occurrences it
 //! replaces. A max-heap holds candidate pairs with the count they had when pushed; counts of a
@@ -38,7 +39,6 @@ fn key(pair: Pair) -> PairKey {
 fn unkey(key: PairKey) -> Pair {
     ((key >> 32) as u32, key as u32)
 }
-
 
 /// What to learn.
 #[derive(Debug, Clone)]
@@ -227,7 +227,8 @@ impl Loop {
 /// vocabulary so far; returning `ControlFlow::Break` stops the loop early (the result then holds
 /// the merges made so far).
 ///
-/// Fails only if the counts are so large that a pair count could pass 2^63.
+/// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63, or
+/// more than 2^32-1 spans or bytes in a span.
 pub fn learn(
     spans: Vec<(Box<[u8]>, u64)>,
     options: &LearnOptions,

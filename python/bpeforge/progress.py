@@ -13,7 +13,9 @@
 Progress: 25% (1/4 merges) - Last merge: (32, 119) -> 256 (frequency: 20)
 
 The trainer calls it as ``progress(phase, info)``: phase ``"count"`` after each batch of texts
-(info: ``texts``, ``bytes``, ``spans``, running totals) and ``"merge"`` about every 0.1% of the
+(info: ``texts`` and ``bytes`` so far, and ``spans``, a lower bound of the distinct spans so far:
+each thread counts in a table of its own, joined once at the end, where ``training_stats`` gives
+the exact number) and ``"merge"`` about every 0.1% of the
 merges (info: ``done``, ``total``, ``pair``, ``token``, ``count``). The reading side can also be fed
 directly with :meth:`ConsoleProgress.reading` (finer grained than the trainer's batches).
 """
@@ -146,7 +148,7 @@ class ConsoleProgress:
             now = time.perf_counter()
             self.write(
                 f"Read {self._docs:,} documents, {_mb(self._bytes)} in {now - self._t0:.1f} s "
-                f"({self._rate(self._bytes, now)}); {self._spans:,} distinct spans"
+                f"({self._rate(self._bytes, now)}); {self._spans:,}+ distinct spans"
             )
 
     # ---------------------------------------------------------------------------- callback

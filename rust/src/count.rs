@@ -1,7 +1,10 @@
 //! Counting: how often each distinct span occurs in the corpus.
 
 use ahash::AHashMap;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 
@@ -65,82 +68,201 @@ impl Batch {
     }
 }
 
-/// The span table is split in this many shards by a hash of the span, so that the spans of a
-/// batch can be added to it on all threads at once.
-const SHARDS: usize = 16;
-
 /// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred.
 ///
-/// Counts are sums, so the result does not depend on how texts were batched or on how many
-/// threads counted them.
-#[derive(Debug, Clone)]
+/// While counting, each thread of the pool adds the spans it splits to a table of its own, kept
+/// from batch to batch: a span already in the table costs one lookup of its borrowed bytes, and
+/// only the first occurrence of a span on a thread copies it. The tables are joined once, by
+/// [`SpanCounts::into_sorted`]. Counts are sums, so the result does not depend on how texts were
+/// batched, on how many threads counted them, or on which thread counted what.
+#[derive(Debug, Clone, Default)]
 pub struct SpanCounts {
-    shards: Vec<AHashMap<Box<[u8]>, u64>>,
+    tables: Vec<Table>,
 }
 
-impl Default for SpanCounts {
-    fn default() -> Self {
-        Self { shards: (0..SHARDS).map(|_| AHashMap::new()).collect() }
+/// One thread's counts. Spans of up to 15 bytes, most of them, are keys packed in one `u128`
+/// (see [`short_key`]): hashing and comparing them reads no memory besides the table.
+#[derive(Debug, Clone, Default)]
+struct Table {
+    short: HashMap<u128, u64, ShortKeys>,
+    long: AHashMap<Box<[u8]>, u64>,
+}
+
+/// Spans up to this many bytes are packed in a [`short_key`].
+const SHORT: usize = 15;
+
+impl Table {
+    #[inline]
+    fn add(&mut self, span: &[u8], n: u64) {
+        if span.len() <= SHORT {
+            let c = self.short.entry(short_key(span)).or_insert(0);
+            *c = c.saturating_add(n);
+        } else {
+            match self.long.get_mut(span) {
+                Some(c) => *c = c.saturating_add(n),
+                None => {
+                    self.long.insert(span.into(), n);
+                }
+            }
+        }
+    }
+
+    fn get(&self, span: &[u8]) -> u64 {
+        let found = if span.len() <= SHORT { self.short.get(&short_key(span)) } else { self.long.get(span) };
+        found.copied().unwrap_or(0)
+    }
+
+    fn contains(&self, span: ShortOrLong<'_>) -> bool {
+        match span {
+            ShortOrLong::Short(k) => self.short.contains_key(&k),
+            ShortOrLong::Long(b) => self.long.contains_key(b),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+
+    /// Every span and its count, in no particular order.
+    fn iter(&self) -> impl Iterator<Item = (ShortOrLong<'_>, u64)> + '_ {
+        let short = self.short.iter().map(|(&k, &n)| (ShortOrLong::Short(k), n));
+        short.chain(self.long.iter().map(|(k, &n)| (ShortOrLong::Long(k), n)))
     }
 }
 
-/// Which shard holds `span`: a fixed hash (it only spreads work, so it needs no seed).
-fn shard_of(span: &[u8]) -> usize {
-    let mut h = span.len() as u64;
-    for chunk in span.chunks(8) {
-        let mut word = [0u8; 8];
-        word[..chunk.len()].copy_from_slice(chunk);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    (h >> 60) as usize % SHARDS
+/// A span as a [`Table`] holds it.
+#[derive(Clone, Copy)]
+enum ShortOrLong<'a> {
+    Short(u128),
+    Long(&'a [u8]),
 }
+
+impl ShortOrLong<'_> {
+    fn to_box(self) -> Box<[u8]> {
+        match self {
+            ShortOrLong::Short(k) => short_bytes(&k).into(),
+            ShortOrLong::Long(b) => b.into(),
+        }
+    }
+
+    /// A hash of the span, to spread the joining of the tables over threads; any fixed function
+    /// of the span's bytes will do.
+    fn part(self, parts: usize) -> usize {
+        let h = match self {
+            ShortOrLong::Short(k) => hash_short(k),
+            ShortOrLong::Long(b) => b.iter().fold(b.len() as u64, |h, &x| (h ^ u64::from(x)).wrapping_mul(0x100_0000_01b3)),
+        };
+        ((h >> 32) as usize) % parts
+    }
+}
+
+/// Packs a span of at most 15 bytes into a `u128`: byte `i` of the span in byte `i` (little
+/// endian), the length in the top byte, so different spans get different keys. It reads the
+/// span with at most two loads that overlap in the middle, whatever its length.
+#[inline]
+fn short_key(span: &[u8]) -> u128 {
+    let len = span.len();
+    let bytes = match (span.first_chunk::<8>(), span.last_chunk::<8>(), span.first_chunk::<4>(), span.last_chunk::<4>()) {
+        (Some(head), Some(tail), _, _) => {
+            // 8..=15 bytes: bytes 0..8, then bytes len-8..len placed at len-8 (the overlap
+            // holds the same bytes twice, so or-ing them is exact).
+            u128::from(u64::from_le_bytes(*head)) | (u128::from(u64::from_le_bytes(*tail)) << (8 * (len - 8)))
+        }
+        (_, _, Some(head), Some(tail)) => {
+            u128::from(u32::from_le_bytes(*head)) | (u128::from(u32::from_le_bytes(*tail)) << (8 * (len - 4)))
+        }
+        _ => match *span {
+            [] => 0,
+            [a] => u128::from(a),
+            [a, b] => u128::from(a) | (u128::from(b) << 8),
+            [a, b, c, ..] => u128::from(a) | (u128::from(b) << 8) | (u128::from(c) << 16),
+        },
+    };
+    bytes | ((len as u128) << 120)
+}
+
+/// The span a [`short_key`] packs.
+fn short_bytes(key: &u128) -> Vec<u8> {
+    let len = (key >> 120) as usize;
+    key.to_le_bytes()[..len.min(SHORT)].to_vec()
+}
+
+/// The hash of a short key: one folded multiply of its two halves (as foldhash does), so every
+/// bit of the key reaches the bits a hash table uses.
+#[inline]
+fn hash_short(key: u128) -> u64 {
+    let product = u128::from(key as u64 ^ 0x243f_6a88_85a3_08d3).wrapping_mul(u128::from((key >> 64) as u64 ^ 0x1319_8a2e_0370_7344));
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// Hashes [`short_key`]s with [`hash_short`]. (No seed: the keys are the corpus's spans, and a
+/// table of them is only ever looked up, never exposed.)
+#[derive(Debug, Clone, Copy, Default)]
+struct ShortKeys;
+
+#[derive(Default)]
+struct ShortKeyHasher(u64);
+
+impl Hasher for ShortKeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write_u128(&mut self, key: u128) {
+        self.0 = hash_short(key);
+    }
+
+    /// Only `u128` keys are hashed here; any other input still gets a (slower) hash.
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+        }
+    }
+}
+
+impl BuildHasher for ShortKeys {
+    type Hasher = ShortKeyHasher;
+
+    fn build_hasher(&self) -> ShortKeyHasher {
+        ShortKeyHasher::default()
+    }
+}
+
+/// Texts per task when splitting a batch over the pool.
+const TEXTS_PER_TASK: usize = 64;
 
 impl SpanCounts {
     pub fn new() -> Self {
         Self::default()
     }
 
-    /// Splits every text of a batch and adds its spans, in parallel on the current Rayon pool.
+    /// Splits every text of a batch and adds its spans, in parallel on the current Rayon pool:
+    /// each pool thread adds what it splits to its own table.
     ///
-    /// Each thread counts borrowed slices of the batch, so a span is copied only the first time
-    /// the corpus shows it; then the shards of the table take in their share of every thread's
-    /// counts, each shard on its own thread.
-    ///
-    /// Setting `stop` makes it give up soon (between two texts) with [`Error::Interrupted`],
-    /// leaving the table as it was.
+    /// Setting `stop` makes it give up soon (between two texts) with [`Error::Interrupted`]; the
+    /// table then holds part of the batch, so a caller that stops should drop it.
     pub fn add_batch(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
-        let counted: Vec<AHashMap<SpanKey<'_>, u64>> = (0..batch.len())
-            .into_par_iter()
-            .with_min_len(64)
-            .try_fold(
-                || AHashMap::with_capacity(1 << 12),
-                |mut counts, i| {
-                    if stop.load(Ordering::Relaxed) {
-                        return Err(Error::Interrupted);
-                    }
-                    splitter.for_each_span(batch.get(i), |span| *counts.entry(SpanKey(span.as_bytes())).or_insert(0) += 1)?;
-                    Ok::<_, Error>(counts)
-                },
-            )
-            .collect::<Result<_, Error>>()?;
-        let by_shard: Vec<Vec<Vec<(&[u8], u64)>>> = counted
-            .into_par_iter()
-            .map(|counts| {
-                let mut parts = vec![Vec::new(); SHARDS];
-                for (span, n) in counts {
-                    parts[shard_of(span.0)].push((span.0, n));
+        let threads = rayon::current_num_threads().max(1);
+        if self.tables.len() < threads {
+            self.tables.resize_with(threads, Table::default);
+        }
+        let tables: Vec<Mutex<Table>> = std::mem::take(&mut self.tables).into_iter().map(Mutex::new).collect();
+        let counted = (0..batch.len().div_ceil(TEXTS_PER_TASK)).into_par_iter().try_for_each(|task| {
+            // Each thread takes its own table, so the lock is never contended (the modulo and the
+            // lock only guard against a thread index past the pool size).
+            let thread = rayon::current_thread_index().unwrap_or(0) % tables.len();
+            let mut table = tables[thread].lock().unwrap_or_else(PoisonError::into_inner);
+            for i in task * TEXTS_PER_TASK..((task + 1) * TEXTS_PER_TASK).min(batch.len()) {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
                 }
-                parts
-            })
-            .collect();
-        self.shards.par_iter_mut().enumerate().for_each(|(s, shard)| {
-            for parts in &by_shard {
-                for &(span, n) in &parts[s] {
-                    add_to(shard, span, n);
-                }
+                splitter.for_each_span(batch.get(i), |span| table.add(span.as_bytes(), 1))?;
             }
+            Ok(())
         });
-        Ok(())
+        self.tables = tables.into_iter().map(|t| t.into_inner().unwrap_or_else(PoisonError::into_inner)).collect();
+        counted
     }
 
     /// Splits and counts a few texts (see [`SpanCounts::add_batch`]); for tests and small inputs.
@@ -154,67 +276,74 @@ impl SpanCounts {
 
     /// Adds `n` occurrences of `span`. Counts saturate at `u64::MAX` rather than wrap.
     pub fn add(&mut self, span: &[u8], n: u64) {
-        add_to(&mut self.shards[shard_of(span)], span, n);
+        if span.is_empty() || n == 0 {
+            return;
+        }
+        if self.tables.is_empty() {
+            self.tables.push(Table::default());
+        }
+        if let Some(table) = self.tables.first_mut() {
+            table.add(span, n);
+        }
     }
 
-    /// Number of distinct spans.
+    /// Number of distinct spans. It looks every span up in the other threads' tables; while
+    /// counting, [`SpanCounts::len_at_least`] is the cheap estimate.
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|s| s.len()).sum()
+        self.tables
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t.iter().filter(|&(span, _)| !self.tables[..i].iter().any(|u| u.contains(span))).count())
+            .sum()
+    }
+
+    /// A lower bound of [`SpanCounts::len`] that costs nothing: the size of the largest table.
+    pub fn len_at_least(&self) -> usize {
+        self.tables.iter().map(Table::len).max().unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.tables.iter().all(|t| t.len() == 0)
     }
 
     /// The count of one span (0 if never seen).
     pub fn get(&self, span: &[u8]) -> u64 {
-        self.shards[shard_of(span)].get(span).copied().unwrap_or(0)
+        self.tables.iter().fold(0, |sum, t| sum.saturating_add(t.get(span)))
     }
 
     /// The spans and their counts, sorted by span bytes so that everything downstream is
-    /// independent of hash order.
+    /// independent of hash order. The threads' tables are joined in parallel, each task taking
+    /// the spans of one part of the hash range from every table.
     pub fn into_sorted(self) -> Vec<(Box<[u8]>, u64)> {
-        let mut spans: Vec<_> = self.shards.into_iter().flatten().collect();
+        let tables = self.tables;
+        let mut spans: Vec<(Box<[u8]>, u64)> = match tables.len() {
+            0 => Vec::new(),
+            1 => tables.iter().flat_map(Table::iter).map(|(span, n)| (span.to_box(), n)).collect(),
+            parts => (0..parts)
+                .into_par_iter()
+                .map(|part| {
+                    let mut joined = Table::default();
+                    for table in &tables {
+                        for (span, n) in table.iter().filter(|&(span, _)| span.part(parts) == part) {
+                            match span {
+                                ShortOrLong::Short(k) => {
+                                    let c = joined.short.entry(k).or_insert(0);
+                                    *c = c.saturating_add(n);
+                                }
+                                ShortOrLong::Long(b) => joined.add(b, n),
+                            }
+                        }
+                    }
+                    joined.iter().map(|(span, n)| (span.to_box(), n)).collect::<Vec<_>>()
+                })
+                .flatten()
+                .collect(),
+        };
+        spans.retain(|(span, n)| !span.is_empty() && *n > 0);
         spans.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
         spans
     }
 }
-
-fn add_to(shard: &mut AHashMap<Box<[u8]>, u64>, span: &[u8], n: u64) {
-    if span.is_empty() || n == 0 {
-        return;
-    }
-    match shard.get_mut(span) {
-        Some(c) => *c = c.saturating_add(n),
-        None => {
-            shard.insert(span.into(), n);
-        }
-    }
-}
-
-/// A borrowed span as a hash key. Spans are mostly a few bytes long, where comparing them as
-/// two machine words beats a call to `memcmp`.
-#[derive(Clone, Copy, Hash)]
-struct SpanKey<'t>(&'t [u8]);
-
-impl PartialEq for SpanKey<'_> {
-    #[inline]
-    fn eq(&self, other: &Self) -> bool {
-        let (a, b) = (self.0, other.0);
-        if a.len() != b.len() {
-            return false;
-        }
-        if a.len() <= 16 {
-            let (mut x, mut y) = ([0u8; 16], [0u8; 16]);
-            x[..a.len()].copy_from_slice(a);
-            y[..b.len()].copy_from_slice(b);
-            return u128::from_ne_bytes(x) == u128::from_ne_bytes(y);
-        }
-        a == b
-    }
-}
-
-impl Eq for SpanKey<'_> {}
 
 #[cfg(test)]
 mod tests {
@@ -236,6 +365,51 @@ mod tests {
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);
         assert_eq!(all.len(), 5);
+    }
+
+    #[test]
+    fn short_keys_round_trip_and_differ() {
+        let mut seen = std::collections::HashMap::new();
+        let mut state = 7u64;
+        for len in 0..=SHORT {
+            for _ in 0..200 {
+                let span: Vec<u8> = (0..len)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        // Mostly a tiny alphabet with zero bytes, so that collisions would show.
+                        [0u8, b'a', 0xff][(state >> 60) as usize % 3]
+                    })
+                    .collect();
+                let key = short_key(&span);
+                assert_eq!(short_bytes(&key), span);
+                if let Some(other) = seen.insert(key, span.clone()) {
+                    assert_eq!(other, span, "two spans share a key");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn counts_do_not_depend_on_threads() {
+        let texts: Vec<String> = (0..3000).map(|i| format!("word{} and a long identifier_number_{} {}", i % 37, i % 101, i)).collect();
+        let splitter = Splitter::new(presets::GPT4).unwrap();
+        let count_on = |threads| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            let mut counts = SpanCounts::new();
+            pool.install(|| {
+                for chunk in texts.chunks(700) {
+                    counts.add_texts(chunk, &splitter).unwrap();
+                }
+            });
+            assert!(counts.len_at_least() <= counts.len());
+            (counts.len(), counts.get(b" and"), pool.install(|| counts.into_sorted()))
+        };
+        let one = count_on(1);
+        assert_eq!(one.0, one.2.len());
+        assert_eq!(one.1, 3000);
+        for threads in [2, 3, 8] {
+            assert_eq!(count_on(threads), one, "{threads} threads");
+        }
     }
 
     #[test]

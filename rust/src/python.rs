@@ -150,20 +150,21 @@ fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, work: impl FnOnce() -> R +
 }
 
 /// Adds one str to the batch, or fails naming `what` it is (e.g. "item 3 of the iterator") and
-/// what was `expected` there.
-fn push_text(item: &Bound<'_, PyAny>, what: &str, expected: &str, batch: &mut Batch) -> PyResult<()> {
+/// what was `expected` there. (`what` is only formatted for an error: this runs once per text.)
+fn push_text(item: &Bound<'_, PyAny>, what: impl Fn() -> String, expected: &str, batch: &mut Batch) -> PyResult<()> {
     let Ok(s) = item.cast::<PyString>() else {
         let hint = if arrow::is_stream(item) {
             " (an Arrow stream such as a ChunkedArray: pass its chunks, e.g. chunked_array.chunks)"
         } else {
             ""
         };
-        return Err(PyTypeError::new_err(format!("{what} is {}, expected {expected}{hint}", type_name(item))));
+        return Err(PyTypeError::new_err(format!("{} is {}, expected {expected}{hint}", what(), type_name(item))));
     };
     let text = s.to_cow().map_err(|_| {
         PyValueError::new_err(format!(
-            "{what} contains a lone surrogate (not valid Unicode); \
-             clean it first, e.g. s.encode('utf-8', 'replace').decode('utf-8')"
+            "{} contains a lone surrogate (not valid Unicode); \
+             clean it first, e.g. s.encode('utf-8', 'replace').decode('utf-8')",
+            what()
         ))
     })?;
     batch.push(&text);
@@ -303,14 +304,14 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 fn push_texts(item: &Bound<'_, PyAny>, position: u64, batch: &mut Batch) -> PyResult<()> {
     if let Ok(list) = item.cast::<PyList>() {
         for (i, text) in list.iter().enumerate() {
-            push_text(&text, &format!("item {position}[{i}] of the iterator"), "str", batch)?;
+            push_text(&text, || format!("item {position}[{i}] of the iterator"), "str", batch)?;
         }
         return Ok(());
     }
     if !item.is_instance_of::<PyString>() && arrow::is_array(item)? {
         return arrow::push_array(item, &position.to_string(), batch);
     }
-    push_text(item, &format!("item {position} of the iterator"), "str, a list of str or an Arrow string array", batch)
+    push_text(item, || format!("item {position} of the iterator"), "str, a list of str or an Arrow string array", batch)
 }
 
 impl Trainer {
@@ -356,7 +357,8 @@ impl Trainer {
     /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
     /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given, replaces
     /// the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
-    /// phase "count" after each batch (info: texts, bytes, spans) and phase "merge" about every
+    /// phase "count" after each batch (info: texts and bytes so far, and spans, a lower bound of
+    /// the distinct spans so far: the exact number is in `stats` at the end) and phase "merge" about every
     /// 0.1% of the merges (info: done, total, pair, token, count). An exception raised by the
     /// callback or the iterator stops training and propagates; the trainer keeps its old state.
     #[pyo3(
@@ -398,7 +400,7 @@ impl Trainer {
                 let mut counts = SpanCounts::new();
                 for batch in batches {
                     in_pool(pool, || counts.add_batch(&batch, &splitter, &stop))?;
-                    spans_seen.store(counts.len(), Ordering::Relaxed);
+                    spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
                 }
                 Ok(counts)
             });
@@ -485,7 +487,7 @@ impl Trainer {
                 spans.add(b.as_bytes(), n);
             } else {
                 let mut text = Batch::new();
-                push_text(&span, &format!("the span of item {position} of counts"), "str or bytes", &mut text)?;
+                push_text(&span, || format!("the span of item {position} of counts"), "str or bytes", &mut text)?;
                 spans.add(text.get(0).as_bytes(), n);
             }
         }

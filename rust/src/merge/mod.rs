@@ -91,6 +91,9 @@ struct PairStats {
     spans: Vec<u32>,
 }
 
+/// A new pair's span list at least this long is moved out of the tally rather than copied.
+const TAKE_SPANS: usize = 1024;
+
 /// Per-token scratch space that sums a merge's events without hashing each one.
 #[derive(Default)]
 struct Tally {
@@ -115,10 +118,16 @@ impl Tally {
         }
     }
 
-    /// The sums, one per neighbour, leaving the scratch space clean for the next merge.
-    fn drain(&mut self) -> impl Iterator<Item = (u32, i64, Vec<u32>)> + '_ {
+    /// Calls `f(neighbour, sum, spans)` once per neighbour added since the last call. `f` takes
+    /// what it needs from `spans`, which is then emptied; its memory stays for the next merge, so
+    /// summing allocates only when a neighbour shows more spans than ever before.
+    fn drain(&mut self, mut f: impl FnMut(u32, i64, &mut Vec<u32>)) {
         let Tally { count, spans, touched } = self;
-        touched.drain(..).map(move |x| (x, std::mem::take(&mut count[x as usize]), std::mem::take(&mut spans[x as usize])))
+        for x in touched.drain(..) {
+            let list = &mut spans[x as usize];
+            f(x, std::mem::take(&mut count[x as usize]), list);
+            list.clear();
+        }
     }
 }
 
@@ -189,7 +198,7 @@ impl Loop {
             for &(x, id, n) in events {
                 tally.add(x, id, n);
             }
-            for (x, n, spans) in tally.drain() {
+            tally.drain(|x, n, spans| {
                 let (gone, new) = if on_left { ((x, a), (x, token)) } else { ((b, x), (token, x)) };
                 // The merged pair is gone everywhere already. Any other count may dip below its
                 // final value here: the other side's events for the same pair come after.
@@ -199,13 +208,14 @@ impl Loop {
                 }
                 let stats = pairs.entry(key(new)).or_default();
                 stats.count += n;
-                if stats.spans.is_empty() {
-                    stats.spans = spans;
+                if stats.spans.is_empty() && spans.len() >= TAKE_SPANS {
+                    // A long list moves rather than being copied; the tally grows a new one.
+                    std::mem::swap(&mut stats.spans, spans);
                 } else {
-                    stats.spans.extend(spans);
+                    stats.spans.extend_from_slice(spans);
                 }
                 appeared.push(key(new));
-            }
+            });
         }
         for k in shrunk.drain(..) {
             if pairs.get(&k).is_some_and(|s| s.count == 0) {

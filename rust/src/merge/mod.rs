@@ -12,6 +12,10 @@
 //! pair only change through a merge, which re-pushes every pair it adds to, so a popped entry
 //! whose count is stale is re-pushed with its current count (lazy refresh) and the first entry
 //! popped with its current count is the true best pair.
+//!
+//! Only pairs counted at least a floor are kept in the heap (most pairs that late merges make
+//! occur a few times and are never chosen); when the heap holds nothing at or above the floor,
+//! the floor is lowered and the pairs between the new and the old floor are pushed.
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
@@ -21,9 +25,11 @@ use rustc_hash::FxHashMap;
 
 use crate::{Error, Vocab};
 
+mod lists;
 mod spans;
 
 pub use spans::{merge_in_span, Neighbour};
+use lists::{ListAt, Lists, EMPTY};
 use spans::{Neighbours, SpanTable};
 
 /// Two adjacent token ids.
@@ -85,14 +91,21 @@ impl PartialOrd for Candidate {
 
 /// What the loop knows of one pair: its count and the spans that may hold it (a superset:
 /// spans are added when the pair appears in them and dropped only when the pair is merged).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct PairStats {
     count: i64,
-    spans: Vec<u32>,
+    /// In [`Loop::lists`].
+    spans: ListAt,
 }
 
-/// A new pair's span list at least this long is moved out of the tally rather than copied.
-const TAKE_SPANS: usize = 1024;
+impl Default for PairStats {
+    fn default() -> Self {
+        Self { count: 0, spans: EMPTY }
+    }
+}
+
+/// How much the heap's floor drops when the heap runs out of pairs above it.
+const FLOOR_STEP: u64 = 8;
 
 /// Per-token scratch space that sums a merge's events without hashing each one.
 #[derive(Default)]
@@ -118,10 +131,10 @@ impl Tally {
         }
     }
 
-    /// Calls `f(neighbour, sum, spans)` once per neighbour added since the last call. `f` takes
-    /// what it needs from `spans`, which is then emptied; its memory stays for the next merge, so
-    /// summing allocates only when a neighbour shows more spans than ever before.
-    fn drain(&mut self, mut f: impl FnMut(u32, i64, &mut Vec<u32>)) {
+    /// Calls `f(neighbour, sum, spans)` once per neighbour added since the last call, then
+    /// empties the sums. The lists keep their memory for the next merge, so summing allocates
+    /// only when a neighbour shows more spans than ever before.
+    fn drain(&mut self, mut f: impl FnMut(u32, i64, &[u32])) {
         let Tally { count, spans, touched } = self;
         for x in touched.drain(..) {
             let list = &mut spans[x as usize];
@@ -135,9 +148,13 @@ impl Tally {
 struct Loop {
     spans: SpanTable,
     pairs: FxHashMap<PairKey, PairStats>,
+    lists: Lists,
     heap: OctonaryHeap<Candidate>,
+    /// Every pair counted at least this has an entry in the heap with at least its count.
+    floor: u64,
     tally: Tally,
     // Scratch space reused by every merge.
+    ids: Vec<u32>,
     found: Neighbours,
     appeared: Vec<PairKey>,
     shrunk: Vec<PairKey>,
@@ -146,13 +163,30 @@ struct Loop {
 impl Loop {
     fn new(spans: Vec<(Box<[u8]>, u64)>) -> Self {
         let spans = SpanTable::new(spans);
+        // Two passes: count each pair and its spans, so that each list gets its block once,
+        // then fill the lists.
         let mut pairs: FxHashMap<PairKey, PairStats> = FxHashMap::default();
+        let mut last_span: FxHashMap<PairKey, (u32, usize)> = FxHashMap::default();
         for id in 0..spans.len() as u32 {
             for w in spans.tokens(id).windows(2) {
                 let stats = pairs.entry(key((w[0], w[1]))).or_default();
                 stats.count += spans.count(id);
-                if stats.spans.last() != Some(&id) {
-                    stats.spans.push(id);
+                let seen = last_span.entry(key((w[0], w[1]))).or_insert((u32::MAX, 0));
+                if seen.0 != id {
+                    *seen = (id, seen.1 + 1);
+                }
+            }
+        }
+        let mut lists = Lists::default();
+        for (pair, (_, n)) in last_span {
+            if let Some(stats) = pairs.get_mut(&pair) {
+                stats.spans = lists.with_capacity(n);
+            }
+        }
+        for id in 0..spans.len() as u32 {
+            for w in spans.tokens(id).windows(2) {
+                if let Some(stats) = pairs.get_mut(&key((w[0], w[1]))) {
+                    lists.push_new(&mut stats.spans, id);
                 }
             }
         }
@@ -160,8 +194,11 @@ impl Loop {
         Self {
             spans,
             pairs,
+            lists,
             heap,
+            floor: 0,
             tally: Tally::default(),
+            ids: Vec::new(),
             found: Neighbours::default(),
             appeared: Vec::new(),
             shrunk: Vec::new(),
@@ -170,30 +207,63 @@ impl Loop {
 
     /// The pair with the highest current count (smallest pair among equals), and that count.
     fn best(&mut self) -> Option<(Pair, u64)> {
-        while let Some(top) = self.heap.pop() {
+        loop {
+            if self.heap.peek().is_none_or(|top| top.count < self.floor) {
+                if self.floor == 0 {
+                    return None;
+                }
+                self.lower_floor();
+                continue;
+            }
+            let top = self.heap.pop()?;
             let current = self.pairs.get(&top.pair).map_or(0, |s| s.count);
             if current <= 0 {
-                self.pairs.remove(&top.pair);
+                if let Some(stats) = self.pairs.remove(&top.pair) {
+                    self.lists.free(stats.spans);
+                }
             } else if current as u64 != top.count {
-                self.heap.push(Candidate { count: current as u64, pair: top.pair });
+                if current as u64 >= self.floor {
+                    self.heap.push(Candidate { count: current as u64, pair: top.pair });
+                }
             } else {
                 return Some((unkey(top.pair), top.count));
             }
         }
-        None
+    }
+
+    /// Raises the floor after a merge of a pair counted `count`: pairs counted less than half
+    /// of it are unlikely to be chosen soon.
+    fn raise_floor(&mut self, count: u64) {
+        self.floor = self.floor.max(count / 2);
+    }
+
+    /// Lowers the floor, pushing the pairs it now covers.
+    fn lower_floor(&mut self) {
+        let old = self.floor;
+        self.floor = old / FLOOR_STEP;
+        let floor = self.floor;
+        let pushed = self.pairs.iter().filter_map(|(&pair, s)| {
+            let count = s.count as u64;
+            (count >= floor && count < old && s.count > 0).then_some(Candidate { count, pair })
+        });
+        self.heap.extend(pushed);
     }
 
     /// Replaces `pair` by `token` in every span that holds it and updates the counts.
     fn apply(&mut self, pair: Pair, token: u32) {
-        let mut ids = self.pairs.remove(&key(pair)).map(|s| s.spans).unwrap_or_default();
+        let list = self.pairs.remove(&key(pair)).map_or(EMPTY, |s| s.spans);
+        let ids = &mut self.ids;
+        ids.clear();
+        ids.extend_from_slice(self.lists.get(list));
+        self.lists.free(list);
         if !ids.windows(2).all(|w| w[0] < w[1]) {
             ids.sort_unstable();
             ids.dedup();
         }
         self.found.clear();
-        self.spans.merge(&ids, pair, token, &mut self.found);
+        self.spans.merge(ids, pair, token, &mut self.found);
         let (a, b) = pair;
-        let Loop { pairs, heap, tally, found, appeared, shrunk, .. } = self;
+        let Loop { pairs, lists, heap, floor, tally, found, appeared, shrunk, .. } = self;
         for (events, on_left) in [(&found.left, true), (&found.right, false)] {
             for &(x, id, n) in events {
                 tally.add(x, id, n);
@@ -208,25 +278,22 @@ impl Loop {
                 }
                 let stats = pairs.entry(key(new)).or_default();
                 stats.count += n;
-                if stats.spans.is_empty() && spans.len() >= TAKE_SPANS {
-                    // A long list moves rather than being copied; the tally grows a new one.
-                    std::mem::swap(&mut stats.spans, spans);
-                } else {
-                    stats.spans.extend_from_slice(spans);
-                }
+                lists.extend(&mut stats.spans, spans);
                 appeared.push(key(new));
             });
         }
         for k in shrunk.drain(..) {
             if pairs.get(&k).is_some_and(|s| s.count == 0) {
-                pairs.remove(&k);
+                if let Some(stats) = pairs.remove(&k) {
+                    lists.free(stats.spans);
+                }
             }
         }
         appeared.sort_unstable();
         appeared.dedup();
         for pair in appeared.drain(..) {
             let count = pairs.get(&pair).map_or(0, |s| s.count);
-            if count > 0 {
+            if count > 0 && count as u64 >= *floor {
                 heap.push(Candidate { count: count as u64, pair });
             }
         }
@@ -237,8 +304,8 @@ impl Loop {
 /// vocabulary so far; returning `ControlFlow::Break` stops the loop early (the result then holds
 /// the merges made so far).
 ///
-/// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63, or
-/// more than 2^32-1 spans or bytes in a span.
+/// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63,
+/// more than 2^31-1 spans, or more than 2^32-1 bytes in a span.
 pub fn learn(
     spans: Vec<(Box<[u8]>, u64)>,
     options: &LearnOptions,
@@ -255,6 +322,7 @@ pub fn learn(
         }
         let (token, _) = vocab.merge(pair.0, pair.1);
         state.apply(pair, token);
+        state.raise_floor(count);
         let merge = Merge { pair, token, count };
         merges.push(merge);
         if on_merge(&merge, &vocab).is_break() {
@@ -267,9 +335,11 @@ pub fn learn(
 /// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
 /// refuse inputs that could overflow them.
 fn check_total(spans: &[(Box<[u8]>, u64)]) -> Result<(), Error> {
-    // Span ids and lengths are u32 in the merge loop.
-    if spans.len() > u32::MAX as usize {
-        return Err(Error::InvalidOption(format!("{} distinct spans, more than the 2^32-1 supported", spans.len())));
+    // Span ids and lengths are u32 in the merge loop, and so are the lengths of the pairs' span
+    // lists, which hold a span at most twice (a pair's spans are added when the pair starts to
+    // exist, at the merge that made its first or its second token).
+    if spans.len() > i32::MAX as usize {
+        return Err(Error::InvalidOption(format!("{} distinct spans, more than the 2^31-1 supported", spans.len())));
     }
     if let Some((bytes, _)) = spans.iter().find(|(b, _)| b.len() > u32::MAX as usize) {
         return Err(Error::InvalidOption(format!("a span of {} bytes, more than the 2^32-1 supported", bytes.len())));

@@ -5,6 +5,10 @@
 //! and a larger free block is split in halves when no block of the class asked for is free, so
 //! the long lists of the first merges, freed early, become room for the many short lists of the
 //! later ones.
+//!
+//! The lists the loop starts with are known in full, so each gets a block of exactly its
+//! length (class 0, "exact"), which is always full: appending moves it to a class block, and
+//! freeing it frees it as power-of-two pieces.
 
 /// Where a list lives: its block's offset in the pool in the low 56 bits, the block's class in
 /// the top 8 bits. [`EMPTY`] is the empty list, which has no block.
@@ -15,6 +19,9 @@ pub(super) const EMPTY: ListAt = u64::MAX;
 
 /// The smallest block: 4 words, the length and 3 ids.
 const MIN_CLASS: u32 = 2;
+
+/// The class of blocks that hold exactly their list (see the module doc).
+const EXACT: u32 = 0;
 
 const OFFSET_BITS: u32 = 56;
 
@@ -51,6 +58,31 @@ impl Lists {
         at(offset, class)
     }
 
+    /// A new list of exactly `len` ids, all `0` for now: [`Lists::set`] gives them.
+    pub(super) fn exact(&mut self, len: usize) -> ListAt {
+        let offset = self.words.len();
+        self.words.resize(offset + 1 + len, 0);
+        // A list holds a span at most twice and there are fewer than 2^31 spans (see
+        // `check_total`), so its length fits.
+        self.words[offset] = len as u32;
+        at(offset, EXACT)
+    }
+
+    /// Sets the `i`-th id of `list`.
+    pub(super) fn set(&mut self, list: ListAt, i: usize, id: u32) {
+        let offset = offset(list);
+        let len = self.words[offset] as usize;
+        self.words[offset + 1..offset + 1 + len][i] = id;
+    }
+
+    /// How many ids `list` holds without moving.
+    fn capacity(&self, list: ListAt) -> usize {
+        match class(list) {
+            EXACT => self.get(list).len(),
+            c => (1 << c) - 1,
+        }
+    }
+
     /// The ids in `list`.
     pub(super) fn get(&self, list: ListAt) -> &[u32] {
         if list == EMPTY {
@@ -75,7 +107,7 @@ impl Lists {
         }
         let len = self.get(*list).len();
         let new_len = len + ids.len();
-        if *list == EMPTY || new_len > (1 << class(*list)) - 1 {
+        if *list == EMPTY || new_len > self.capacity(*list) {
             let moved = self.with_capacity(new_len);
             if *list != EMPTY {
                 let from = offset(*list);
@@ -93,8 +125,22 @@ impl Lists {
 
     /// Frees `list`'s block for reuse.
     pub(super) fn free(&mut self, list: ListAt) {
-        if list != EMPTY {
-            self.free_block(offset(list), class(list));
+        if list == EMPTY {
+            return;
+        }
+        let (mut offset, class) = (offset(list), class(list));
+        if class != EXACT {
+            self.free_block(offset, class);
+            return;
+        }
+        // An exact block is freed as power-of-two pieces, largest first; the last 0 to 3 words
+        // are too few for a list and stay unused.
+        let mut size = self.get(list).len() + 1;
+        while size >= 1 << MIN_CLASS {
+            let c = size.ilog2();
+            self.free_block(offset, c);
+            offset += 1 << c;
+            size -= 1 << c;
         }
     }
 
@@ -150,7 +196,16 @@ mod tests {
         };
         for step in 0..20_000u32 {
             let i = next(50) as usize;
-            match next(10) {
+            match next(11) {
+                10 => {
+                    let ids: Vec<u32> = (0..next(40) as u32).map(|k| step * 64 + k).collect();
+                    lists.free(at[i]);
+                    at[i] = lists.exact(ids.len());
+                    for (k, &id) in ids.iter().enumerate() {
+                        lists.set(at[i], k, id);
+                    }
+                    model[i] = ids;
+                }
                 0 => {
                     lists.free(at[i]);
                     at[i] = EMPTY;

@@ -178,15 +178,23 @@ impl Loop {
             }
         }
         let mut lists = Lists::default();
-        for (pair, (_, n)) in last_span {
-            if let Some(stats) = pairs.get_mut(&pair) {
-                stats.spans = lists.with_capacity(n);
+        for (pair, (_, n)) in &last_span {
+            if let Some(stats) = pairs.get_mut(pair) {
+                stats.spans = lists.exact(*n);
             }
+        }
+        // Fill them in the same order, counting each list's ids again.
+        for seen in last_span.values_mut() {
+            *seen = (u32::MAX, 0);
         }
         for id in 0..spans.len() as u32 {
             for w in spans.tokens(id).windows(2) {
-                if let Some(stats) = pairs.get_mut(&key((w[0], w[1]))) {
-                    lists.push_new(&mut stats.spans, id);
+                let pair = key((w[0], w[1]));
+                if let (Some(stats), Some(seen)) = (pairs.get(&pair), last_span.get_mut(&pair)) {
+                    if seen.0 != id {
+                        lists.set(stats.spans, seen.1, id);
+                        *seen = (id, seen.1 + 1);
+                    }
                 }
             }
         }

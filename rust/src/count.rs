@@ -138,21 +138,32 @@ enum ShortOrLong<'a> {
 }
 
 impl ShortOrLong<'_> {
-    fn to_box(self) -> Box<[u8]> {
+    fn len(&self) -> usize {
         match self {
-            ShortOrLong::Short(k) => short_bytes(&k).into(),
-            ShortOrLong::Long(b) => b.into(),
+            ShortOrLong::Short(k) => short_len(*k),
+            ShortOrLong::Long(b) => b.len(),
         }
     }
 
-    /// A hash of the span, to spread the joining of the tables over threads; any fixed function
-    /// of the span's bytes will do.
-    fn part(self, parts: usize) -> usize {
-        let h = match self {
-            ShortOrLong::Short(k) => hash_short(k),
-            ShortOrLong::Long(b) => b.iter().fold(b.len() as u64, |h, &x| (h ^ u64::from(x)).wrapping_mul(0x100_0000_01b3)),
+    /// Compares the spans' bytes.
+    fn cmp_bytes(&self, other: &Self) -> std::cmp::Ordering {
+        let (x, y) = (self.to_le_bytes(), other.to_le_bytes());
+        let a = match self {
+            ShortOrLong::Short(k) => &x[..short_len(*k)],
+            ShortOrLong::Long(b) => b,
         };
-        ((h >> 32) as usize) % parts
+        let b = match other {
+            ShortOrLong::Short(k) => &y[..short_len(*k)],
+            ShortOrLong::Long(b) => b,
+        };
+        a.cmp(b)
+    }
+
+    fn to_le_bytes(&self) -> [u8; 16] {
+        match self {
+            ShortOrLong::Short(k) => k.to_le_bytes(),
+            ShortOrLong::Long(_) => [0; 16],
+        }
     }
 }
 
@@ -181,10 +192,15 @@ fn short_key(span: &[u8]) -> u128 {
     bytes | ((len as u128) << 120)
 }
 
+/// The length of the span a [`short_key`] packs.
+fn short_len(key: u128) -> usize {
+    ((key >> 120) as usize).min(SHORT)
+}
+
 /// The span a [`short_key`] packs.
+#[cfg(test)]
 fn short_bytes(key: &u128) -> Vec<u8> {
-    let len = (key >> 120) as usize;
-    key.to_le_bytes()[..len.min(SHORT)].to_vec()
+    key.to_le_bytes()[..short_len(*key)].to_vec()
 }
 
 /// The hash of a short key: one folded multiply of its two halves (as foldhash does), so every
@@ -229,8 +245,9 @@ impl BuildHasher for ShortKeys {
     }
 }
 
-/// Texts per task when splitting a batch over the pool.
-const TEXTS_PER_TASK: usize = 64;
+/// A batch is split over the pool in tasks of consecutive texts of about this many bytes (or
+/// one text, if longer).
+const TASK_BYTES: usize = 64 << 10;
 
 impl SpanCounts {
     pub fn new() -> Self {
@@ -248,12 +265,23 @@ impl SpanCounts {
             self.tables.resize_with(threads, Table::default);
         }
         let tables: Vec<Mutex<Table>> = std::mem::take(&mut self.tables).into_iter().map(Mutex::new).collect();
-        let counted = (0..batch.len().div_ceil(TEXTS_PER_TASK)).into_par_iter().try_for_each(|task| {
+        let mut tasks = vec![0];
+        let mut start = 0;
+        for (i, &end) in batch.ends.iter().enumerate() {
+            if end - start >= TASK_BYTES {
+                tasks.push(i + 1);
+                start = end;
+            }
+        }
+        if tasks.last() != Some(&batch.len()) {
+            tasks.push(batch.len());
+        }
+        let counted = tasks.par_windows(2).try_for_each(|task| {
             // Each thread takes its own table, so the lock is never contended (the modulo and the
             // lock only guard against a thread index past the pool size).
             let thread = rayon::current_thread_index().unwrap_or(0) % tables.len();
             let mut table = tables[thread].lock().unwrap_or_else(PoisonError::into_inner);
-            for i in task * TEXTS_PER_TASK..((task + 1) * TEXTS_PER_TASK).min(batch.len()) {
+            for i in task[0]..task[1] {
                 if stop.load(Ordering::Relaxed) {
                     return Err(Error::Interrupted);
                 }
@@ -312,35 +340,84 @@ impl SpanCounts {
     }
 
     /// The spans and their counts, sorted by span bytes so that everything downstream is
-    /// independent of hash order. The threads' tables are joined in parallel, each task taking
-    /// the spans of one part of the hash range from every table.
-    pub fn into_sorted(self) -> Vec<(Box<[u8]>, u64)> {
-        let tables = self.tables;
-        let mut spans: Vec<(Box<[u8]>, u64)> = match tables.len() {
-            0 => Vec::new(),
-            1 => tables.iter().flat_map(Table::iter).map(|(span, n)| (span.to_box(), n)).collect(),
-            parts => (0..parts)
-                .into_par_iter()
-                .map(|part| {
-                    let mut joined = Table::default();
-                    for table in &tables {
-                        for (span, n) in table.iter().filter(|&(span, _)| span.part(parts) == part) {
-                            match span {
-                                ShortOrLong::Short(k) => {
-                                    let c = joined.short.entry(k).or_insert(0);
-                                    *c = c.saturating_add(n);
-                                }
-                                ShortOrLong::Long(b) => joined.add(b, n),
-                            }
-                        }
-                    }
-                    joined.iter().map(|(span, n)| (span.to_box(), n)).collect::<Vec<_>>()
-                })
-                .flatten()
-                .collect(),
+    /// independent of hash order. The threads' tables are joined two by two, in parallel, each
+    /// join emptying the smaller table into the larger (and freeing it) before the next.
+    pub fn into_sorted(self) -> Spans {
+        let Some(joined) = self.tables.into_par_iter().reduce_with(|a, b| {
+            let (mut into, from) = if a.len() >= b.len() { (a, b) } else { (b, a) };
+            for (k, n) in from.short {
+                let c = into.short.entry(k).or_insert(0);
+                *c = c.saturating_add(n);
+            }
+            for (k, n) in from.long {
+                let c = into.long.entry(k).or_insert(0);
+                *c = c.saturating_add(n);
+            }
+            into
+        }) else {
+            return Spans::default();
         };
-        spans.retain(|(span, n)| !span.is_empty() && *n > 0);
-        spans.par_sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut order: Vec<(ShortOrLong<'_>, u64)> = joined.iter().filter(|&(_, n)| n > 0).collect();
+        order.par_sort_unstable_by(|a, b| a.0.cmp_bytes(&b.0));
+        let mut spans = Spans::with_capacity(order.len(), order.iter().map(|(s, _)| s.len()).sum());
+        for (span, n) in order {
+            match span {
+                ShortOrLong::Short(k) => spans.push(&k.to_le_bytes()[..short_len(k)], n),
+                ShortOrLong::Long(b) => spans.push(b, n),
+            }
+        }
+        spans
+    }
+}
+
+/// Distinct spans and their counts, stored end to end in one buffer (as [`SpanCounts::into_sorted`]
+/// gives them: sorted by bytes, no empty span, no zero count).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spans {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    counts: Vec<u64>,
+}
+
+impl Spans {
+    fn with_capacity(spans: usize, bytes: usize) -> Self {
+        Self { bytes: Vec::with_capacity(bytes), ends: Vec::with_capacity(spans), counts: Vec::with_capacity(spans) }
+    }
+
+    /// Appends a span.
+    pub fn push(&mut self, span: &[u8], count: u64) {
+        self.bytes.extend_from_slice(span);
+        self.ends.push(self.bytes.len());
+        self.counts.push(count);
+    }
+
+    /// Number of spans.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Span `i` and its count.
+    pub fn get(&self, i: usize) -> (&[u8], u64) {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        (&self.bytes[start..self.ends[i]], self.counts[i])
+    }
+
+    /// The spans and their counts, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], u64)> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+impl<B: AsRef<[u8]>> FromIterator<(B, u64)> for Spans {
+    fn from_iter<I: IntoIterator<Item = (B, u64)>>(iter: I) -> Self {
+        let mut spans = Spans::default();
+        for (span, n) in iter {
+            spans.push(span.as_ref(), n);
+        }
         spans
     }
 }
@@ -361,6 +438,9 @@ mod tests {
             one_by_one.add_texts(&[t], &splitter).unwrap();
         }
         assert_eq!(all.clone().into_sorted(), one_by_one.into_sorted());
+        let sorted = all.clone().into_sorted();
+        let listed: Vec<(&[u8], u64)> = sorted.iter().collect();
+        assert_eq!(listed, [(&b" hello"[..], 1), (b" there", 1), (b" world", 2), (b"hello", 2), (b"world", 1)]);
         assert_eq!(all.get(b" world"), 2);
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);

@@ -7,11 +7,13 @@
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
 //! The Python bindings live alone in `python.rs` (and `python/`); nothing else knows about Python.
-//! [`arrow_import`] reads Arrow string arrays through the Arrow C Data Interface, for them.
+//! [`arrow_import`] reads Arrow string arrays through the Arrow C Data Interface, for them;
+//! [`memory`] returns freed memory to the system between stages.
 
 pub mod arrow_import;
 pub mod count;
 pub mod error;
+pub mod memory;
 pub mod merge;
 pub mod pretokenize;
 pub mod vocab;

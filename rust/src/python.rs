@@ -23,8 +23,8 @@ use crate::{Error, SpanCounts, Splitter, Vocab};
 /// A batch goes to the counting worker once it holds `buffer_size` texts and at least
 /// `MIN_BATCH_BYTES` of text (handing over many tiny batches costs more than counting them), or
 /// as soon as it holds `MAX_BATCH_BYTES`, however few texts that is (bounded memory).
-const MIN_BATCH_BYTES: usize = 4 << 20;
-const MAX_BATCH_BYTES: usize = 64 << 20;
+const MIN_BATCH_BYTES: usize = 1 << 20;
+const MAX_BATCH_BYTES: usize = 8 << 20;
 
 fn batch_is_full(batch: &Batch, buffer_size: usize) -> bool {
     (batch.len() >= buffer_size && batch.bytes() >= MIN_BATCH_BYTES) || batch.bytes() >= MAX_BATCH_BYTES
@@ -235,7 +235,7 @@ fn learn_from(
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<LearnRun> {
     let started = Instant::now();
-    let distinct_spans = counts.len();
+    let distinct_spans = AtomicUsize::new(0);
     let options = LearnOptions { vocab_size, min_frequency };
     let total = vocab_size.saturating_sub(256);
     let stop = Stop::default();
@@ -249,7 +249,10 @@ fn learn_from(
                 // `except Exception` handles, rather than pyo3's PanicException.
                 let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     in_pool(pool, || {
-                        learn(counts.into_sorted(), &options, |merge, vocab| {
+                        let spans = counts.into_sorted();
+                        distinct_spans.store(spans.len(), Ordering::Relaxed);
+                        crate::memory::release();
+                        let learned = learn(spans, &options, |merge, vocab| {
                             if stop.requested() {
                                 return ControlFlow::Break(());
                             }
@@ -261,7 +264,9 @@ fn learn_from(
                                 }
                             }
                             ControlFlow::Continue(())
-                        })
+                        });
+                        crate::memory::release();
+                        learned
                     })
                 }));
                 // `is_finished` turns true only a moment after this, so raise a flag of our own
@@ -292,6 +297,7 @@ fn learn_from(
         // The loop stopped early (no pair left): close the progress with where it ended.
         report_merge(py, progress, done, total, last)?;
     }
+    let distinct_spans = distinct_spans.load(Ordering::Relaxed);
     Ok(LearnRun { vocab: learned.vocab, merges: learned.merges, distinct_spans, seconds: started.elapsed().as_secs_f64() })
 }
 

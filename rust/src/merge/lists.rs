@@ -94,7 +94,8 @@ impl Lists {
     }
 
     /// Appends `id` to `list`, unless it is already the list's last id.
-    pub(super) fn push_new(&mut self, list: &mut ListAt, id: u32) {
+    #[cfg(test)]
+    fn push_new(&mut self, list: &mut ListAt, id: u32) {
         if self.get(*list).last() != Some(&id) {
             self.extend(list, &[id]);
         }

@@ -23,6 +23,7 @@ use std::ops::ControlFlow;
 use dary_heap::OctonaryHeap;
 use rustc_hash::FxHashMap;
 
+use crate::count::Spans;
 use crate::{Error, Vocab};
 
 mod lists;
@@ -161,8 +162,8 @@ struct Loop {
 }
 
 impl Loop {
-    fn new(spans: Vec<(Box<[u8]>, u64)>) -> Self {
-        let spans = SpanTable::new(spans);
+    fn new(spans: Spans) -> Self {
+        let spans = SpanTable::new(&spans);
         // Two passes: count each pair and its spans, so that each list gets its block once,
         // then fill the lists.
         let mut pairs: FxHashMap<PairKey, PairStats> = FxHashMap::default();
@@ -315,7 +316,7 @@ impl Loop {
 /// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63,
 /// more than 2^31-1 spans, or more than 2^32-1 bytes in a span.
 pub fn learn(
-    spans: Vec<(Box<[u8]>, u64)>,
+    spans: Spans,
     options: &LearnOptions,
     mut on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
@@ -342,7 +343,7 @@ pub fn learn(
 
 /// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
 /// refuse inputs that could overflow them.
-fn check_total(spans: &[(Box<[u8]>, u64)]) -> Result<(), Error> {
+fn check_total(spans: &Spans) -> Result<(), Error> {
     // Span ids and lengths are u32 in the merge loop, and so are the lengths of the pairs' span
     // lists, which hold a span at most twice (a pair's spans are added when the pair starts to
     // exist, at the merge that made its first or its second token).
@@ -353,8 +354,8 @@ fn check_total(spans: &[(Box<[u8]>, u64)]) -> Result<(), Error> {
         return Err(Error::InvalidOption(format!("a span of {} bytes, more than the 2^32-1 supported", bytes.len())));
     }
     let mut total: u128 = 0;
-    for (bytes, n) in spans {
-        total += u128::from(*n) * bytes.len().saturating_sub(1) as u128;
+    for (bytes, n) in spans.iter() {
+        total += u128::from(n) * bytes.len().saturating_sub(1) as u128;
     }
     if total > i64::MAX as u128 {
         return Err(Error::InvalidOption(format!(
@@ -490,7 +491,7 @@ mod tests {
 
     #[test]
     fn min_frequency_stops_early() {
-        let spans = vec![(b"ab".to_vec().into_boxed_slice(), 3), (b"cd".to_vec().into_boxed_slice(), 2)];
+        let spans = [(b"ab", 3), (b"cd", 2)].into_iter().collect();
         let options = LearnOptions { vocab_size: 1000, min_frequency: 3 };
         let learned = learn(spans, &options, |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(learned.merges.len(), 1);
@@ -498,7 +499,7 @@ mod tests {
 
     #[test]
     fn overflowing_totals_are_refused() {
-        let spans = vec![(b"abc".to_vec().into_boxed_slice(), u64::MAX / 2)];
+        let spans = [(b"abc", u64::MAX / 2)].into_iter().collect();
         let options = LearnOptions { vocab_size: 300, min_frequency: 1 };
         assert!(learn(spans, &options, |_, _| ControlFlow::Continue(())).is_err());
     }

@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 
 use super::Pair;
+use crate::count::Spans;
 
 /// Merges that touch at least this many spans are applied in parallel.
 pub(super) const PARALLEL_SPANS: usize = 2048;
@@ -44,11 +45,11 @@ pub(super) struct SpanTable {
 
 impl SpanTable {
     /// Spans shorter than two bytes hold no pair and are left out.
-    pub(super) fn new(spans: Vec<(Box<[u8]>, u64)>) -> Self {
-        let spans: Vec<_> = spans.into_iter().filter(|(bytes, n)| bytes.len() >= 2 && *n > 0).collect();
-        let total = spans.iter().map(|(b, _)| b.len()).sum();
-        let mut table = SpanTable { tokens: Vec::with_capacity(total), meta: Vec::with_capacity(spans.len()) };
-        for (bytes, n) in spans {
+    pub(super) fn new(spans: &Spans) -> Self {
+        let kept = || spans.iter().filter(|(bytes, n)| bytes.len() >= 2 && *n > 0);
+        let total = kept().map(|(b, _)| b.len()).sum();
+        let mut table = SpanTable { tokens: Vec::with_capacity(total), meta: Vec::with_capacity(kept().count()) };
+        for (bytes, n) in kept() {
             table.meta.push(SpanMeta { start: table.tokens.len(), count: n as i64, len: bytes.len() as u32 });
             table.tokens.extend(bytes.iter().map(|&b| u32::from(b)));
         }

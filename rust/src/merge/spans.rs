@@ -185,7 +185,12 @@ impl Neighbours {
 pub fn merge_in_span(tokens: &mut [u32], pair: Pair, token: u32, mut on_neighbour: impl FnMut(Neighbour)) -> usize {
     let (a, b) = pair;
     let n = tokens.len();
-    let (mut read, mut write) = (0, 0);
+    // Up to the first occurrence nothing changes: find it without writing (many spans visited
+    // hold the pair once, or no longer hold it at all).
+    let Some(first) = tokens.windows(2).position(|w| w[0] == a && w[1] == b) else {
+        return n;
+    };
+    let (mut read, mut write) = (first, first);
     while read < n {
         if read + 1 < n && tokens[read] == a && tokens[read + 1] == b {
             // `write - 1` is already the merged output; `read + 2` is still the input.

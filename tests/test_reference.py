@@ -167,6 +167,16 @@ def test_train_matches_reference_larger_corpora(corpus, pattern):
     assert_same_as_reference(corpus, 600, pattern)
 
 
+@settings(max_examples=10, **SETTINGS)
+@given(corpus=S.corpora(max_distinct=30, max_repeat=8, max_pieces=25))
+def test_train_matches_reference_either_side_of_two_byte_ids(corpus):
+    # Up to 65536 tokens the merge loop keeps token ids in 16 bits, past that in 32. These
+    # corpora run out of pairs long before either size, so both learn every merge there is.
+    small, _ = assert_same_as_reference(corpus, 65536, None)
+    big, _ = assert_same_as_reference(corpus, 65537, None)
+    assert small == big
+
+
 def test_train_matches_reference_exhaustive_small_domain():
     # Every corpus of one or two distinct words over {a, b} of length 1..5, each occurring once
     # or twice: 7,688 corpora, trained to completion.

@@ -29,7 +29,7 @@ use crate::{Error, Vocab};
 mod lists;
 mod spans;
 
-pub use spans::{merge_in_span, Neighbour};
+pub use spans::{merge_in_span, Neighbour, TokenId};
 use lists::{ListAt, Lists, EMPTY};
 use spans::{Neighbours, SpanTable};
 
@@ -146,8 +146,8 @@ impl Tally {
 }
 
 /// The merge loop's state: the spans, and what is known of every pair.
-struct Loop {
-    spans: SpanTable,
+struct Loop<T> {
+    spans: SpanTable<T>,
     pairs: FxHashMap<PairKey, PairStats>,
     lists: Lists,
     heap: OctonaryHeap<Candidate>,
@@ -161,18 +161,18 @@ struct Loop {
     shrunk: Vec<PairKey>,
 }
 
-impl Loop {
+impl<T: TokenId> Loop<T> {
     fn new(spans: Spans) -> Self {
-        let spans = SpanTable::new(&spans);
+        let spans = SpanTable::<T>::new(&spans);
         // Two passes: count each pair and its spans, so that each list gets its block once,
         // then fill the lists.
         let mut pairs: FxHashMap<PairKey, PairStats> = FxHashMap::default();
         let mut last_span: FxHashMap<PairKey, (u32, usize)> = FxHashMap::default();
         for id in 0..spans.len() as u32 {
             for w in spans.tokens(id).windows(2) {
-                let stats = pairs.entry(key((w[0], w[1]))).or_default();
+                let stats = pairs.entry(key((w[0].get(), w[1].get()))).or_default();
                 stats.count += spans.count(id);
-                let seen = last_span.entry(key((w[0], w[1]))).or_insert((u32::MAX, 0));
+                let seen = last_span.entry(key((w[0].get(), w[1].get()))).or_insert((u32::MAX, 0));
                 if seen.0 != id {
                     *seen = (id, seen.1 + 1);
                 }
@@ -190,7 +190,7 @@ impl Loop {
         }
         for id in 0..spans.len() as u32 {
             for w in spans.tokens(id).windows(2) {
-                let pair = key((w[0], w[1]));
+                let pair = key((w[0].get(), w[1].get()));
                 if let (Some(stats), Some(seen)) = (pairs.get(&pair), last_span.get_mut(&pair)) {
                     if seen.0 != id {
                         lists.set(stats.spans, seen.1, id);
@@ -318,12 +318,24 @@ impl Loop {
 pub fn learn(
     spans: Spans,
     options: &LearnOptions,
-    mut on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
+    on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
     check_total(&spans)?;
+    // Token ids are below vocab_size: 2^16 of them fit in a u16.
+    if options.vocab_size <= 1 << 16 {
+        Ok(run(Loop::<u16>::new(spans), options, on_merge))
+    } else {
+        Ok(run(Loop::<u32>::new(spans), options, on_merge))
+    }
+}
+
+fn run<T: TokenId>(
+    mut state: Loop<T>,
+    options: &LearnOptions,
+    mut on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
+) -> Learned {
     let mut vocab = Vocab::bytes();
     let mut merges = Vec::new();
-    let mut state = Loop::new(spans);
     while vocab.len() < options.vocab_size {
         let Some((pair, count)) = state.best() else { break };
         if count < options.min_frequency {
@@ -338,7 +350,7 @@ pub fn learn(
             break;
         }
     }
-    Ok(Learned { vocab, merges })
+    Learned { vocab, merges }
 }
 
 /// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
@@ -458,7 +470,9 @@ mod tests {
     fn merges_equal_the_naive_loop() {
         for seed in 0..300 {
             let spans = corpus(seed);
-            for vocab_size in [256, 260, 300] {
+            // Past 2^16 the span table holds u32 token ids instead of u16 (these corpora run out
+            // of pairs long before).
+            for vocab_size in [256, 260, 300, 70_000] {
                 assert_eq!(learn_all(&spans, vocab_size), naive(&spans, vocab_size), "seed {seed}");
             }
         }

@@ -26,6 +26,38 @@ fn prefetch<T>(p: *const T) {
     let _ = p;
 }
 
+/// How the span table stores token ids: `u16` when the vocabulary fits (half the memory, and
+/// half the cache misses, of `u32`), `u32` otherwise.
+pub trait TokenId: Copy + Eq + Send + Sync + 'static {
+    /// `id`, which the caller knows to fit.
+    fn new(id: u32) -> Self;
+    fn get(self) -> u32;
+}
+
+impl TokenId for u16 {
+    #[inline(always)]
+    fn new(id: u32) -> Self {
+        id as u16
+    }
+
+    #[inline(always)]
+    fn get(self) -> u32 {
+        u32::from(self)
+    }
+}
+
+impl TokenId for u32 {
+    #[inline(always)]
+    fn new(id: u32) -> Self {
+        id
+    }
+
+    #[inline(always)]
+    fn get(self) -> u32 {
+        self
+    }
+}
+
 /// Where a span lives in the flat token array, its current length, and its count: one struct,
 /// so visiting a span touches one place in memory.
 #[derive(Clone, Copy)]
@@ -38,12 +70,12 @@ struct SpanMeta {
 /// The spans with at least one pair, each with its count. Span `i` lives in
 /// `tokens[start..start + len]`; merges only shorten spans, in place, so the tokens of spans
 /// that are merged together lie close together in memory.
-pub(super) struct SpanTable {
-    tokens: Vec<u32>,
+pub(super) struct SpanTable<T> {
+    tokens: Vec<T>,
     meta: Vec<SpanMeta>,
 }
 
-impl SpanTable {
+impl<T: TokenId> SpanTable<T> {
     /// Spans shorter than two bytes hold no pair and are left out.
     pub(super) fn new(spans: &Spans) -> Self {
         let kept = || spans.iter().filter(|(bytes, n)| bytes.len() >= 2 && *n > 0);
@@ -51,7 +83,7 @@ impl SpanTable {
         let mut table = SpanTable { tokens: Vec::with_capacity(total), meta: Vec::with_capacity(kept().count()) };
         for (bytes, n) in kept() {
             table.meta.push(SpanMeta { start: table.tokens.len(), count: n as i64, len: bytes.len() as u32 });
-            table.tokens.extend(bytes.iter().map(|&b| u32::from(b)));
+            table.tokens.extend(bytes.iter().map(|&b| T::new(u32::from(b))));
         }
         table
     }
@@ -73,7 +105,7 @@ impl SpanTable {
         self.meta.len()
     }
 
-    pub(super) fn tokens(&self, id: u32) -> &[u32] {
+    pub(super) fn tokens(&self, id: u32) -> &[T] {
         let m = self.meta[id as usize];
         &self.tokens[m.start..m.start + m.len as usize]
     }
@@ -154,7 +186,7 @@ pub(super) struct Neighbours {
 }
 
 impl Neighbours {
-    fn merge_span(&mut self, tokens: &mut [u32], meta: &mut SpanMeta, id: u32, pair: Pair, token: u32) {
+    fn merge_span<T: TokenId>(&mut self, tokens: &mut [T], meta: &mut SpanMeta, id: u32, pair: Pair, token: u32) {
         let n = meta.count;
         meta.len = merge_in_span(tokens, pair, token, |side| match side {
             Neighbour::Left(x) => self.left.push((x, id, n)),
@@ -182,8 +214,10 @@ impl Neighbours {
 /// Replaces each non-overlapping occurrence of `pair` in `tokens`, left to right, by `token`,
 /// reporting the neighbours of each replaced occurrence. The merged span is written to the
 /// front of `tokens`; returns its length.
-pub fn merge_in_span(tokens: &mut [u32], pair: Pair, token: u32, mut on_neighbour: impl FnMut(Neighbour)) -> usize {
-    let (a, b) = pair;
+///
+/// Token ids are `u32` or `u16` ([`TokenId`]); `pair` and `token` must fit the latter.
+pub fn merge_in_span<T: TokenId>(tokens: &mut [T], pair: Pair, token: u32, mut on_neighbour: impl FnMut(Neighbour)) -> usize {
+    let (a, b, token_id) = (T::new(pair.0), T::new(pair.1), T::new(token));
     let n = tokens.len();
     // Up to the first occurrence nothing changes: find it without writing (many spans visited
     // hold the pair once, or no longer hold it at all).
@@ -195,12 +229,12 @@ pub fn merge_in_span(tokens: &mut [u32], pair: Pair, token: u32, mut on_neighbou
         if read + 1 < n && tokens[read] == a && tokens[read + 1] == b {
             // `write - 1` is already the merged output; `read + 2` is still the input.
             if write > 0 {
-                on_neighbour(Neighbour::Left(tokens[write - 1]));
+                on_neighbour(Neighbour::Left(tokens[write - 1].get()));
             }
             if read + 2 < n {
-                on_neighbour(Neighbour::Right(tokens[read + 2]));
+                on_neighbour(Neighbour::Right(tokens[read + 2].get()));
             }
-            tokens[write] = token;
+            tokens[write] = token_id;
             read += 2;
         } else {
             tokens[write] = tokens[read];

@@ -108,6 +108,9 @@ impl Default for PairStats {
 /// How much the heap's floor drops when the heap runs out of pairs above it.
 const FLOOR_STEP: u64 = 8;
 
+/// A neighbour's span list in the tally keeps its memory between merges up to this capacity.
+const TALLY_KEEP: usize = 256;
+
 /// Per-token scratch space that sums a merge's events without hashing each one.
 #[derive(Default)]
 struct Tally {
@@ -133,14 +136,18 @@ impl Tally {
     }
 
     /// Calls `f(neighbour, sum, spans)` once per neighbour added since the last call, then
-    /// empties the sums. The lists keep their memory for the next merge, so summing allocates
-    /// only when a neighbour shows more spans than ever before.
+    /// empties the sums. The lists keep their memory for the next merge (up to `TALLY_KEEP`
+    /// ids), so summing seldom allocates.
     fn drain(&mut self, mut f: impl FnMut(u32, i64, &[u32])) {
         let Tally { count, spans, touched } = self;
         for x in touched.drain(..) {
             let list = &mut spans[x as usize];
             f(x, std::mem::take(&mut count[x as usize]), list);
             list.clear();
+            // The first merges' long lists would otherwise hold their memory to the end.
+            if list.capacity() > TALLY_KEEP {
+                *list = Vec::new();
+            }
         }
     }
 }

@@ -144,27 +144,6 @@ impl ShortOrLong<'_> {
             ShortOrLong::Long(b) => b.len(),
         }
     }
-
-    /// Compares the spans' bytes.
-    fn cmp_bytes(&self, other: &Self) -> std::cmp::Ordering {
-        let (x, y) = (self.to_le_bytes(), other.to_le_bytes());
-        let a = match self {
-            ShortOrLong::Short(k) => &x[..short_len(*k)],
-            ShortOrLong::Long(b) => b,
-        };
-        let b = match other {
-            ShortOrLong::Short(k) => &y[..short_len(*k)],
-            ShortOrLong::Long(b) => b,
-        };
-        a.cmp(b)
-    }
-
-    fn to_le_bytes(&self) -> [u8; 16] {
-        match self {
-            ShortOrLong::Short(k) => k.to_le_bytes(),
-            ShortOrLong::Long(_) => [0; 16],
-        }
-    }
 }
 
 /// Packs a span of at most 15 bytes into a `u128`: byte `i` of the span in byte `i` (little
@@ -340,33 +319,34 @@ impl SpanCounts {
     }
 
     /// The spans and their counts, sorted by span bytes so that everything downstream is
-    /// independent of hash order. The threads' tables are joined two by two, in parallel, each
-    /// join emptying the smaller table into the larger (and freeing it) before the next.
+    /// independent of hash order. Each thread's table becomes a sorted flat list (in parallel,
+    /// freeing the table before sorting), then the lists are merged two by two, summing the
+    /// counts of spans that several threads saw. No step holds more than two copies of the
+    /// spans.
     pub fn into_sorted(self) -> Spans {
-        let Some(joined) = self.tables.into_par_iter().reduce_with(|a, b| {
-            let (mut into, from) = if a.len() >= b.len() { (a, b) } else { (b, a) };
-            for (k, n) in from.short {
-                let c = into.short.entry(k).or_insert(0);
-                *c = c.saturating_add(n);
-            }
-            for (k, n) in from.long {
-                let c = into.long.entry(k).or_insert(0);
-                *c = c.saturating_add(n);
-            }
-            into
-        }) else {
-            return Spans::default();
-        };
-        let mut order: Vec<(ShortOrLong<'_>, u64)> = joined.iter().filter(|&(_, n)| n > 0).collect();
-        order.par_sort_unstable_by(|a, b| a.0.cmp_bytes(&b.0));
-        let mut spans = Spans::with_capacity(order.len(), order.iter().map(|(s, _)| s.len()).sum());
-        for (span, n) in order {
+        self.tables.into_par_iter().map(Table::into_sorted).reduce_with(Spans::merge).unwrap_or_default()
+    }
+}
+
+impl Table {
+    fn into_sorted(self) -> Spans {
+        let live = || self.iter().filter(|&(_, n)| n > 0);
+        let mut unsorted = Spans::with_capacity(live().count(), live().map(|(span, _)| span.len()).sum());
+        for (span, n) in live() {
             match span {
-                ShortOrLong::Short(k) => spans.push(&k.to_le_bytes()[..short_len(k)], n),
-                ShortOrLong::Long(b) => spans.push(b, n),
+                ShortOrLong::Short(k) => unsorted.push(&k.to_le_bytes()[..short_len(k)], n),
+                ShortOrLong::Long(b) => unsorted.push(b, n),
             }
         }
-        spans
+        drop(self);
+        let mut order: Vec<usize> = (0..unsorted.len()).collect();
+        order.sort_unstable_by(|&a, &b| unsorted.get(a).0.cmp(unsorted.get(b).0));
+        let mut sorted = Spans::with_capacity(unsorted.len(), unsorted.bytes.len());
+        for i in order {
+            let (span, n) = unsorted.get(i);
+            sorted.push(span, n);
+        }
+        sorted
     }
 }
 
@@ -404,6 +384,39 @@ impl Spans {
     pub fn get(&self, i: usize) -> (&[u8], u64) {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         (&self.bytes[start..self.ends[i]], self.counts[i])
+    }
+
+    /// Merges two lists sorted by bytes into one, adding the counts of spans in both
+    /// (saturating at `u64::MAX`).
+    fn merge(a: Spans, b: Spans) -> Spans {
+        let mut merged = Spans::with_capacity(a.len() + b.len(), a.bytes.len() + b.bytes.len());
+        let (mut i, mut j) = (0, 0);
+        while i < a.len() || j < b.len() {
+            let order = match (i < a.len(), j < b.len()) {
+                (true, true) => a.get(i).0.cmp(b.get(j).0),
+                (true, false) => std::cmp::Ordering::Less,
+                _ => std::cmp::Ordering::Greater,
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    let (span, n) = a.get(i);
+                    merged.push(span, n);
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    let (span, n) = b.get(j);
+                    merged.push(span, n);
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    let (span, n) = a.get(i);
+                    merged.push(span, n.saturating_add(b.get(j).1));
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        merged
     }
 
     /// The spans and their counts, in order.

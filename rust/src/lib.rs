@@ -21,6 +21,11 @@ pub mod vocab;
 #[cfg(feature = "python")]
 mod python;
 
+/// The extension module's allocator: large blocks mapped and unmapped directly (see [`memory`]).
+#[cfg(feature = "python")]
+#[global_allocator]
+static ALLOCATOR: memory::Allocator = memory::Allocator;
+
 pub use count::SpanCounts;
 pub use error::Error;
 pub use merge::{learn, LearnOptions, Merge, Pair};

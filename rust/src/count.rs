@@ -272,6 +272,23 @@ impl SpanCounts {
         counted
     }
 
+    /// Splits every text of a batch and adds its spans on the calling thread alone, leaving the
+    /// pool's threads (and cores) to others: for when whoever feeds the batches is slower than
+    /// counting them. The same counts as [`SpanCounts::add_batch`].
+    pub fn add_batch_here(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        if self.tables.is_empty() {
+            self.tables.push(Table::default());
+        }
+        let Some(table) = self.tables.first_mut() else { return Ok(()) };
+        for i in 0..batch.len() {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            splitter.for_each_span(batch.get(i), |span| table.add(span.as_bytes(), 1))?;
+        }
+        Ok(())
+    }
+
     /// Splits and counts a few texts (see [`SpanCounts::add_batch`]); for tests and small inputs.
     pub fn add_texts<T: AsRef<str>>(&mut self, texts: &[T], splitter: &Splitter) -> Result<(), Error> {
         let mut batch = Batch::new();
@@ -490,8 +507,14 @@ mod tests {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
             let mut counts = SpanCounts::new();
             pool.install(|| {
-                for chunk in texts.chunks(700) {
-                    counts.add_texts(chunk, &splitter).unwrap();
+                for (k, chunk) in texts.chunks(700).enumerate() {
+                    if k % 3 == 1 {
+                        let mut batch = Batch::new();
+                        chunk.iter().for_each(|t| batch.push(t));
+                        counts.add_batch_here(&batch, &splitter, &AtomicBool::new(false)).unwrap();
+                    } else {
+                        counts.add_texts(chunk, &splitter).unwrap();
+                    }
                 }
             });
             assert!(counts.len_at_least() <= counts.len());

@@ -402,10 +402,22 @@ impl Trainer {
         // Python fills batch k+1 on this thread while a worker counts batch k without the GIL.
         let (to_worker, batches) = mpsc::sync_channel::<Batch>(1);
         let counts = std::thread::scope(|scope| -> PyResult<SpanCounts> {
-            let worker = scope.spawn(|| -> Result<SpanCounts, Error> {
+            let (splitter, stop, spans_seen) = (&splitter, &stop, &spans_seen);
+            let worker = scope.spawn(move || -> Result<SpanCounts, Error> {
                 let mut counts = SpanCounts::new();
-                for batch in batches {
-                    in_pool(pool, || counts.add_batch(&batch, &splitter, &stop))?;
+                let mut waiting = None;
+                while let Some(batch) = waiting.take().or_else(|| batches.recv().ok()) {
+                    // The next batch already waiting means Python feeds faster than this
+                    // counts: count on every thread. Otherwise Python is the slower side, and
+                    // counting on this thread alone leaves it a core (with all of them busy,
+                    // Python would get less than one).
+                    match batches.try_recv() {
+                        Err(mpsc::TryRecvError::Empty) => counts.add_batch_here(&batch, splitter, stop)?,
+                        next => {
+                            waiting = next.ok();
+                            in_pool(pool, || counts.add_batch(&batch, splitter, stop))?;
+                        }
+                    }
                     spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
                 }
                 Ok(counts)

@@ -21,6 +21,7 @@ use std::cmp::Ordering;
 use std::ops::ControlFlow;
 
 use dary_heap::OctonaryHeap;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::count::Spans;
@@ -171,39 +172,52 @@ struct Loop<T> {
 impl<T: TokenId> Loop<T> {
     fn new(spans: Spans) -> Self {
         let spans = SpanTable::<T>::new(&spans);
-        // Two passes: count each pair and its spans, so that each list gets its block once,
-        // then fill the lists.
-        let mut pairs: FxHashMap<PairKey, PairStats> = FxHashMap::default();
-        let mut last_span: FxHashMap<PairKey, (u32, usize)> = FxHashMap::default();
-        for id in 0..spans.len() as u32 {
-            for w in spans.tokens(id).windows(2) {
-                let stats = pairs.entry(key((w[0].get(), w[1].get()))).or_default();
-                stats.count += spans.count(id);
-                let seen = last_span.entry(key((w[0].get(), w[1].get()))).or_insert((u32::MAX, 0));
-                if seen.0 != id {
-                    *seen = (id, seen.1 + 1);
-                }
-            }
-        }
-        let mut lists = Lists::default();
-        for (pair, (_, n)) in &last_span {
-            if let Some(stats) = pairs.get_mut(pair) {
-                stats.spans = lists.exact(*n);
-            }
-        }
-        // Fill them in the same order, counting each list's ids again.
-        for seen in last_span.values_mut() {
-            *seen = (u32::MAX, 0);
-        }
-        for id in 0..spans.len() as u32 {
-            for w in spans.tokens(id).windows(2) {
-                let pair = key((w[0].get(), w[1].get()));
-                if let (Some(stats), Some(seen)) = (pairs.get(&pair), last_span.get_mut(&pair)) {
-                    if seen.0 != id {
-                        lists.set(stats.spans, seen.1, id);
-                        *seen = (id, seen.1 + 1);
+        // Every pair of the spans as given is a pair of bytes: count them in a dense 256 x 256
+        // table rather than a hash map. Each list gets one block of exactly its length (spans
+        // are counted once per pair, however often they hold it), then is filled in span order.
+        let byte_pair = |w: &[T]| (w[0].get() as usize) << 8 | w[1].get() as usize;
+        let parts = rayon::current_num_threads().max(1);
+        let per_part = (spans.len() / parts).max(1 << 14);
+        let dense = (0..spans.len().div_ceil(per_part))
+            .into_par_iter()
+            .map(|part| {
+                let mut dense = vec![(0i64, 0usize, u32::MAX); 1 << 16];
+                for id in (part * per_part) as u32..(((part + 1) * per_part).min(spans.len())) as u32 {
+                    for w in spans.tokens(id).windows(2) {
+                        let (count, holders, last) = &mut dense[byte_pair(w)];
+                        *count += spans.count(id);
+                        if *last != id {
+                            (*holders, *last) = (*holders + 1, id);
+                        }
                     }
                 }
+                dense
+            })
+            .reduce_with(|mut a, b| {
+                for (x, y) in a.iter_mut().zip(b) {
+                    (x.0, x.1) = (x.0 + y.0, x.1 + y.1);
+                }
+                a
+            })
+            .unwrap_or_default();
+        let mut lists = Lists::default();
+        let mut filling: Vec<(ListAt, usize, u32)> = dense
+            .iter()
+            .map(|&(_, holders, _)| if holders > 0 { (lists.exact(holders), 0, u32::MAX) } else { (EMPTY, 0, u32::MAX) })
+            .collect();
+        for id in 0..spans.len() as u32 {
+            for w in spans.tokens(id).windows(2) {
+                let (list, filled, last) = &mut filling[byte_pair(w)];
+                if *last != id {
+                    lists.set(*list, *filled, id);
+                    (*filled, *last) = (*filled + 1, id);
+                }
+            }
+        }
+        let mut pairs: FxHashMap<PairKey, PairStats> = FxHashMap::default();
+        for (pair, (&(count, _, _), &(spans, _, _))) in dense.iter().zip(&filling).enumerate() {
+            if count > 0 {
+                pairs.insert(key(((pair >> 8) as u32, (pair & 0xff) as u32)), PairStats { count, spans });
             }
         }
         let heap = pairs.iter().map(|(&pair, s)| Candidate { count: s.count as u64, pair }).collect::<Vec<_>>().into();

@@ -161,8 +161,11 @@ impl<T: TokenId> SpanTable<T> {
                 }
                 Some(found)
             })
-            .reduce(Neighbours::default, Neighbours::absorb);
-        found.absorb_from(joined);
+            .collect::<Vec<_>>();
+        // In block order, each event copied once.
+        for block in joined {
+            found.absorb_from(block);
+        }
     }
 }
 
@@ -195,11 +198,6 @@ impl Neighbours {
     }
 
     /// Adds `later`'s events, which come from spans after all of `self`'s.
-    fn absorb(mut self, later: Neighbours) -> Neighbours {
-        self.absorb_from(later);
-        self
-    }
-
     fn absorb_from(&mut self, mut later: Neighbours) {
         self.left.append(&mut later.left);
         self.right.append(&mut later.right);

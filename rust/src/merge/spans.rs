@@ -6,7 +6,7 @@ use super::Pair;
 use crate::count::Spans;
 
 /// Merges that touch at least this many spans are applied in parallel.
-pub(super) const PARALLEL_SPANS: usize = 2048;
+pub(super) const PARALLEL_SPANS: usize = 8192;
 /// Spans per parallel task.
 pub(super) const SPANS_PER_TASK: usize = 4096;
 

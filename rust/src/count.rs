@@ -356,10 +356,18 @@ impl Table {
             }
         }
         drop(self);
-        let mut order: Vec<usize> = (0..unsorted.len()).collect();
-        order.sort_unstable_by(|&a, &b| unsorted.get(a).0.cmp(unsorted.get(b).0));
+        // Sort by the first 8 bytes as one big-endian integer (zero-padded, which orders like
+        // the bytes up to ties such as "a" vs "a\0"), comparing whole spans only on ties.
+        let prefix = |span: &[u8]| {
+            let mut head = [0u8; 8];
+            let n = span.len().min(8);
+            head[..n].copy_from_slice(&span[..n]);
+            u64::from_be_bytes(head)
+        };
+        let mut order: Vec<(u64, usize)> = (0..unsorted.len()).map(|i| (prefix(unsorted.get(i).0), i)).collect();
+        order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| unsorted.get(a.1).0.cmp(unsorted.get(b.1).0)));
         let mut sorted = Spans::with_capacity(unsorted.len(), unsorted.bytes.len());
-        for i in order {
+        for (_, i) in order {
             let (span, n) = unsorted.get(i);
             sorted.push(span, n);
         }

@@ -357,9 +357,10 @@ impl Trainer {
     /// and arrays are cheap ways to hand over batches; an array's strings are copied straight
     /// from its buffers, without a Python str per text, and its null entries are skipped (each
     /// non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
-    /// (more while a batch holds under 4 MiB of text, fewer once it holds 64 MiB) and split and
-    /// counted on all threads without the GIL, while the next batch is pulled; the iterable is
-    /// consumed once and never held whole.
+    /// (more while a batch holds under 1 MiB of text, fewer once it holds 8 MiB) and split and
+    /// counted without the GIL while the next batch is pulled: on one thread while pulling is
+    /// the slower side (Python keeps a core), on all of them once batches queue up. The
+    /// iterable is consumed once and never held whole.
     /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
     /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given, replaces
     /// the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:

@@ -343,7 +343,9 @@ pub fn learn(
 ) -> Result<Learned, Error> {
     check_total(&spans)?;
     // Token ids are below vocab_size: 2^16 of them fit in a u16.
-    if options.vocab_size <= 1 << 16 {
+    if options.vocab_size <= 256 {
+        Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
+    } else if options.vocab_size <= 1 << 16 {
         Ok(run(Loop::<u16>::new(spans), options, on_merge))
     } else {
         Ok(run(Loop::<u32>::new(spans), options, on_merge))

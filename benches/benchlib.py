@@ -269,6 +269,23 @@ def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192)
     return w1 - w0, c1 - c0, ranks, extra
 
 
+BATCH_FEEDS = ("list", "arrow")
+
+
+def _batches(texts: list, feed: str, size: int = 65536) -> list:
+    """Preloaded texts regrouped for bpeforge, which also takes batches: lists of `size` str
+    ("list"), or pyarrow string arrays of `size` texts ("arrow", read by Rust through the Arrow C
+    Data Interface without a Python str per text)."""
+    chunks = [texts[i:i + size] for i in range(0, len(texts), size)]
+    if feed == "list":
+        return chunks
+    if feed == "arrow":
+        import pyarrow as pa
+
+        return [pa.array(c, type=pa.large_string()) for c in chunks]
+    raise ValueError(f"unknown batch feed {feed!r}; known: {', '.join(BATCH_FEEDS)}")
+
+
 def _clock():
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return time.perf_counter(), ru.ru_utime + ru.ru_stime
@@ -286,6 +303,8 @@ def child_main(cfg_path: str) -> None:
     it = corpus_iter(cfg["corpus"], st)
     if cfg.get("preload"):
         it = list(it)
+        if cfg.get("batch_feed") and name == "bpeforge":
+            it = _batches(it, cfg["batch_feed"])
     base_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     secs, cpu, ranks, extra = train(name, iter(it), cfg["vocab_size"], cfg["pattern"], cfg.get("buffer_size", 8192))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -325,12 +344,12 @@ def run_rounds(names: list, repeat: int, run_one) -> dict:
 
 
 def run_child(trainer: str, corpus: dict, vocab_size: int, pattern: str, workdir: str, tag: str,
-              preload: bool = False, buffer_size: int = 8192, env=None) -> dict:
+              preload: bool = False, buffer_size: int = 8192, env=None, batch_feed: str = None) -> dict:
     """Runs one training in a fresh process, waits for it (os.wait4) and returns its result dict,
     with "ranks_path" and the parent's view of the child's rusage. On failure: {"error": ...}."""
     cfg = {
         "trainer": trainer, "corpus": corpus, "vocab_size": vocab_size, "pattern": pattern,
-        "preload": preload, "buffer_size": buffer_size,
+        "preload": preload, "buffer_size": buffer_size, "batch_feed": batch_feed,
         "ranks_out": os.path.join(workdir, f"{tag}.tiktoken"),
         "result_out": os.path.join(workdir, f"{tag}.json"),
     }

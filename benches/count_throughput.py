@@ -6,6 +6,7 @@ fresh process, one after the other.
 
     python benches/count_throughput.py --corpus /root/corpus/kernel-docs.txt
     python benches/count_throughput.py --stdlib --patterns gpt4,o200k_base --repeat 3
+    python benches/count_throughput.py --corpus /root/corpus/kernel-docs.txt --feed arrow --only bpeforge
 
 By default the corpus is read into memory before the clock starts (--stream to time reading too).
 MB/s = corpus bytes / wall seconds; MB/s/core = MB/s / nproc; MB/CPU-s = corpus bytes / (user+sys).
@@ -36,7 +37,12 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=1, help="runs per (pattern, trainer), round-robin; medians shown")
     ap.add_argument("--stream", action="store_true", help="stream the corpus inside the timed call instead of preloading it")
     ap.add_argument("--buffer-size", type=int, default=8192)
+    ap.add_argument("--feed", choices=("str",) + bl.BATCH_FEEDS, default="str",
+                    help="how bpeforge gets the preloaded texts: one str each (default, as rustbpe), lists of "
+                         "65536 str, or pyarrow string arrays of 65536 texts (no Python str per text)")
     args = ap.parse_args(argv)
+    if args.feed != "str" and args.stream:
+        ap.error("--feed list/arrow regroups preloaded texts: not with --stream")
 
     pats = [p.strip() for p in args.patterns.split(",") if p.strip()]
     for p in pats:
@@ -54,7 +60,8 @@ def main(argv=None):
     for line in bl.machine_info():
         print(line)
     print(f"corpus: {bl.describe_corpus(corpus)} ({'streamed' if args.stream else 'preloaded'})")
-    print(f"vocab_size 256 (no merges); patterns: {', '.join(pats)}; trainers: {', '.join(names)}; repeat {args.repeat}")
+    print(f"vocab_size 256 (no merges); patterns: {', '.join(pats)}; trainers: {', '.join(names)}; repeat {args.repeat}; "
+          f"bpeforge fed {args.feed} (rustbpe: str)")
     print(flush=True)
 
     workdir = tempfile.mkdtemp(prefix="bpeforge-count-")
@@ -65,7 +72,8 @@ def main(argv=None):
             for p in pats:
                 for n in names:
                     r = bl.run_child(n, corpus, 256, bpeforge.PATTERNS[p], workdir, f"{n}-{p}-{k}",
-                                     preload=not args.stream, buffer_size=args.buffer_size)
+                                     preload=not args.stream, buffer_size=args.buffer_size,
+                                     batch_feed=None if args.feed == "str" else args.feed)
                     res.setdefault((p, n), []).append(r)
                     if "error" in r:
                         failed = True

@@ -406,18 +406,23 @@ impl Trainer {
             let (splitter, stop, spans_seen) = (&splitter, &stop, &spans_seen);
             let worker = scope.spawn(move || -> Result<SpanCounts, Error> {
                 let mut counts = SpanCounts::new();
-                let mut waiting = None;
-                while let Some(batch) = waiting.take().or_else(|| batches.recv().ok()) {
-                    // The next batch already waiting means Python feeds faster than this
-                    // counts: count on every thread. Otherwise Python is the slower side, and
-                    // counting on this thread alone leaves it a core (with all of them busy,
-                    // Python would get less than one).
-                    match batches.try_recv() {
-                        Err(mpsc::TryRecvError::Empty) => counts.add_batch_here(&batch, splitter, stop)?,
-                        next => {
-                            waiting = next.ok();
-                            in_pool(pool, || counts.add_batch(&batch, splitter, stop))?;
-                        }
+                loop {
+                    // A batch already waiting when this thread is done with the last one means
+                    // Python feeds faster than this counts: count on every thread. Otherwise
+                    // Python is the slower side, and counting on this thread alone leaves it a
+                    // core (with all of them busy, Python would get less than one).
+                    let (batch, ready) = match batches.try_recv() {
+                        Ok(batch) => (batch, true),
+                        Err(mpsc::TryRecvError::Disconnected) => break,
+                        Err(mpsc::TryRecvError::Empty) => match batches.recv() {
+                            Ok(batch) => (batch, false),
+                            Err(_) => break,
+                        },
+                    };
+                    if ready {
+                        in_pool(pool, || counts.add_batch(&batch, splitter, stop))?;
+                    } else {
+                        counts.add_batch_here(&batch, splitter, stop)?;
                     }
                     spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
                 }

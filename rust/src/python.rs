@@ -308,13 +308,17 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
 /// Adds the text(s) of one iterator item to `batch`: a str, a list of str, or an Arrow string
 /// array (its non-null entries).
 fn push_texts(item: &Bound<'_, PyAny>, position: u64, batch: &mut Batch) -> PyResult<()> {
+    // A str first: most iterators yield one per text, and this runs once per item.
+    if item.is_instance_of::<PyString>() {
+        return push_text(item, || format!("item {position} of the iterator"), "str", batch);
+    }
     if let Ok(list) = item.cast::<PyList>() {
         for (i, text) in list.iter().enumerate() {
             push_text(&text, || format!("item {position}[{i}] of the iterator"), "str", batch)?;
         }
         return Ok(());
     }
-    if !item.is_instance_of::<PyString>() && arrow::is_array(item)? {
+    if arrow::is_array(item)? {
         return arrow::push_array(item, &position.to_string(), batch);
     }
     push_text(item, || format!("item {position} of the iterator"), "str, a list of str or an Arrow string array", batch)

@@ -4,7 +4,7 @@ use ahash::AHashMap;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rayon::prelude::*;
 
@@ -182,36 +182,52 @@ fn short_bytes(key: &u128) -> Vec<u8> {
     key.to_le_bytes()[..short_len(*key)].to_vec()
 }
 
-/// The hash of a short key: one folded multiply of its two halves (as foldhash does), so every
-/// bit of the key reaches the bits a hash table uses.
+/// The hash of a short key: one folded multiply of its two halves, each mixed with a seed (as
+/// foldhash does), so every bit of the key reaches the bits a hash table uses.
 #[inline]
-fn hash_short(key: u128) -> u64 {
-    let product = u128::from(key as u64 ^ 0x243f_6a88_85a3_08d3).wrapping_mul(u128::from((key >> 64) as u64 ^ 0x1319_8a2e_0370_7344));
+fn hash_short(key: u128, seeds: (u64, u64)) -> u64 {
+    let product = u128::from(key as u64 ^ seeds.0).wrapping_mul(u128::from((key >> 64) as u64 ^ seeds.1));
     (product as u64) ^ ((product >> 64) as u64)
 }
 
-/// Hashes [`short_key`]s with [`hash_short`]. (No seed: the keys are the corpus's spans, and a
-/// table of them is only ever looked up, never exposed.)
-#[derive(Debug, Clone, Copy, Default)]
-struct ShortKeys;
+/// Hashes [`short_key`]s with [`hash_short`], seeded once per process at random: spans are the
+/// user's data (and `train_from_counts` takes any bytes), so no input may be chosen to make them
+/// collide. The seed changes only the tables' inner order, never a result.
+#[derive(Debug, Clone, Copy)]
+struct ShortKeys {
+    seeds: (u64, u64),
+}
 
-#[derive(Default)]
-struct ShortKeyHasher(u64);
+impl Default for ShortKeys {
+    fn default() -> Self {
+        static SEEDS: OnceLock<(u64, u64)> = OnceLock::new();
+        let seeds = *SEEDS.get_or_init(|| {
+            let random = std::collections::hash_map::RandomState::new();
+            (random.hash_one(1u8), random.hash_one(2u8))
+        });
+        Self { seeds }
+    }
+}
+
+struct ShortKeyHasher {
+    seeds: (u64, u64),
+    hash: u64,
+}
 
 impl Hasher for ShortKeyHasher {
     fn finish(&self) -> u64 {
-        self.0
+        self.hash
     }
 
     #[inline]
     fn write_u128(&mut self, key: u128) {
-        self.0 = hash_short(key);
+        self.hash = hash_short(key, self.seeds);
     }
 
     /// Only `u128` keys are hashed here; any other input still gets a (slower) hash.
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x517c_c1b7_2722_0a95);
+            self.hash = (self.hash.rotate_left(5) ^ u64::from(b) ^ self.seeds.0).wrapping_mul(0x517c_c1b7_2722_0a95);
         }
     }
 }
@@ -220,7 +236,7 @@ impl BuildHasher for ShortKeys {
     type Hasher = ShortKeyHasher;
 
     fn build_hasher(&self) -> ShortKeyHasher {
-        ShortKeyHasher::default()
+        ShortKeyHasher { seeds: self.seeds, hash: self.seeds.1 }
     }
 }
 

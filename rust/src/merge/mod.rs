@@ -238,7 +238,7 @@ impl<T: TokenId> Loop<T> {
     /// The pair with the highest current count (smallest pair among equals), and that count.
     fn best(&mut self) -> Option<(Pair, u64)> {
         loop {
-            if self.heap.peek().is_none_or(|top| top.count < self.floor) {
+            if self.heap.peek().map_or(true, |top| top.count < self.floor) {
                 if self.floor == 0 {
                     return None;
                 }
@@ -509,6 +509,30 @@ mod tests {
             .collect();
         assert!(spans.len() > spans::SPANS_PER_TASK, "spans must cover several parallel blocks");
         assert_eq!(learn_all(&spans, 290), naive(&spans, 290));
+    }
+
+    #[test]
+    fn u16_and_u32_token_ids_learn_the_same_up_to_the_last_16_bit_id() {
+        // Random spans with room for every merge up to 2^16 tokens, so that the largest 16-bit
+        // ids are made, and merged again, in the u16 table.
+        let mut state = 11u64;
+        let spans: Spans = (0..8000u64)
+            .map(|i| {
+                let span: Vec<u8> = (0..32)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        b'0' + (state >> 58) as u8
+                    })
+                    .collect();
+                (span, 1 + i % 5)
+            })
+            .collect();
+        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1 };
+        let small = run(Loop::<u16>::new(spans.clone()), &options, |_, _| ControlFlow::Continue(()));
+        let big = run(Loop::<u32>::new(spans), &options, |_, _| ControlFlow::Continue(()));
+        assert_eq!(small.merges.len(), (1 << 16) - 256);
+        assert!(small.merges.iter().any(|m| m.pair.0 > 65_000 || m.pair.1 > 65_000), "late ids are merged again");
+        assert_eq!(small.merges, big.merges);
     }
 
     #[test]

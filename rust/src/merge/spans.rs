@@ -29,7 +29,8 @@ fn prefetch<T>(p: *const T) {
 /// How the span table stores token ids: `u16` when the vocabulary fits (half the memory, and
 /// half the cache misses, of `u32`), `u32` otherwise.
 pub trait TokenId: Copy + Eq + Send + Sync + 'static {
-    /// `id`, which the caller knows to fit.
+    /// `id`, which the caller knows to fit (the loop picks `u16` only for vocabularies of at
+    /// most 2^16 tokens; a larger id is a bug, caught in debug builds).
     fn new(id: u32) -> Self;
     fn get(self) -> u32;
 }
@@ -37,6 +38,7 @@ pub trait TokenId: Copy + Eq + Send + Sync + 'static {
 impl TokenId for u16 {
     #[inline(always)]
     fn new(id: u32) -> Self {
+        debug_assert!(id <= u32::from(u16::MAX), "token id {id} does not fit 16 bits");
         id as u16
     }
 

@@ -107,6 +107,18 @@ impl Table {
         }
     }
 
+    /// Splits texts `range` of `batch` and adds their spans, giving up between two texts once
+    /// `stop` is set.
+    fn count(&mut self, batch: &Batch, range: std::ops::Range<usize>, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        for i in range {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            splitter.for_each_span(batch.get(i), |span| self.add(span.as_bytes(), 1))?;
+        }
+        Ok(())
+    }
+
     fn get(&self, span: &[u8]) -> u64 {
         let found = if span.len() <= SHORT { self.short.get(&short_key(span)) } else { self.long.get(span) };
         found.copied().unwrap_or(0)
@@ -127,6 +139,35 @@ impl Table {
     fn iter(&self) -> impl Iterator<Item = (ShortOrLong<'_>, u64)> + '_ {
         let short = self.short.iter().map(|(&k, &n)| (ShortOrLong::Short(k), n));
         short.chain(self.long.iter().map(|(k, &n)| (ShortOrLong::Long(k), n)))
+    }
+
+    /// This table's spans as a list sorted by bytes, freeing the table before sorting.
+    fn into_sorted(self) -> Spans {
+        let live = || self.iter().filter(|&(_, n)| n > 0);
+        let mut unsorted = Spans::with_capacity(live().count(), live().map(|(span, _)| span.len()).sum());
+        for (span, n) in live() {
+            match span {
+                ShortOrLong::Short(k) => unsorted.push(&k.to_le_bytes()[..short_len(k)], n),
+                ShortOrLong::Long(b) => unsorted.push(b, n),
+            }
+        }
+        drop(self);
+        // Sort by the first 8 bytes as one big-endian integer (zero-padded, which orders like
+        // the bytes up to ties such as "a" vs "a\0"), comparing whole spans only on ties.
+        let prefix = |span: &[u8]| {
+            let mut head = [0u8; 8];
+            let n = span.len().min(8);
+            head[..n].copy_from_slice(&span[..n]);
+            u64::from_be_bytes(head)
+        };
+        let mut order: Vec<(u64, usize)> = (0..unsorted.len()).map(|i| (prefix(unsorted.get(i).0), i)).collect();
+        order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| unsorted.get(a.1).0.cmp(unsorted.get(b.1).0)));
+        let mut sorted = Spans::with_capacity(unsorted.len(), unsorted.bytes.len());
+        for (_, i) in order {
+            let (span, n) = unsorted.get(i);
+            sorted.push(span, n);
+        }
+        sorted
     }
 }
 
@@ -275,14 +316,7 @@ impl SpanCounts {
             // Each thread takes its own table, so the lock is never contended (the modulo and the
             // lock only guard against a thread index past the pool size).
             let thread = rayon::current_thread_index().unwrap_or(0) % tables.len();
-            let mut table = tables[thread].lock().unwrap_or_else(PoisonError::into_inner);
-            for i in task[0]..task[1] {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(Error::Interrupted);
-                }
-                splitter.for_each_span(batch.get(i), |span| table.add(span.as_bytes(), 1))?;
-            }
-            Ok(())
+            tables[thread].lock().unwrap_or_else(PoisonError::into_inner).count(batch, task[0]..task[1], splitter, stop)
         });
         self.tables = tables.into_iter().map(|t| t.into_inner().unwrap_or_else(PoisonError::into_inner)).collect();
         counted
@@ -292,17 +326,15 @@ impl SpanCounts {
     /// pool's threads (and cores) to others: for when whoever feeds the batches is slower than
     /// counting them. The same counts as [`SpanCounts::add_batch`].
     pub fn add_batch_here(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        self.first_table().count(batch, 0..batch.len(), splitter, stop)
+    }
+
+    /// The first thread's table (made if there is none yet), which counts outside the pool use.
+    fn first_table(&mut self) -> &mut Table {
         if self.tables.is_empty() {
             self.tables.push(Table::default());
         }
-        let Some(table) = self.tables.first_mut() else { return Ok(()) };
-        for i in 0..batch.len() {
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
-            splitter.for_each_span(batch.get(i), |span| table.add(span.as_bytes(), 1))?;
-        }
-        Ok(())
+        &mut self.tables[0]
     }
 
     /// Splits and counts a few texts (see [`SpanCounts::add_batch`]); for tests and small inputs.
@@ -316,14 +348,8 @@ impl SpanCounts {
 
     /// Adds `n` occurrences of `span`. Counts saturate at `u64::MAX` rather than wrap.
     pub fn add(&mut self, span: &[u8], n: u64) {
-        if span.is_empty() || n == 0 {
-            return;
-        }
-        if self.tables.is_empty() {
-            self.tables.push(Table::default());
-        }
-        if let Some(table) = self.tables.first_mut() {
-            table.add(span, n);
+        if !span.is_empty() && n > 0 {
+            self.first_table().add(span, n);
         }
     }
 
@@ -358,36 +384,6 @@ impl SpanCounts {
     /// spans.
     pub fn into_sorted(self) -> Spans {
         self.tables.into_par_iter().map(Table::into_sorted).reduce_with(Spans::merge).unwrap_or_default()
-    }
-}
-
-impl Table {
-    fn into_sorted(self) -> Spans {
-        let live = || self.iter().filter(|&(_, n)| n > 0);
-        let mut unsorted = Spans::with_capacity(live().count(), live().map(|(span, _)| span.len()).sum());
-        for (span, n) in live() {
-            match span {
-                ShortOrLong::Short(k) => unsorted.push(&k.to_le_bytes()[..short_len(k)], n),
-                ShortOrLong::Long(b) => unsorted.push(b, n),
-            }
-        }
-        drop(self);
-        // Sort by the first 8 bytes as one big-endian integer (zero-padded, which orders like
-        // the bytes up to ties such as "a" vs "a\0"), comparing whole spans only on ties.
-        let prefix = |span: &[u8]| {
-            let mut head = [0u8; 8];
-            let n = span.len().min(8);
-            head[..n].copy_from_slice(&span[..n]);
-            u64::from_be_bytes(head)
-        };
-        let mut order: Vec<(u64, usize)> = (0..unsorted.len()).map(|i| (prefix(unsorted.get(i).0), i)).collect();
-        order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| unsorted.get(a.1).0.cmp(unsorted.get(b.1).0)));
-        let mut sorted = Spans::with_capacity(unsorted.len(), unsorted.bytes.len());
-        for (_, i) in order {
-            let (span, n) = unsorted.get(i);
-            sorted.push(span, n);
-        }
-        sorted
     }
 }
 

@@ -248,9 +248,7 @@ impl<T: TokenId> Loop<T> {
             let top = self.heap.pop()?;
             let current = self.pairs.get(&top.pair).map_or(0, |s| s.count);
             if current <= 0 {
-                if let Some(stats) = self.pairs.remove(&top.pair) {
-                    self.lists.free(stats.spans);
-                }
+                drop_pair(&mut self.pairs, &mut self.lists, top.pair);
             } else if current as u64 != top.count {
                 if current as u64 >= self.floor {
                     self.heap.push(Candidate { count: current as u64, pair: top.pair });
@@ -314,9 +312,7 @@ impl<T: TokenId> Loop<T> {
         }
         for k in shrunk.drain(..) {
             if pairs.get(&k).is_some_and(|s| s.count == 0) {
-                if let Some(stats) = pairs.remove(&k) {
-                    lists.free(stats.spans);
-                }
+                drop_pair(pairs, lists, k);
             }
         }
         appeared.sort_unstable();
@@ -327,6 +323,13 @@ impl<T: TokenId> Loop<T> {
                 heap.push(Candidate { count: count as u64, pair });
             }
         }
+    }
+}
+
+/// Forgets a pair, freeing its span list.
+fn drop_pair(pairs: &mut FxHashMap<PairKey, PairStats>, lists: &mut Lists, pair: PairKey) {
+    if let Some(stats) = pairs.remove(&pair) {
+        lists.free(stats.spans);
     }
 }
 
@@ -342,10 +345,10 @@ pub fn learn(
     on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
     check_total(&spans)?;
-    // Token ids are below vocab_size: 2^16 of them fit in a u16.
     if options.vocab_size <= 256 {
         Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
     } else if options.vocab_size <= 1 << 16 {
+        // Token ids are below vocab_size: 2^16 of them fit in a u16.
         Ok(run(Loop::<u16>::new(spans), options, on_merge))
     } else {
         Ok(run(Loop::<u32>::new(spans), options, on_merge))

@@ -90,19 +90,6 @@ impl<T: TokenId> SpanTable<T> {
         table
     }
 
-    /// Asks the CPU to start loading what visiting `ids[i + AHEAD]` (its tokens) and
-    /// `ids[i + 2 * AHEAD]` (its place in `meta`) will read, so that the visits, which are
-    /// scattered over the table, do not wait on memory one after the other.
-    #[inline(always)]
-    fn prefetch(&self, ids: &[u32], i: usize) {
-        if let Some(&id) = ids.get(i + 2 * AHEAD) {
-            prefetch(self.meta.as_ptr().wrapping_add(id as usize));
-        }
-        if let Some(&id) = ids.get(i + AHEAD) {
-            prefetch(self.tokens.as_ptr().wrapping_add(self.meta[id as usize].start));
-        }
-    }
-
     pub(super) fn len(&self) -> usize {
         self.meta.len()
     }
@@ -122,11 +109,7 @@ impl<T: TokenId> SpanTable<T> {
     /// same.
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
         if ids.len() < PARALLEL_SPANS {
-            for (i, &id) in ids.iter().enumerate() {
-                self.prefetch(ids, i);
-                let m = &mut self.meta[id as usize];
-                found.merge_span(&mut self.tokens[m.start..m.start + m.len as usize], m, id, pair, token);
-            }
+            merge_block(&mut self.tokens, &mut self.meta, (0, 0), ids, pair, token, found);
             return;
         }
         let mut blocks = Vec::with_capacity(self.len() / SPANS_PER_TASK + 1);
@@ -149,18 +132,7 @@ impl<T: TokenId> SpanTable<T> {
                     return None;
                 }
                 let mut found = Neighbours::default();
-                let ids = &ids[start..end];
-                for (i, &id) in ids.iter().enumerate() {
-                    if let Some(&next) = ids.get(i + 2 * AHEAD) {
-                        prefetch(block_meta.as_ptr().wrapping_add(next as usize - first));
-                    }
-                    if let Some(&next) = ids.get(i + AHEAD) {
-                        prefetch(block_tokens.as_ptr().wrapping_add(block_meta[next as usize - first].start - offset));
-                    }
-                    let m = &mut block_meta[id as usize - first];
-                    let at = m.start - offset;
-                    found.merge_span(&mut block_tokens[at..at + m.len as usize], m, id, pair, token);
-                }
+                merge_block(block_tokens, block_meta, (first, offset), &ids[start..end], pair, token, &mut found);
                 Some(found)
             })
             .collect::<Vec<_>>();
@@ -168,6 +140,34 @@ impl<T: TokenId> SpanTable<T> {
         for block in joined {
             found.absorb_from(block);
         }
+    }
+}
+
+/// Merges `pair` into `token` in the spans `ids` of one block of the table: `meta` holds spans
+/// `first..` and `tokens` the token array from `offset` on, where `(first, offset)` = `at`
+/// (`(0, 0)` for the whole table). It prefetches what visiting `ids[i + AHEAD]` (its tokens)
+/// and `ids[i + 2 * AHEAD]` (its place in `meta`) will read, so that the visits, which are
+/// scattered over the table, do not wait on memory one after the other.
+fn merge_block<T: TokenId>(
+    tokens: &mut [T],
+    meta: &mut [SpanMeta],
+    at: (usize, usize),
+    ids: &[u32],
+    pair: Pair,
+    token: u32,
+    found: &mut Neighbours,
+) {
+    let (first, offset) = at;
+    for (i, &id) in ids.iter().enumerate() {
+        if let Some(&next) = ids.get(i + 2 * AHEAD) {
+            prefetch(meta.as_ptr().wrapping_add(next as usize - first));
+        }
+        if let Some(&next) = ids.get(i + AHEAD) {
+            prefetch(tokens.as_ptr().wrapping_add(meta[next as usize - first].start - offset));
+        }
+        let m = &mut meta[id as usize - first];
+        let start = m.start - offset;
+        found.merge_span(&mut tokens[start..start + m.len as usize], m, id, pair, token);
     }
 }
 

@@ -51,10 +51,10 @@ pub(super) struct Lists {
 
 impl Lists {
     /// A new empty list with room for `capacity` ids without moving.
-    pub(super) fn with_capacity(&mut self, capacity: usize) -> ListAt {
+    fn with_capacity(&mut self, capacity: usize) -> ListAt {
         let class = class_for(capacity);
         let offset = self.block(class);
-        self.words[offset] = 0;
+        self.set_len(offset, 0);
         at(offset, class)
     }
 
@@ -62,9 +62,7 @@ impl Lists {
     pub(super) fn exact(&mut self, len: usize) -> ListAt {
         let offset = self.words.len();
         self.words.resize(offset + 1 + len, 0);
-        // A list holds a span at most twice and there are fewer than 2^31 spans (see
-        // `check_total`), so its length fits.
-        self.words[offset] = len as u32;
+        self.set_len(offset, len);
         at(offset, EXACT)
     }
 
@@ -119,9 +117,13 @@ impl Lists {
         }
         let offset = offset(*list);
         self.words[offset + 1 + len..offset + 1 + new_len].copy_from_slice(ids);
-        // A list holds a span at most twice and there are fewer than 2^31 spans (see
-        // `check_total`), so its length fits.
-        self.words[offset] = new_len as u32;
+        self.set_len(offset, new_len);
+    }
+
+    /// Records the length of the list in the block at `offset`. A list holds a span at most
+    /// twice and there are fewer than 2^31 spans (see `check_total`), so its length fits.
+    fn set_len(&mut self, offset: usize, len: usize) {
+        self.words[offset] = len as u32;
     }
 
     /// Frees `list`'s block for reuse.

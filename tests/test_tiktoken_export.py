@@ -67,3 +67,30 @@ def test_presets_by_name():
     tok = bpeforge.Tokenizer.train_from_iterator(CORPUS, 300, pattern="o200k_base")
     assert tok.pattern == bpeforge.PATTERNS["o200k_base"]
     assert tok.encoding._pat_str == tok.pattern
+
+
+def test_import_and_training_leave_tiktoken_and_hashlib_unloaded_until_needed():
+    """tiktoken (and hashlib, which loads OpenSSL) are imported where they are used, so a
+    training script's peak memory, reached in the merge loop, does not carry them; the Tokenizer
+    made at the end imports tiktoken, and saving imports hashlib."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tempfile, bpeforge\n"
+        "heavy = lambda: [m for m in ('tiktoken', 'hashlib') if m in sys.modules]\n"
+        "assert heavy() == [], heavy()\n"
+        "seen = []\n"
+        "def progress(stage, info):\n"
+        "    seen.append(heavy())\n"
+        "tok = bpeforge.Tokenizer.train_from_iterator(['hello world'] * 50, 300, progress=progress)\n"
+        "assert seen and all(s == [] for s in seen), seen\n"
+        "assert heavy() == ['tiktoken'], heavy()\n"
+        "assert tok.decode(tok.encode('hello world')) == 'hello world'\n"
+        "d = tempfile.mkdtemp()\n"
+        "tok.save(d)\n"
+        "assert bpeforge.Tokenizer.load(d).mergeable_ranks == tok.mergeable_ranks\n"
+        "assert 'hashlib' in sys.modules\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

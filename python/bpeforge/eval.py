@@ -44,14 +44,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-import tiktoken
+if TYPE_CHECKING:  # imported where used: training alone never loads tiktoken
+    import tiktoken
 
 from .chat import GREEN, RED, RESET
 from .tokenizer import Tokenizer, resolve_pattern
 
-TokenizerLike = Union[Tokenizer, tiktoken.Encoding, str, "os.PathLike[str]"]
+TokenizerLike = Union[Tokenizer, "tiktoken.Encoding", str, "os.PathLike[str]"]
 
 ALIASES: Dict[str, str] = {"gpt4": "cl100k_base"}
 """Short names accepted for tiktoken encodings, as nanochat's ``tok_eval`` calls them."""
@@ -98,6 +99,8 @@ def load_tiktoken_encoding(name: str) -> tiktoken.Encoding:
     ...
     bpeforge.eval.EvalError: 'no-such-encoding' is not a tiktoken encoding or model name (encodings: ...)
     """
+    import tiktoken
+
     known = list(tiktoken.list_encoding_names())
     encoding_name = ALIASES.get(name, name)
     if encoding_name not in known:
@@ -140,6 +143,8 @@ def split_tiktoken_spec(spec: str) -> Optional[Tuple[str, Optional[str]]]:
 def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[str] = None) -> Tokenizer:
     """A tokenizer from a ``.tiktoken`` ranks file (read strictly, no special tokens) and
     ``pattern`` (a preset name, a regex, or None for GPT-4's)."""
+    import tiktoken
+
     from . import _core
     from .io import read_tiktoken
 
@@ -161,6 +166,8 @@ def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[s
 def load_tokenizer(spec: TokenizerLike, pattern: Optional[str] = None) -> Tokenizer:
     """The :class:`~bpeforge.Tokenizer` for ``spec`` (see the module docstring for the forms);
     ``pattern`` is the split pattern of a ``.tiktoken`` file given without ``:PATTERN``."""
+    import tiktoken
+
     if isinstance(spec, Tokenizer):
         return spec
     if isinstance(spec, tiktoken.Encoding):
@@ -202,6 +209,8 @@ def _unique(names: List[str]) -> List[str]:
 
 
 def _named_tokenizers(tokenizers: Any) -> List[Tuple[str, Any]]:
+    import tiktoken
+
     if isinstance(tokenizers, Mapping):
         items = [(str(k), v) for k, v in tokenizers.items()]
     elif isinstance(tokenizers, (str, os.PathLike, Tokenizer, tiktoken.Encoding)):
@@ -214,6 +223,8 @@ def _named_tokenizers(tokenizers: Any) -> List[Tuple[str, Any]]:
 
 
 def _default_name(spec: Any, i: int) -> str:
+    import tiktoken
+
     if isinstance(spec, (str, os.PathLike)):
         return os.fspath(spec).rstrip("/\\") or os.fspath(spec)
     if isinstance(spec, tiktoken.Encoding):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 import os
 from pathlib import Path
@@ -26,6 +25,14 @@ VERSION = 1
 class TokenizerFileError(ValueError):
     """A saved tokenizer file is truncated, corrupt or not ours; the message names the file
     (and the line, where there is one)."""
+
+
+def _sha256(data: bytes) -> str:
+    # Imported here: hashlib loads OpenSSL's libcrypto (about 3 MB resident), which training,
+    # the main job, never needs.
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -92,7 +99,7 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
         "pattern": tokenizer.pattern,
         "special_tokens": tokenizer.special_tokens,
         "n_ranks": len(tokenizer.mergeable_ranks),
-        "ranks_sha256": hashlib.sha256(ranks).hexdigest(),
+        "ranks_sha256": _sha256(ranks),
     }
     from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
 
@@ -133,7 +140,7 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
     if isinstance(n_ranks, int) and len(ranks) != n_ranks:
         raise TokenizerFileError(f"{ranks_path}: {len(ranks)} ranks, the config says {n_ranks} (truncated?)")
     checksum = config.get("ranks_sha256")
-    if checksum is not None and hashlib.sha256(ranks_path.read_bytes()).hexdigest() != checksum:
+    if checksum is not None and _sha256(ranks_path.read_bytes()) != checksum:
         raise TokenizerFileError(
             f"{ranks_path} does not match {config_path} (its checksum differs): the files come from "
             f"different saves, or one was cut off or edited"

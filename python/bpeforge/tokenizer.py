@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
-
-import tiktoken
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from . import _core
+
+if TYPE_CHECKING:
+    # tiktoken is imported where it is used, so that training (which never encodes) does not
+    # load it: a lighter import, and a lower peak memory for the merge loop.
+    import tiktoken
 
 NANOCHAT_SPECIAL_TOKENS: tuple = (
     "<|bos|>",
@@ -103,6 +106,8 @@ class Tokenizer:
         self._special_tokens = _special_ids(special_tokens, len(ranks))
         #: Figures of the training run that made this tokenizer (empty if it was loaded).
         self.training_stats: dict = {}
+        import tiktoken
+
         self._encoding = tiktoken.Encoding(
             name=name,
             pat_str=self._pattern,
@@ -282,12 +287,15 @@ class Tokenizer:
         """Wraps an existing ``tiktoken.Encoding`` as it is (its ranks are not re-checked), e.g.
         to render conversations or evaluate with a tokenizer from elsewhere.
 
+        >>> import tiktoken
         >>> enc = tiktoken.Encoding("tiny", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
         ...                         special_tokens={"<|endoftext|>": 256})
         >>> tok = Tokenizer.from_encoding(enc)
         >>> tok.encode("hi", prepend=tok.get_bos_token_id())
         [256, 104, 105]
         """
+        import tiktoken
+
         if not isinstance(encoding, tiktoken.Encoding):
             raise TypeError(f"expected a tiktoken.Encoding, got {type(encoding).__name__}")
         tok = cls.__new__(cls)

@@ -47,6 +47,12 @@ impl Batch {
         Ok(())
     }
 
+    /// Empties the batch, keeping its memory for the next texts.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
     /// Number of texts.
     pub fn len(&self) -> usize {
         self.ends.len()

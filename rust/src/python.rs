@@ -405,7 +405,10 @@ impl Trainer {
         let stop = AtomicBool::new(false);
         let pool = &self.pool;
         // Python fills batch k+1 on this thread while a worker counts batch k without the GIL.
+        // Counted batches come back to be filled again: their memory is already mapped, so
+        // filling one does not fault in fresh pages.
         let (to_worker, batches) = mpsc::sync_channel::<Batch>(1);
+        let (to_feeder, emptied) = mpsc::channel::<Batch>();
         let counts = std::thread::scope(|scope| -> PyResult<SpanCounts> {
             let (splitter, stop, spans_seen) = (&splitter, &stop, &spans_seen);
             let worker = scope.spawn(move || -> Result<SpanCounts, Error> {
@@ -429,13 +432,15 @@ impl Trainer {
                         counts.add_batch_here(&batch, splitter, stop)?;
                     }
                     spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
+                    let _ = to_feeder.send(batch); // the feeder may be gone already: then it is dropped
                 }
                 Ok(counts)
             });
             let fed = (|| -> PyResult<()> {
                 let mut exhausted = false;
                 while !exhausted {
-                    let mut batch = Batch::new();
+                    let mut batch = emptied.try_recv().unwrap_or_default();
+                    batch.clear();
                     while !batch_is_full(&batch, buffer_size) {
                         match iterator.next() {
                             Some(item) => {

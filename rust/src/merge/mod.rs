@@ -170,19 +170,22 @@ struct Loop<T> {
 }
 
 impl<T: TokenId> Loop<T> {
-    fn new(spans: Spans) -> Self {
-        let spans = SpanTable::<T>::new(&spans);
+    fn new(spans: Spans) -> Result<Self, Error> {
+        let spans = SpanTable::<T>::new(&spans).map_err(|words| {
+            Error::InvalidOption(format!("the distinct spans need {words} words of token ids, more than the 2^34 supported"))
+        })?;
+        let ids: Vec<u32> = spans.ids().collect();
         // Every pair of the spans as given is a pair of bytes: count them in a dense 256 x 256
         // table rather than a hash map. Each list gets one block of exactly its length (spans
         // are counted once per pair, however often they hold it), then is filled in span order.
         let byte_pair = |w: &[T]| (w[0].get() as usize) << 8 | w[1].get() as usize;
         let parts = rayon::current_num_threads().max(1);
-        let per_part = (spans.len() / parts).max(1 << 14);
-        let dense = (0..spans.len().div_ceil(per_part))
-            .into_par_iter()
+        let per_part = (ids.len() / parts).max(1 << 14);
+        let dense = ids
+            .par_chunks(per_part)
             .map(|part| {
                 let mut dense = vec![(0i64, 0usize, u32::MAX); 1 << 16];
-                for id in (part * per_part) as u32..(((part + 1) * per_part).min(spans.len())) as u32 {
+                for &id in part {
                     for w in spans.tokens(id).windows(2) {
                         let (count, holders, last) = &mut dense[byte_pair(w)];
                         *count += spans.count(id);
@@ -205,7 +208,7 @@ impl<T: TokenId> Loop<T> {
             .iter()
             .map(|&(_, holders, _)| if holders > 0 { (lists.exact(holders), 0, u32::MAX) } else { (EMPTY, 0, u32::MAX) })
             .collect();
-        for id in 0..spans.len() as u32 {
+        for id in ids {
             for w in spans.tokens(id).windows(2) {
                 let (list, filled, last) = &mut filling[byte_pair(w)];
                 if *last != id {
@@ -221,7 +224,7 @@ impl<T: TokenId> Loop<T> {
             }
         }
         let heap = pairs.iter().map(|(&pair, s)| Candidate { count: s.count as u64, pair }).collect::<Vec<_>>().into();
-        Self {
+        Ok(Self {
             spans,
             pairs,
             lists,
@@ -232,7 +235,7 @@ impl<T: TokenId> Loop<T> {
             found: Neighbours::default(),
             appeared: Vec::new(),
             shrunk: Vec::new(),
-        }
+        })
     }
 
     /// The pair with the highest current count (smallest pair among equals), and that count.
@@ -338,7 +341,8 @@ fn drop_pair(pairs: &mut FxHashMap<PairKey, PairStats>, lists: &mut Lists, pair:
 /// the merges made so far).
 ///
 /// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63,
-/// more than 2^31-1 spans, or more than 2^32-1 bytes in a span.
+/// more than 2^31-1 spans, more than 2^32-1 bytes in a span, or distinct spans that need more
+/// than 2^34 words of token ids (with their headers) in the span table.
 pub fn learn(
     spans: Spans,
     options: &LearnOptions,
@@ -349,9 +353,9 @@ pub fn learn(
         Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
     } else if options.vocab_size <= 1 << 16 {
         // Token ids are below vocab_size: 2^16 of them fit in a u16.
-        Ok(run(Loop::<u16>::new(spans), options, on_merge))
+        Ok(run(Loop::<u16>::new(spans)?, options, on_merge))
     } else {
-        Ok(run(Loop::<u32>::new(spans), options, on_merge))
+        Ok(run(Loop::<u32>::new(spans)?, options, on_merge))
     }
 }
 
@@ -382,8 +386,8 @@ fn run<T: TokenId>(
 /// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
 /// refuse inputs that could overflow them.
 fn check_total(spans: &Spans) -> Result<(), Error> {
-    // Span ids and lengths are u32 in the merge loop, and so are the lengths of the pairs' span
-    // lists, which hold a span at most twice (a pair's spans are added when the pair starts to
+    // Span lengths are u32 in the merge loop, and so are the lengths of the pairs' span lists,
+    // which hold a span at most twice (a pair's spans are added when the pair starts to
     // exist, at the merge that made its first or its second token).
     if spans.len() > i32::MAX as usize {
         return Err(Error::InvalidOption(format!("{} distinct spans, more than the 2^31-1 supported", spans.len())));
@@ -531,8 +535,8 @@ mod tests {
             })
             .collect();
         let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1 };
-        let small = run(Loop::<u16>::new(spans.clone()), &options, |_, _| ControlFlow::Continue(()));
-        let big = run(Loop::<u32>::new(spans), &options, |_, _| ControlFlow::Continue(()));
+        let small = run(Loop::<u16>::new(spans.clone()).unwrap(), &options, |_, _| ControlFlow::Continue(()));
+        let big = run(Loop::<u32>::new(spans).unwrap(), &options, |_, _| ControlFlow::Continue(()));
         assert_eq!(small.merges.len(), (1 << 16) - 256);
         assert!(small.merges.iter().any(|m| m.pair.0 > 65_000 || m.pair.1 > 65_000), "late ids are merged again");
         assert_eq!(small.merges, big.merges);
@@ -544,6 +548,14 @@ mod tests {
         assert_eq!(merges[0], Merge { pair: (97, 97), token: 256, count: 4 });
         // "aaaaa" -> [aa, aa, a]: (aa, aa) and (aa, a) once each; the smaller pair wins.
         assert_eq!(merges[1], Merge { pair: (256, 97), token: 257, count: 1 });
+    }
+
+    #[test]
+    fn spans_longer_than_16_bits_keep_their_length() {
+        // A span's length is stored in two 16-bit words of the span table when ids are u16.
+        let long: Vec<u8> = b"abcab".iter().cycle().take(70_001).copied().collect();
+        let spans = vec![(long, 3), (b"ca".to_vec(), 1 << 40)];
+        assert_eq!(learn_all(&spans, 262), naive(&spans, 262));
     }
 
     #[test]

@@ -29,6 +29,10 @@ fn prefetch<T>(p: *const T) {
 /// How the span table stores token ids: `u16` when the vocabulary fits (half the memory, and
 /// half the cache misses, of `u32`), `u32` otherwise.
 pub trait TokenId: Copy + Eq + Send + Sync + 'static {
+    /// Width in bits.
+    const BITS: u32;
+    /// The largest id, as a mask of `BITS` ones.
+    const MAX: u32;
     /// `id`, which the caller knows to fit (the loop picks `u16` only for vocabularies of at
     /// most 2^16 tokens; a larger id is a bug, caught in debug builds).
     fn new(id: u32) -> Self;
@@ -36,6 +40,8 @@ pub trait TokenId: Copy + Eq + Send + Sync + 'static {
 }
 
 impl TokenId for u16 {
+    const BITS: u32 = 16;
+    const MAX: u32 = u16::MAX as u32;
     #[inline(always)]
     fn new(id: u32) -> Self {
         debug_assert!(id <= u32::from(u16::MAX), "token id {id} does not fit 16 bits");
@@ -49,6 +55,8 @@ impl TokenId for u16 {
 }
 
 impl TokenId for u32 {
+    const BITS: u32 = 32;
+    const MAX: u32 = u32::MAX;
     #[inline(always)]
     fn new(id: u32) -> Self {
         id
@@ -60,47 +68,76 @@ impl TokenId for u32 {
     }
 }
 
-/// Where a span lives in the flat token array, its current length, and its count: one struct,
-/// so visiting a span touches one place in memory.
-#[derive(Clone, Copy)]
-struct SpanMeta {
-    start: usize,
-    count: i64,
-    len: u32,
+/// Span ids are word offsets in [`SpanTable`] divided by this: every span starts at a multiple
+/// of `1 << ID_SHIFT` words, so 32-bit ids reach 2^34 words.
+const ID_SHIFT: u32 = 2;
+
+/// Header words of a span: its current length (32 bits) then its count (64 bits), split into
+/// token-sized words, lowest first.
+fn header_words<T: TokenId>() -> usize {
+    96 / T::BITS as usize
 }
 
-/// The spans with at least one pair, each with its count. Span `i` lives in
-/// `tokens[start..start + len]`; merges only shorten spans, in place, so the tokens of spans
-/// that are merged together lie close together in memory.
+/// The spans with at least one pair, each with its count, one after the other in one array of
+/// token-sized words: span `id` starts at word `id << ID_SHIFT` with its header (length and
+/// count), then its tokens, then padding to the next span. A span's id is where it lives, so
+/// visiting it touches one place in memory. Merges only shorten spans, in place, so the tokens
+/// of spans that are merged together lie close together in memory.
 pub(super) struct SpanTable<T> {
-    tokens: Vec<T>,
-    meta: Vec<SpanMeta>,
+    words: Vec<T>,
+    /// The id of every `SPANS_PER_TASK`-th span, where parallel merges cut the table.
+    blocks: Vec<u32>,
 }
 
 impl<T: TokenId> SpanTable<T> {
-    /// Spans shorter than two bytes hold no pair and are left out.
-    pub(super) fn new(spans: &Spans) -> Self {
+    /// Spans shorter than two bytes hold no pair and are left out. Fails if the table would
+    /// pass the ids' reach (more than 2^34 words, see [`ID_SHIFT`]).
+    pub(super) fn new(spans: &Spans) -> Result<Self, usize> {
         let kept = || spans.iter().filter(|(bytes, n)| bytes.len() >= 2 && *n > 0);
-        let total = kept().map(|(b, _)| b.len()).sum();
-        let mut table = SpanTable { tokens: Vec::with_capacity(total), meta: Vec::with_capacity(kept().count()) };
-        for (bytes, n) in kept() {
-            table.meta.push(SpanMeta { start: table.tokens.len(), count: n as i64, len: bytes.len() as u32 });
-            table.tokens.extend(bytes.iter().map(|&b| T::new(u32::from(b))));
+        let h = header_words::<T>();
+        let total: usize = kept().map(|(b, _)| padded(h + b.len())).sum();
+        if total >> ID_SHIFT >= u32::MAX as usize {
+            return Err(total);
         }
-        table
+        let mut table = SpanTable { words: Vec::with_capacity(total), blocks: Vec::new() };
+        for (i, (bytes, n)) in kept().enumerate() {
+            let id = (table.words.len() >> ID_SHIFT) as u32;
+            if i % SPANS_PER_TASK == 0 {
+                table.blocks.push(id);
+            }
+            push_bits(&mut table.words, bytes.len() as u64, 32);
+            push_bits(&mut table.words, n, 64);
+            table.words.extend(bytes.iter().map(|&b| T::new(u32::from(b))));
+            table.words.resize(padded(table.words.len()), T::new(0));
+        }
+        Ok(table)
     }
 
-    pub(super) fn len(&self) -> usize {
-        self.meta.len()
+    /// The ids of the spans, in order (which is increasing).
+    pub(super) fn ids(&self) -> impl Iterator<Item = u32> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            (at < self.words.len()).then(|| {
+                let id = (at >> ID_SHIFT) as u32;
+                at = padded(at + header_words::<T>() + self.span_len(at));
+                id
+            })
+        })
+    }
+
+    fn span_len(&self, at: usize) -> usize {
+        read_bits(&self.words[at..], 32) as usize
     }
 
     pub(super) fn tokens(&self, id: u32) -> &[T] {
-        let m = self.meta[id as usize];
-        &self.tokens[m.start..m.start + m.len as usize]
+        let at = (id as usize) << ID_SHIFT;
+        let start = at + header_words::<T>();
+        &self.words[start..start + self.span_len(at)]
     }
 
     pub(super) fn count(&self, id: u32) -> i64 {
-        self.meta[id as usize].count
+        let at = (id as usize) << ID_SHIFT;
+        read_bits(&self.words[at + 32 / T::BITS as usize..], 64) as i64
     }
 
     /// Merges `pair` into `token` in the spans `ids` (increasing, no repeats), recording the
@@ -109,30 +146,28 @@ impl<T: TokenId> SpanTable<T> {
     /// same.
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
         if ids.len() < PARALLEL_SPANS {
-            merge_block(&mut self.tokens, &mut self.meta, (0, 0), ids, pair, token, found);
+            merge_block(&mut self.words, 0, ids, pair, token, found);
             return;
         }
-        let mut blocks = Vec::with_capacity(self.len() / SPANS_PER_TASK + 1);
-        let (mut tokens, mut meta) = (&mut self.tokens[..], &mut self.meta[..]);
-        let (mut first, mut offset) = (0, 0);
-        while !meta.is_empty() {
-            let n = SPANS_PER_TASK.min(meta.len());
-            let (block_meta, rest_meta) = meta.split_at_mut(n);
-            let end = rest_meta.first().map_or(offset + tokens.len(), |m| m.start);
-            let (block_tokens, rest_tokens) = tokens.split_at_mut(end - offset);
-            blocks.push((first, offset, block_tokens, block_meta));
-            (tokens, meta, first, offset) = (rest_tokens, rest_meta, first + n, end);
+        let mut blocks = Vec::with_capacity(self.blocks.len());
+        let mut rest = &mut self.words[..];
+        for (i, &first) in self.blocks.iter().enumerate() {
+            let end = self.blocks.get(i + 1).map_or(u32::MAX, |&next| next);
+            let cut = self.blocks.get(i + 1).map_or(rest.len(), |&next| ((next - first) as usize) << ID_SHIFT);
+            let (block, later) = rest.split_at_mut(cut);
+            blocks.push((first, end, block));
+            rest = later;
         }
         let joined = blocks
             .into_par_iter()
-            .filter_map(|(first, offset, block_tokens, block_meta)| {
-                let start = ids.partition_point(|&id| (id as usize) < first);
-                let end = ids.partition_point(|&id| (id as usize) < first + block_meta.len());
-                if start == end {
+            .filter_map(|(first, end, block)| {
+                let start = ids.partition_point(|&id| id < first);
+                let stop = ids.partition_point(|&id| id < end);
+                if start == stop {
                     return None;
                 }
                 let mut found = Neighbours::default();
-                merge_block(block_tokens, block_meta, (first, offset), &ids[start..end], pair, token, &mut found);
+                merge_block(block, first, &ids[start..stop], pair, token, &mut found);
                 Some(found)
             })
             .collect::<Vec<_>>();
@@ -143,31 +178,54 @@ impl<T: TokenId> SpanTable<T> {
     }
 }
 
-/// Merges `pair` into `token` in the spans `ids` of one block of the table: `meta` holds spans
-/// `first..` and `tokens` the token array from `offset` on, where `(first, offset)` = `at`
-/// (`(0, 0)` for the whole table). It prefetches what visiting `ids[i + AHEAD]` (its tokens)
-/// and `ids[i + 2 * AHEAD]` (its place in `meta`) will read, so that the visits, which are
+/// `n` rounded up to a multiple of `1 << ID_SHIFT`.
+fn padded(n: usize) -> usize {
+    n.next_multiple_of(1 << ID_SHIFT)
+}
+
+/// Appends the low `bits` bits of `value` as token-sized words, lowest first.
+fn push_bits<T: TokenId>(words: &mut Vec<T>, value: u64, bits: u32) {
+    for i in (0..bits).step_by(T::BITS as usize) {
+        words.push(T::new((value >> i) as u32 & T::MAX));
+    }
+}
+
+/// Reads `bits` bits written by [`push_bits`] (or [`write_bits`]) at the start of `words`.
+#[inline(always)]
+fn read_bits<T: TokenId>(words: &[T], bits: u32) -> u64 {
+    let mut value = 0;
+    for (i, w) in words[..(bits / T::BITS) as usize].iter().enumerate() {
+        value |= u64::from(w.get()) << (i as u32 * T::BITS);
+    }
+    value
+}
+
+/// Overwrites the `bits` bits at the start of `words` with `value`.
+#[inline(always)]
+fn write_bits<T: TokenId>(words: &mut [T], value: u64, bits: u32) {
+    for (i, w) in words[..(bits / T::BITS) as usize].iter_mut().enumerate() {
+        *w = T::new((value >> (i as u32 * T::BITS)) as u32 & T::MAX);
+    }
+}
+
+/// Merges `pair` into `token` in the spans `ids` of one block of the table, `words`, which
+/// starts with span `first` (`0` for the whole table). It prefetches the span `ids[i + AHEAD]`
+/// (its header and first tokens) while merging span `ids[i]`, so that the visits, which are
 /// scattered over the table, do not wait on memory one after the other.
-fn merge_block<T: TokenId>(
-    tokens: &mut [T],
-    meta: &mut [SpanMeta],
-    at: (usize, usize),
-    ids: &[u32],
-    pair: Pair,
-    token: u32,
-    found: &mut Neighbours,
-) {
-    let (first, offset) = at;
+fn merge_block<T: TokenId>(words: &mut [T], first: u32, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
+    let h = header_words::<T>();
+    let at = |id: u32| ((id - first) as usize) << ID_SHIFT;
     for (i, &id) in ids.iter().enumerate() {
-        if let Some(&next) = ids.get(i + 2 * AHEAD) {
-            prefetch(meta.as_ptr().wrapping_add(next as usize - first));
-        }
         if let Some(&next) = ids.get(i + AHEAD) {
-            prefetch(tokens.as_ptr().wrapping_add(meta[next as usize - first].start - offset));
+            prefetch(words.as_ptr().wrapping_add(at(next)));
         }
-        let m = &mut meta[id as usize - first];
-        let start = m.start - offset;
-        found.merge_span(&mut tokens[start..start + m.len as usize], m, id, pair, token);
+        let span = &mut words[at(id)..];
+        let len = read_bits(span, 32) as usize;
+        let n = read_bits(&span[32 / T::BITS as usize..], 64) as i64;
+        let merged = found.merge_span(&mut span[h..h + len], n, id, pair, token);
+        if merged != len {
+            write_bits(span, merged as u64, 32);
+        }
     }
 }
 
@@ -191,12 +249,12 @@ pub(super) struct Neighbours {
 }
 
 impl Neighbours {
-    fn merge_span<T: TokenId>(&mut self, tokens: &mut [T], meta: &mut SpanMeta, id: u32, pair: Pair, token: u32) {
-        let n = meta.count;
-        meta.len = merge_in_span(tokens, pair, token, |side| match side {
+    /// Merges the pair in one span, of count `n`; returns its new length.
+    fn merge_span<T: TokenId>(&mut self, tokens: &mut [T], n: i64, id: u32, pair: Pair, token: u32) -> usize {
+        merge_in_span(tokens, pair, token, |side| match side {
             Neighbour::Left(x) => self.left.push((x, id, n)),
             Neighbour::Right(y) => self.right.push((y, id, n)),
-        }) as u32;
+        })
     }
 
     /// Adds `later`'s events, which come from spans after all of `self`'s.

@@ -147,33 +147,113 @@ impl Table {
         short.chain(self.long.iter().map(|(k, &n)| (ShortOrLong::Long(k), n)))
     }
 
-    /// This table's spans as a list sorted by bytes, freeing the table before sorting.
-    fn into_sorted(self) -> Spans {
-        let live = || self.iter().filter(|&(_, n)| n > 0);
-        let mut unsorted = Spans::with_capacity(live().count(), live().map(|(span, _)| span.len()).sum());
-        for (span, n) in live() {
-            match span {
-                ShortOrLong::Short(k) => unsorted.push(&k.to_le_bytes()[..short_len(k)], n),
-                ShortOrLong::Long(b) => unsorted.push(b, n),
+    /// This table's spans, sorted: the short ones by [`SortKey`], the long ones by bytes. The
+    /// table is freed as it is read.
+    fn into_sorted(self) -> Sorted {
+        let Table { short, long } = self;
+        let mut shorts: Vec<SortKey> = short.into_iter().filter(|&(_, n)| n > 0).map(|(k, n)| SortKey::new(k, n)).collect();
+        shorts.sort_unstable_by_key(SortKey::order);
+        let mut longs: Vec<(Box<[u8]>, u64)> = long.into_iter().filter(|&(_, n)| n > 0).collect();
+        longs.sort_unstable();
+        Sorted { shorts, longs }
+    }
+}
+
+/// A short span and its count, as [`Table::into_sorted`] sorts them: the span's bytes
+/// big-endian from the top of a 128-bit integer (zero-padded) and its length in the lowest byte,
+/// so that sorting the integers sorts the spans by bytes (of two spans equal up to the shorter
+/// one's end, such as "a" and "a\0", the shorter first). Two `u64` halves rather than a `u128`,
+/// whose alignment would pad the entry to 32 bytes.
+#[derive(Clone, Copy)]
+struct SortKey {
+    hi: u64,
+    lo: u64,
+    count: u64,
+}
+
+impl SortKey {
+    fn new(key: u128, count: u64) -> Self {
+        let len = short_len(key);
+        // The span's bytes are the low `len` bytes of `key`; swapped, they are the top `len`.
+        let sortable = (key & ((1u128 << (8 * len)) - 1)).swap_bytes() | len as u128;
+        SortKey { hi: (sortable >> 64) as u64, lo: sortable as u64, count }
+    }
+
+    fn order(&self) -> u128 {
+        (u128::from(self.hi) << 64) | u128::from(self.lo)
+    }
+
+    /// The span's bytes: the first `len` of the returned array.
+    fn bytes(&self) -> ([u8; 16], usize) {
+        (self.order().to_be_bytes(), (self.lo & 0xff) as usize)
+    }
+}
+
+/// One table's spans, or several tables' joined, in [`Sorted::join`]'s order.
+#[derive(Default)]
+struct Sorted {
+    shorts: Vec<SortKey>,
+    longs: Vec<(Box<[u8]>, u64)>,
+}
+
+impl Sorted {
+    /// Merges two sorted lists of spans into one, adding the counts of spans in both
+    /// (saturating at `u64::MAX`).
+    fn join(a: Sorted, b: Sorted) -> Sorted {
+        Sorted {
+            shorts: merge_sorted(a.shorts, b.shorts, |x, y| x.order().cmp(&y.order()), |x, y| x.count = x.count.saturating_add(y.count)),
+            longs: merge_sorted(a.longs, b.longs, |x, y| x.0.cmp(&y.0), |x, y| x.1 = x.1.saturating_add(y.1)),
+        }
+    }
+
+    /// The spans in one list sorted by bytes. No long span equals a short one, so only which
+    /// comes first is decided here.
+    fn into_spans(self) -> Spans {
+        let Sorted { shorts, longs } = self;
+        let bytes = shorts.iter().map(|k| k.bytes().1).sum::<usize>() + longs.iter().map(|(b, _)| b.len()).sum::<usize>();
+        let mut spans = Spans::with_capacity(shorts.len() + longs.len(), bytes);
+        let mut longs = longs.into_iter().peekable();
+        for key in shorts {
+            let (be, len) = key.bytes();
+            let span = &be[..len];
+            while let Some((long, n)) = longs.next_if(|(long, _)| long[..] < *span) {
+                spans.push(&long, n);
             }
+            spans.push(span, key.count);
         }
-        drop(self);
-        // Sort by the first 8 bytes as one big-endian integer (zero-padded, which orders like
-        // the bytes up to ties such as "a" vs "a\0"), comparing whole spans only on ties.
-        let prefix = |span: &[u8]| {
-            let mut head = [0u8; 8];
-            let n = span.len().min(8);
-            head[..n].copy_from_slice(&span[..n]);
-            u64::from_be_bytes(head)
+        for (long, n) in longs {
+            spans.push(&long, n);
+        }
+        spans
+    }
+}
+
+/// Merges two lists sorted by `order`, calling `add(x, y)` to fold an item `y` of `b` into an
+/// equal item `x` of `a`.
+fn merge_sorted<T>(a: Vec<T>, b: Vec<T>, order: impl Fn(&T, &T) -> std::cmp::Ordering, add: impl Fn(&mut T, T)) -> Vec<T> {
+    let mut merged = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => match order(x, y) {
+                std::cmp::Ordering::Less => a.next(),
+                std::cmp::Ordering::Greater => b.next(),
+                std::cmp::Ordering::Equal => match (a.next(), b.next()) {
+                    (Some(mut x), Some(y)) => {
+                        add(&mut x, y);
+                        Some(x)
+                    }
+                    (x, _) => x, // unreachable: both were peeked
+                },
+            },
+            (Some(_), None) => a.next(),
+            (None, Some(_)) => b.next(),
+            (None, None) => None,
         };
-        let mut order: Vec<(u64, usize)> = (0..unsorted.len()).map(|i| (prefix(unsorted.get(i).0), i)).collect();
-        order.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| unsorted.get(a.1).0.cmp(unsorted.get(b.1).0)));
-        let mut sorted = Spans::with_capacity(unsorted.len(), unsorted.bytes.len());
-        for (_, i) in order {
-            let (span, n) = unsorted.get(i);
-            sorted.push(span, n);
+        match next {
+            Some(x) => merged.push(x),
+            None => return merged,
         }
-        sorted
     }
 }
 
@@ -182,15 +262,6 @@ impl Table {
 enum ShortOrLong<'a> {
     Short(u128),
     Long(&'a [u8]),
-}
-
-impl ShortOrLong<'_> {
-    fn len(&self) -> usize {
-        match self {
-            ShortOrLong::Short(k) => short_len(*k),
-            ShortOrLong::Long(b) => b.len(),
-        }
-    }
 }
 
 /// Packs a span of at most 15 bytes into a `u128`: byte `i` of the span in byte `i` (little
@@ -384,12 +455,13 @@ impl SpanCounts {
     }
 
     /// The spans and their counts, sorted by span bytes so that everything downstream is
-    /// independent of hash order. Each thread's table becomes a sorted flat list (in parallel,
-    /// freeing the table before sorting), then the lists are merged two by two, summing the
-    /// counts of spans that several threads saw. No step holds more than two copies of the
-    /// spans.
+    /// independent of hash order. Each thread's table becomes a sorted list (in parallel,
+    /// freeing the table as it is read; short spans sort as integers), the lists are merged two
+    /// by two, summing the counts of spans that several threads saw, and the result is laid out
+    /// flat. No step holds more than two copies of the spans.
     pub fn into_sorted(self) -> Spans {
-        self.tables.into_par_iter().map(Table::into_sorted).reduce_with(Spans::merge).unwrap_or_default()
+        let sorted = self.tables.into_par_iter().map(Table::into_sorted).reduce_with(Sorted::join);
+        sorted.unwrap_or_default().into_spans()
     }
 }
 
@@ -427,39 +499,6 @@ impl Spans {
     pub fn get(&self, i: usize) -> (&[u8], u64) {
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
         (&self.bytes[start..self.ends[i]], self.counts[i])
-    }
-
-    /// Merges two lists sorted by bytes into one, adding the counts of spans in both
-    /// (saturating at `u64::MAX`).
-    fn merge(a: Spans, b: Spans) -> Spans {
-        let mut merged = Spans::with_capacity(a.len() + b.len(), a.bytes.len() + b.bytes.len());
-        let (mut i, mut j) = (0, 0);
-        while i < a.len() || j < b.len() {
-            let order = match (i < a.len(), j < b.len()) {
-                (true, true) => a.get(i).0.cmp(b.get(j).0),
-                (true, false) => std::cmp::Ordering::Less,
-                _ => std::cmp::Ordering::Greater,
-            };
-            match order {
-                std::cmp::Ordering::Less => {
-                    let (span, n) = a.get(i);
-                    merged.push(span, n);
-                    i += 1;
-                }
-                std::cmp::Ordering::Greater => {
-                    let (span, n) = b.get(j);
-                    merged.push(span, n);
-                    j += 1;
-                }
-                std::cmp::Ordering::Equal => {
-                    let (span, n) = a.get(i);
-                    merged.push(span, n.saturating_add(b.get(j).1));
-                    i += 1;
-                    j += 1;
-                }
-            }
-        }
-        merged
     }
 
     /// The spans and their counts, in order.
@@ -501,6 +540,37 @@ mod tests {
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);
         assert_eq!(all.len(), 5);
+    }
+
+    #[test]
+    fn joined_tables_sort_like_bytes_and_sum_counts() {
+        // Spans of 1..=20 bytes over a tiny alphabet with zero and 0xff bytes, so that short and
+        // long spans share prefixes and spans differ only by trailing zeros ("a" vs "a\0").
+        let mut state = 3u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for round in 0..50 {
+            let mut reference = std::collections::BTreeMap::<Vec<u8>, u64>::new();
+            let tables: Vec<Table> = (0..1 + round % 4)
+                .map(|_| {
+                    let mut table = Table::default();
+                    for _ in 0..next(300) {
+                        let len = 1 + next(20) as usize;
+                        let span: Vec<u8> = (0..len).map(|_| [0u8, b'a', 0xff][next(3) as usize]).collect();
+                        let n = 1 + next(1000);
+                        table.add(&span, n);
+                        *reference.entry(span).or_default() += n;
+                    }
+                    table
+                })
+                .collect();
+            let joined = tables.into_iter().map(Table::into_sorted).reduce(Sorted::join).unwrap_or_default().into_spans();
+            let expected: Vec<(Vec<u8>, u64)> = reference.into_iter().collect();
+            let got: Vec<(Vec<u8>, u64)> = joined.iter().map(|(b, n)| (b.to_vec(), n)).collect();
+            assert_eq!(got, expected, "round {round}");
+        }
     }
 
     #[test]

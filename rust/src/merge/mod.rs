@@ -226,13 +226,21 @@ impl<T: TokenId> Loop<T> {
                 pairs.insert(key(((pair >> 8) as u32, (pair & 0xff) as u32)), PairStats { count, spans });
             }
         }
-        let heap = pairs.iter().map(|(&pair, s)| Candidate { count: s.count as u64, pair }).collect::<Vec<_>>().into();
+        // The heap starts with the pairs counted at least half the most counted one (the floor
+        // then lets the others in when needed).
+        let floor = pairs.values().map(|s| s.count as u64).max().unwrap_or(0) / 2;
+        let heap = pairs
+            .iter()
+            .filter(|(_, s)| s.count as u64 >= floor)
+            .map(|(&pair, s)| Candidate { count: s.count as u64, pair })
+            .collect::<Vec<_>>()
+            .into();
         Ok(Self {
             spans,
             pairs,
             lists,
             heap,
-            floor: 0,
+            floor,
             tally: Tally::default(),
             ids: Vec::new(),
             found: Neighbours::default(),

@@ -15,6 +15,8 @@ pub enum Error {
     InvalidOption(String),
     /// The caller asked the work to stop.
     Interrupted,
+    /// Something the code rules out happened: a bug in bpeforge.
+    Internal(String),
 }
 
 impl fmt::Display for Error {
@@ -25,6 +27,7 @@ impl fmt::Display for Error {
             Error::InvalidRanks(e) => write!(f, "invalid mergeable ranks: {e}"),
             Error::InvalidOption(e) => write!(f, "{e}"),
             Error::Interrupted => write!(f, "interrupted"),
+            Error::Internal(e) => write!(f, "internal error (a bpeforge bug: please report it): {e}"),
         }
     }
 }

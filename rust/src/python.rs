@@ -35,7 +35,7 @@ const MAX_VOCAB_SIZE: i64 = 1 << 31;
 
 fn to_py(e: Error) -> PyErr {
     match e {
-        Error::Split(_) => PyRuntimeError::new_err(e.to_string()),
+        Error::Split(_) | Error::Internal(_) => PyRuntimeError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
 }

@@ -5,13 +5,14 @@
 //! holding the pair; among equal counts the smallest pair (by ids) wins. Replace it left to right,
 //! non-overlapping, in every span. The merged token is `bytes(a) + bytes(b)` as a new rank. (These
 //! bytes cannot already be a token under this rule, see the README; should they ever be, the
-//! merge reuses that token, so no two ranks share bytes.)
+//! loop stops with [`Error::Internal`] rather than give two ranks the same bytes.)
 //!
 //! Counts are kept incrementally: a merge only changes the pairs around the occurrences it
-//! replaces. A max-heap holds candidate pairs with the count they had when pushed; counts of a
-//! pair only change through a merge, which re-pushes every pair it adds to, so a popped entry
-//! whose count is stale is re-pushed with its current count (lazy refresh) and the first entry
-//! popped with its current count is the true best pair.
+//! replaces. A pair is born with all its occurrences at the merge that makes its later token
+//! (see `pairs.rs`), and its count only falls after that. A max-heap holds candidate pairs with
+//! the count they had when pushed, so a popped entry whose count is stale is re-pushed with its
+//! current count (lazy refresh) and the first entry popped with its current count is the true
+//! best pair.
 //!
 //! Only pairs counted at least a floor are kept in the heap (most pairs that late merges make
 //! occur a few times and are never chosen); when the heap holds nothing at or above the floor,
@@ -22,16 +23,16 @@ use std::ops::ControlFlow;
 
 use dary_heap::OctonaryHeap;
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
 
 use crate::count::Spans;
 use crate::{Error, Vocab};
 
 mod lists;
+mod pairs;
 mod spans;
 
 pub use spans::{merge_in_span, Neighbour, TokenId};
-use lists::{ListAt, Lists, EMPTY};
+use pairs::{PairIndex, Slot};
 use spans::{Neighbours, SpanTable};
 
 /// Two adjacent token ids.
@@ -76,6 +77,8 @@ pub struct Learned {
 struct Candidate {
     count: u64,
     pair: PairKey,
+    /// Where the pair lives in the index (given by the pair, so it takes no part in the order).
+    slot: Slot,
 }
 
 impl Ord for Candidate {
@@ -88,21 +91,6 @@ impl Ord for Candidate {
 impl PartialOrd for Candidate {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
-    }
-}
-
-/// What the loop knows of one pair: its count and the spans that may hold it (a superset:
-/// spans are added when the pair appears in them and dropped only when the pair is merged).
-#[derive(Debug)]
-struct PairStats {
-    count: i64,
-    /// In [`Loop::lists`].
-    spans: ListAt,
-}
-
-impl Default for PairStats {
-    fn default() -> Self {
-        Self { count: 0, spans: EMPTY }
     }
 }
 
@@ -139,11 +127,12 @@ impl Tally {
         }
     }
 
-    /// Calls `f(neighbour, sum, spans)` once per neighbour added since the last call, then
-    /// empties the sums. The lists keep their memory for the next merge (up to `TALLY_KEEP`
-    /// ids), so summing seldom allocates.
+    /// Calls `f(neighbour, sum, spans)` once per neighbour added since the last call, by
+    /// increasing neighbour, then empties the sums. The lists keep their memory for the next
+    /// merge (up to `TALLY_KEEP` ids), so summing seldom allocates.
     fn drain(&mut self, mut f: impl FnMut(u32, i64, &[u32])) {
         let Tally { count, spans, touched } = self;
+        touched.sort_unstable();
         for x in touched.drain(..) {
             let list = &mut spans[x as usize];
             f(x, std::mem::take(&mut count[x as usize]), list);
@@ -159,8 +148,7 @@ impl Tally {
 /// The merge loop's state: the spans, and what is known of every pair.
 struct Loop<T> {
     spans: SpanTable<T>,
-    pairs: FxHashMap<PairKey, PairStats>,
-    lists: Lists,
+    pairs: PairIndex,
     heap: OctonaryHeap<Candidate>,
     /// Every pair counted at least this has an entry in the heap with at least its count.
     floor: u64,
@@ -168,8 +156,7 @@ struct Loop<T> {
     // Scratch space reused by every merge.
     ids: Vec<u32>,
     found: Neighbours,
-    appeared: Vec<PairKey>,
-    shrunk: Vec<PairKey>,
+    born: Vec<Slot>,
 }
 
 impl<T: TokenId> Loop<T> {
@@ -206,51 +193,58 @@ impl<T: TokenId> Loop<T> {
                 a
             })
             .unwrap_or_default();
-        let mut lists = Lists::default();
-        let mut filling: Vec<(ListAt, usize, u32)> = dense
-            .iter()
-            .map(|&(_, holders, _)| if holders > 0 { (lists.exact(holders), 0, u32::MAX) } else { (EMPTY, 0, u32::MAX) })
-            .collect();
-        for id in ids {
-            for w in spans.tokens(id).windows(2) {
-                let (list, filled, last) = &mut filling[byte_pair(w)];
-                if *last != id {
-                    lists.set(*list, *filled, id);
-                    (*filled, *last) = (*filled + 1, id);
+        // The pairs of two bytes, token by token (see `pairs.rs`): (x, t) for x <= t, then
+        // (t, y) for y < t. Each list gets exactly its length, then is filled in span order.
+        let mut pairs = PairIndex::default();
+        // Where the next span of each byte pair goes, and the last span written there.
+        let mut next: Vec<(usize, u32)> = vec![(0, u32::MAX); 1 << 16];
+        for t in 0..256u32 {
+            pairs.open_block(t);
+            let lefts = (0..=t).map(|x| (x, t));
+            let rights = (0..t).map(|y| (t, y));
+            for pair in lefts.chain(rights) {
+                let at = (pair.0 as usize) << 8 | pair.1 as usize;
+                // (`dense` is empty when there are no spans.)
+                let (count, holders, _) = dense.get(at).copied().unwrap_or_default();
+                if count > 0 {
+                    let slot = pairs.push_zeros(pair, count, holders);
+                    next[at].0 = pairs.spans_at(slot);
                 }
             }
         }
-        let mut pairs: FxHashMap<PairKey, PairStats> = FxHashMap::default();
-        for (pair, (&(count, _, _), &(spans, _, _))) in dense.iter().zip(&filling).enumerate() {
-            if count > 0 {
-                pairs.insert(key(((pair >> 8) as u32, (pair & 0xff) as u32)), PairStats { count, spans });
+        let words = pairs.span_words();
+        for id in ids {
+            for w in spans.tokens(id).windows(2) {
+                let (at, last) = &mut next[byte_pair(w)];
+                if *last != id {
+                    words[*at] = id;
+                    (*at, *last) = (*at + 1, id);
+                }
             }
         }
         // The heap starts with the pairs counted at least half the most counted one (the floor
         // then lets the others in when needed).
-        let floor = pairs.values().map(|s| s.count as u64).max().unwrap_or(0) / 2;
+        let floor = pairs.counted_between(0, u64::MAX).map(|(count, _, _)| count).max().unwrap_or(0) / 2;
         let heap = pairs
-            .iter()
-            .filter(|(_, s)| s.count as u64 >= floor)
-            .map(|(&pair, s)| Candidate { count: s.count as u64, pair })
+            .counted_between(floor, u64::MAX)
+            .map(|(count, pair, slot)| Candidate { count, pair, slot })
             .collect::<Vec<_>>()
             .into();
         Ok(Self {
             spans,
             pairs,
-            lists,
             heap,
             floor,
             tally: Tally::default(),
             ids: Vec::new(),
             found: Neighbours::default(),
-            appeared: Vec::new(),
-            shrunk: Vec::new(),
+            born: Vec::new(),
         })
     }
 
-    /// The pair with the highest current count (smallest pair among equals), and that count.
-    fn best(&mut self) -> Option<(Pair, u64)> {
+    /// The pair with the highest current count (smallest pair among equals), as its heap
+    /// entry, which holds that count.
+    fn best(&mut self) -> Option<Candidate> {
         loop {
             if self.heap.peek().map_or(true, |top| top.count < self.floor) {
                 if self.floor == 0 {
@@ -260,15 +254,18 @@ impl<T: TokenId> Loop<T> {
                 continue;
             }
             let top = self.heap.pop()?;
-            let current = self.pairs.get(&top.pair).map_or(0, |s| s.count);
+            let current = self.pairs.count(top.slot);
             if current <= 0 {
-                drop_pair(&mut self.pairs, &mut self.lists, top.pair);
-            } else if current as u64 != top.count {
+                continue; // gone
+            }
+            // Counts only fall after a pair is born, so an entry's count is at least current.
+            debug_assert!(current as u64 <= top.count);
+            if current as u64 != top.count {
                 if current as u64 >= self.floor {
-                    self.heap.push(Candidate { count: current as u64, pair: top.pair });
+                    self.heap.push(Candidate { count: current as u64, ..top });
                 }
             } else {
-                return Some((unkey(top.pair), top.count));
+                return Some(top);
             }
         }
     }
@@ -283,67 +280,74 @@ impl<T: TokenId> Loop<T> {
     fn lower_floor(&mut self) {
         let old = self.floor;
         self.floor = old / FLOOR_STEP;
-        let floor = self.floor;
-        let pushed = self.pairs.iter().filter_map(|(&pair, s)| {
-            let count = s.count as u64;
-            (count >= floor && count < old && s.count > 0).then_some(Candidate { count, pair })
-        });
-        self.heap.extend(pushed);
+        let pushed = self.pairs.counted_between(self.floor, old);
+        self.heap.extend(pushed.map(|(count, pair, slot)| Candidate { count, pair, slot }));
     }
 
-    /// Replaces `pair` by `token` in every span that holds it and updates the counts.
-    fn apply(&mut self, pair: Pair, token: u32) {
-        let list = self.pairs.remove(&key(pair)).map_or(EMPTY, |s| s.spans);
+    /// Replaces the pair of `best` by `token` in every span that holds it and updates the
+    /// counts: the pairs next to each replaced occurrence lose it, and `token`'s block gets
+    /// the pairs that took their place.
+    fn apply(&mut self, best: &Candidate, token: u32) {
+        let pair = unkey(best.pair);
+        let (a, b) = pair;
         let ids = &mut self.ids;
         ids.clear();
-        ids.extend_from_slice(self.lists.get(list));
-        self.lists.free(list);
+        self.pairs.take(best.slot, ids);
         if !ids.windows(2).all(|w| w[0] < w[1]) {
             ids.sort_unstable();
             ids.dedup();
         }
         self.found.clear();
         self.spans.merge(ids, pair, token, &mut self.found);
-        let (a, b) = pair;
-        let Loop { pairs, lists, heap, floor, tally, found, appeared, shrunk, .. } = self;
-        for (events, on_left) in [(&found.left, true), (&found.right, false)] {
-            for &(x, id, n) in events {
-                tally.add(x, id, n);
-            }
-            tally.drain(|x, n, spans| {
-                let (gone, new) = if on_left { ((x, a), (x, token)) } else { ((b, x), (token, x)) };
-                // The merged pair is gone everywhere already. Any other count may dip below its
-                // final value here: the other side's events for the same pair come after.
-                if gone != pair {
-                    pairs.entry(key(gone)).or_default().count -= n;
-                    shrunk.push(key(gone));
+        let Loop { pairs, heap, floor, tally, found, born, .. } = self;
+        born.clear();
+        pairs.open_block(token);
+        // Left neighbours x: (x, a) is gone and (x, token) born. x may be `token` itself (a
+        // token made earlier in the same span, as in `abab`): then (token, a) is "gone", which
+        // was born by a right neighbour of the same merge below; it is taken off there.
+        let mut token_then_a = 0;
+        for &(x, id, n) in &found.left {
+            tally.add(x, id, n);
+        }
+        tally.drain(|x, n, spans| {
+            if x == token {
+                token_then_a = n;
+            } else if (x, a) != pair {
+                // The merged pair is gone everywhere already; any other is a pair of earlier
+                // tokens, so it is in the index with at least these occurrences.
+                if let Some(slot) = pairs.find((x, a)) {
+                    pairs.sub(slot, n);
                 }
-                let stats = pairs.entry(key(new)).or_default();
-                stats.count += n;
-                lists.extend(&mut stats.spans, spans);
-                appeared.push(key(new));
-            });
-        }
-        for k in shrunk.drain(..) {
-            if pairs.get(&k).is_some_and(|s| s.count == 0) {
-                drop_pair(pairs, lists, k);
             }
-        }
-        appeared.sort_unstable();
-        appeared.dedup();
-        for pair in appeared.drain(..) {
-            let count = pairs.get(&pair).map_or(0, |s| s.count);
-            if count > 0 && count as u64 >= *floor {
-                heap.push(Candidate { count: count as u64, pair });
+            let slot = pairs.push((x, token), n, spans);
+            if n as u64 >= *floor {
+                born.push(slot);
             }
+        });
+        // Right neighbours y (never `token`: right of an occurrence is still the input):
+        // (b, y) is gone and (token, y) born.
+        for &(y, id, n) in &found.right {
+            tally.add(y, id, n);
         }
-    }
-}
-
-/// Forgets a pair, freeing its span list.
-fn drop_pair(pairs: &mut FxHashMap<PairKey, PairStats>, lists: &mut Lists, pair: PairKey) {
-    if let Some(stats) = pairs.remove(&pair) {
-        lists.free(stats.spans);
+        tally.drain(|y, n, spans| {
+            if (b, y) != pair {
+                if let Some(slot) = pairs.find((b, y)) {
+                    pairs.sub(slot, n);
+                }
+            }
+            let count = if y == a { n - token_then_a } else { n };
+            debug_assert!(count >= 0, "a pair's count is never negative");
+            if count > 0 {
+                let slot = pairs.push((token, y), count, spans);
+                if count as u64 >= *floor {
+                    born.push(slot);
+                }
+            }
+        });
+        for &slot in born.iter() {
+            heap.push(Candidate { count: pairs.count(slot) as u64, pair: pairs.key(slot), slot });
+        }
+        pairs.compact_if_due();
     }
 }
 
@@ -364,9 +368,9 @@ pub fn learn(
         Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
     } else if options.vocab_size <= 1 << 16 {
         // Token ids are below vocab_size: 2^16 of them fit in a u16.
-        Ok(run(Loop::<u16>::new(spans)?, options, on_merge))
+        run(Loop::<u16>::new(spans)?, options, on_merge)
     } else {
-        Ok(run(Loop::<u32>::new(spans)?, options, on_merge))
+        run(Loop::<u32>::new(spans)?, options, on_merge)
     }
 }
 
@@ -374,16 +378,21 @@ fn run<T: TokenId>(
     mut state: Loop<T>,
     options: &LearnOptions,
     mut on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
-) -> Learned {
+) -> Result<Learned, Error> {
     let mut vocab = Vocab::bytes();
     let mut merges = Vec::new();
     while vocab.len() < options.vocab_size {
-        let Some((pair, count)) = state.best() else { break };
+        let Some(best) = state.best() else { break };
+        let (pair, count) = (unkey(best.pair), best.count);
         if count < options.min_frequency {
             break;
         }
-        let (token, _) = vocab.merge(pair.0, pair.1);
-        state.apply(pair, token);
+        let (token, new) = vocab.merge(pair.0, pair.1);
+        if !new {
+            // Each token's pairs are one block of the index, made by its merge (`pairs.rs`).
+            return Err(Error::Internal(format!("merge {pair:?} made the bytes of token {token}, which the merge rule rules out")));
+        }
+        state.apply(&best, token);
         state.raise_floor(count);
         let merge = Merge { pair, token, count };
         merges.push(merge);
@@ -391,7 +400,7 @@ fn run<T: TokenId>(
             break;
         }
     }
-    Learned { vocab, merges }
+    Ok(Learned { vocab, merges })
 }
 
 /// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
@@ -546,8 +555,8 @@ mod tests {
             })
             .collect();
         let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1 };
-        let small = run(Loop::<u16>::new(spans.clone()).unwrap(), &options, |_, _| ControlFlow::Continue(()));
-        let big = run(Loop::<u32>::new(spans).unwrap(), &options, |_, _| ControlFlow::Continue(()));
+        let small = run(Loop::<u16>::new(spans.clone()).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
+        let big = run(Loop::<u32>::new(spans).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(small.merges.len(), (1 << 16) - 256);
         assert!(small.merges.iter().any(|m| m.pair.0 > 65_000 || m.pair.1 > 65_000), "late ids are merged again");
         assert_eq!(small.merges, big.merges);
@@ -574,6 +583,13 @@ mod tests {
         let big = 3_000_000_000u64;
         let merges = learn_all(&[(b"ab".to_vec(), big), (b"abab".to_vec(), big)], 257);
         assert_eq!(merges[0].count, 3 * big);
+    }
+
+    #[test]
+    fn no_spans_learn_nothing() {
+        for spans in [vec![], vec![(b"a".to_vec(), 5)]] {
+            assert_eq!(learn_all(&spans, 1000), vec![]);
+        }
     }
 
     #[test]

@@ -1,0 +1,230 @@
+//! Every pair the loop knows, with its count and the spans that may hold it, in blocks by the
+//! pair's later token.
+//!
+//! Two tokens p and q can only come to stand next to each other when the later of the two is
+//! made: a token is made only by its own merge, and a merge changes spans only where it
+//! replaces an occurrence. So every pair whose later token is t is born at t's merge (pairs
+//! of two bytes: at the start), and from then on its count and its spans only shrink. The index
+//! keeps the pairs that way: token t's pairs are one block, written when t is made and never
+//! moved, `(x, t)` for `x <= t` then `(t, y)` for `y < t`, each part sorted. Finding a pair is
+//! a binary search in one block, and a merge writes its new pairs one after the other, where a
+//! hash table would scatter them over memory (each a cache miss: most of a merge's time).
+//!
+//! A pair that no longer occurs keeps its place with count 0; its spans are left in the arena
+//! of lists until the next compaction drops them.
+
+use super::lists::{ListAt, Lists, EMPTY};
+use super::{key, Pair, PairKey};
+
+/// Where a pair lives in the index; it never moves.
+pub(super) type Slot = usize;
+
+/// A token's pairs: `left` pairs `(x, t)` from `start`, then `right` pairs `(t, y)`.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    start: usize,
+    left: u32,
+    right: u32,
+}
+
+/// The pairs' fields are kept apart, each by slot, so that the two hot visits touch little
+/// memory: finding a pair reads only the other tokens of its block part (4 bytes each, a
+/// binary search touching a few cache lines), and a merge's updates then touch only counts.
+#[derive(Default)]
+pub(super) struct PairIndex {
+    /// By token.
+    blocks: Vec<Block>,
+    // By slot:
+    /// The pair's other token: `x` of `(x, t)`, `y` of `(t, y)`.
+    others: Vec<u32>,
+    counts: Vec<i64>,
+    /// Meaningful while the count is positive; the list is dropped when it reaches 0.
+    spans: Vec<ListAt>,
+    keys: Vec<PairKey>,
+    lists: Lists,
+}
+
+impl PairIndex {
+    /// Starts token `t`'s block, where [`PairIndex::push`] adds its pairs. Blocks are made in
+    /// token order: `t` is the number of blocks so far.
+    pub(super) fn open_block(&mut self, t: u32) {
+        debug_assert_eq!(t as usize, self.blocks.len(), "blocks are made in token order");
+        self.blocks.push(Block { start: self.keys.len(), left: 0, right: 0 });
+    }
+
+    /// Adds `pair`, counted `count`, with the spans `spans`, to the last block opened, of token
+    /// `t`: first the pairs `(x, t)` by increasing `x`, then the pairs `(t, y)` by increasing
+    /// `y`. Its span list is written after every list pushed so far (compaction relies on it).
+    pub(super) fn push(&mut self, pair: Pair, count: i64, spans: &[u32]) -> Slot {
+        let list = self.lists.push(spans);
+        self.push_with_list(pair, count, list)
+    }
+
+    /// [`PairIndex::push`] with a list given by [`PairIndex::push_zeros`] just before.
+    fn push_with_list(&mut self, pair: Pair, count: i64, list: ListAt) -> Slot {
+        let slot = self.keys.len();
+        let t = self.blocks.len() as u32 - 1;
+        // panic-free: the loop opens a token's block before it pushes the token's pairs.
+        let block = self.blocks.last_mut().expect("a block is open");
+        let (part, other) = if pair.1 == t {
+            debug_assert!(block.right == 0, "(x, t) pairs come before (t, y) pairs");
+            block.left += 1;
+            (block.left, pair.0)
+        } else {
+            debug_assert!(pair.0 == t && pair.1 < t, "{pair:?} is not a pair of token {t}'s block");
+            block.right += 1;
+            (block.right, pair.1)
+        };
+        debug_assert!(part < 2 || self.others.last() < Some(&other), "each part of a block is sorted");
+        self.others.push(other);
+        self.counts.push(count);
+        self.spans.push(list);
+        self.keys.push(key(pair));
+        slot
+    }
+
+    /// [`PairIndex::push`] for a pair whose `len` spans are given afterwards, by
+    /// [`PairIndex::set_span`].
+    pub(super) fn push_zeros(&mut self, pair: Pair, count: i64, len: usize) -> Slot {
+        let list = self.lists.push_zeros(len);
+        self.push_with_list(pair, count, list)
+    }
+
+    /// Where the spans of a pair added by [`PairIndex::push_zeros`] go in
+    /// [`PairIndex::span_words`], one after the other.
+    pub(super) fn spans_at(&self, slot: Slot) -> usize {
+        self.lists.ids_at(self.spans[slot])
+    }
+
+    /// The words holding the pairs' span lists, to fill those added by
+    /// [`PairIndex::push_zeros`] (see [`PairIndex::spans_at`]).
+    pub(super) fn span_words(&mut self) -> &mut [u32] {
+        self.lists.words_mut()
+    }
+
+    /// Where `pair` lives, if it was ever born.
+    #[inline]
+    pub(super) fn find(&self, pair: Pair) -> Option<Slot> {
+        let (p, q) = pair;
+        let t = p.max(q);
+        let block = self.blocks.get(t as usize)?;
+        let (from, len, other) = if q == t {
+            (block.start, block.left as usize, p)
+        } else {
+            (block.start + block.left as usize, block.right as usize, q)
+        };
+        self.others[from..from + len].binary_search(&other).ok().map(|i| from + i)
+    }
+
+    pub(super) fn count(&self, slot: Slot) -> i64 {
+        self.counts[slot]
+    }
+
+    pub(super) fn key(&self, slot: Slot) -> PairKey {
+        self.keys[slot]
+    }
+
+    /// Takes `n` occurrences away from the pair at `slot`. Once it has none left, its spans are
+    /// dropped (by the next compaction): it can never occur again.
+    #[inline]
+    pub(super) fn sub(&mut self, slot: Slot, n: i64) {
+        self.counts[slot] -= n;
+        debug_assert!(self.counts[slot] >= 0, "pair counts are exact, so never negative");
+    }
+
+    /// Removes the pair at `slot` (it was merged): appends its spans to `into`, sets its count
+    /// to 0 and drops its spans.
+    pub(super) fn take(&mut self, slot: Slot, into: &mut Vec<u32>) {
+        into.extend_from_slice(self.lists.get(self.spans[slot]));
+        self.counts[slot] = 0;
+    }
+
+    /// The pairs counted at least `low` and less than `high`, with their slots.
+    pub(super) fn counted_between(&self, low: u64, high: u64) -> impl Iterator<Item = (u64, PairKey, Slot)> + '_ {
+        self.counts.iter().enumerate().filter_map(move |(slot, &count)| {
+            let c = count as u64;
+            (count > 0 && c >= low && c < high).then(|| (c, self.keys[slot], slot))
+        })
+    }
+
+    /// Reclaims the dropped span lists once the arena has doubled since it last did.
+    pub(super) fn compact_if_due(&mut self) {
+        if self.lists.wants_compacting() {
+            // Lists were pushed in slot order, so the slots give them in order. A pair counted
+            // 0 no longer occurs: its list goes.
+            for (list, &count) in self.spans.iter_mut().zip(&self.counts) {
+                if count <= 0 {
+                    *list = EMPTY;
+                }
+            }
+            self.lists.compact(self.spans.iter_mut());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn finds_every_pair_and_nothing_else() {
+        // Blocks for tokens 0..40 with random pairs, against a map.
+        let mut index = PairIndex::default();
+        let mut model: BTreeMap<Pair, (Slot, i64)> = BTreeMap::new();
+        let mut state = 3u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for t in 0..40u32 {
+            index.open_block(t);
+            let lefts: Vec<u32> = (0..=t).filter(|_| next(3) == 0).collect();
+            let rights: Vec<u32> = (0..t).filter(|_| next(3) == 0).collect();
+            for pair in lefts.iter().map(|&x| (x, t)).chain(rights.iter().map(|&y| (t, y))) {
+                let count = 1 + next(100) as i64;
+                let spans: Vec<u32> = (0..next(5) as u32).collect();
+                let slot = index.push(pair, count, &spans);
+                assert_eq!(index.lists.get(index.spans[slot]), &spans[..]);
+                model.insert(pair, (slot, count));
+            }
+        }
+        for p in 0..42 {
+            for q in 0..42 {
+                let want = model.get(&(p, q)).map(|&(slot, _)| slot);
+                assert_eq!(index.find((p, q)), want, "{p}, {q}");
+                if let Some(slot) = want {
+                    assert_eq!(index.key(slot), key((p, q)));
+                    assert_eq!(index.count(slot), model[&(p, q)].1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn spans_survive_compaction_and_dead_pairs_lose_theirs() {
+        let mut index = PairIndex::default();
+        let mut live: Vec<(Slot, Vec<u32>)> = Vec::new();
+        for t in 0..3000u32 {
+            index.open_block(t);
+            // One pair (t, t) per block, with 600 spans: enough garbage to compact.
+            let spans: Vec<u32> = (t..t + 600).collect();
+            let slot = index.push((t, t), 2, &spans);
+            live.push((slot, spans));
+            if t % 3 != 0 {
+                let (slot, _) = live.remove(live.len() / 2);
+                index.sub(slot, 2);
+                assert_eq!(index.count(slot), 0);
+            }
+            index.compact_if_due();
+        }
+        for (slot, spans) in &live {
+            assert_eq!(index.lists.get(index.spans[*slot]), &spans[..]);
+        }
+        let (slot, spans) = live.pop().unwrap();
+        let mut taken = Vec::new();
+        index.take(slot, &mut taken);
+        assert_eq!(taken, spans);
+        assert_eq!(index.count(slot), 0);
+    }
+}

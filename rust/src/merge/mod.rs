@@ -309,6 +309,9 @@ impl<T: TokenId> Loop<T> {
         for &(x, id, n) in &found.left {
             tally.add(x, id, n);
         }
+        for &x in &tally.touched {
+            pairs.prefetch_find((x, a));
+        }
         tally.drain(|x, n, spans| {
             if x == token {
                 token_then_a = n;
@@ -328,6 +331,9 @@ impl<T: TokenId> Loop<T> {
         // (b, y) is gone and (token, y) born.
         for &(y, id, n) in &found.right {
             tally.add(y, id, n);
+        }
+        for &y in &tally.touched {
+            pairs.prefetch_find((b, y));
         }
         tally.drain(|y, n, spans| {
             if (b, y) != pair {

@@ -14,6 +14,7 @@
 //! of lists until the next compaction drops them.
 
 use super::lists::{ListAt, Lists, EMPTY};
+use super::spans::prefetch;
 use super::{key, Pair, PairKey};
 
 /// Where a pair lives in the index; it never moves.
@@ -102,18 +103,35 @@ impl PairIndex {
         self.lists.words_mut()
     }
 
-    /// Where `pair` lives, if it was ever born.
-    #[inline]
-    pub(super) fn find(&self, pair: Pair) -> Option<Slot> {
-        let (p, q) = pair;
+    /// The part of a block where `pair` would be, and the token to look for there.
+    #[inline(always)]
+    fn part(&self, (p, q): Pair) -> Option<(usize, usize, u32)> {
         let t = p.max(q);
         let block = self.blocks.get(t as usize)?;
-        let (from, len, other) = if q == t {
+        Some(if q == t {
             (block.start, block.left as usize, p)
         } else {
             (block.start + block.left as usize, block.right as usize, q)
-        };
+        })
+    }
+
+    /// Where `pair` lives, if it was ever born.
+    #[inline]
+    pub(super) fn find(&self, pair: Pair) -> Option<Slot> {
+        let (from, len, other) = self.part(pair)?;
         self.others[from..from + len].binary_search(&other).ok().map(|i| from + i)
+    }
+
+    /// Asks the memory system for the first places [`PairIndex::find`] will look at for
+    /// `pair`, so that several lookups wait for memory at the same time.
+    #[inline]
+    pub(super) fn prefetch_find(&self, pair: Pair) {
+        if let Some((from, len, _)) = self.part(pair) {
+            let others = self.others.as_ptr().wrapping_add(from);
+            for at in [len / 2, len / 4, len * 3 / 4] {
+                prefetch(others.wrapping_add(at));
+            }
+        }
     }
 
     pub(super) fn count(&self, slot: Slot) -> i64 {

@@ -15,7 +15,7 @@ const AHEAD: usize = 8;
 
 /// A hint to load the cache line holding `p`; it never faults, whatever `p` is.
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(super) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: prefetching is only a hint: it does not access memory architecturally, so any
     // address is fine.

@@ -249,7 +249,8 @@ fn learn_from(
                 // `except Exception` handles, rather than pyo3's PanicException.
                 let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     in_pool(pool, || {
-                        let spans = counts.into_sorted();
+                        // Any order: the merges do not depend on it.
+                        let spans = counts.into_spans();
                         distinct_spans.store(spans.len(), Ordering::Relaxed);
                         crate::memory::release();
                         let learned = learn(spans, &options, |merge, vocab| {

@@ -32,6 +32,11 @@ impl Default for Lists {
 }
 
 impl Lists {
+    /// Makes room for `words` more words.
+    pub(super) fn reserve(&mut self, words: usize) {
+        self.words.reserve(words);
+    }
+
     /// Appends a list.
     pub(super) fn push(&mut self, ids: &[u32]) -> ListAt {
         if ids.is_empty() {

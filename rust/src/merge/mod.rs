@@ -161,67 +161,89 @@ struct Loop<T> {
 
 impl<T: TokenId> Loop<T> {
     fn new(spans: Spans) -> Result<Self, Error> {
-        let spans = SpanTable::<T>::new(&spans).map_err(|words| {
+        let (spans, ids) = SpanTable::<T>::new(&spans).map_err(|words| {
             Error::InvalidOption(format!("the distinct spans need {words} words of token ids, more than the 2^34 supported"))
         })?;
-        let ids: Vec<u32> = spans.ids().collect();
         // Every pair of the spans as given is a pair of bytes: count them in a dense 256 x 256
-        // table rather than a hash map. Each list gets one block of exactly its length (spans
-        // are counted once per pair, however often they hold it), then is filled in span order.
+        // table rather than a hash map, in parallel over parts of the spans, each part also
+        // counting the spans that hold each pair (once per span, however often it holds it).
         let byte_pair = |w: &[T]| (w[0].get() as usize) << 8 | w[1].get() as usize;
-        let parts = rayon::current_num_threads().max(1);
-        let per_part = (ids.len() / parts).max(1 << 14);
-        let dense = ids
-            .par_chunks(per_part)
+        let per_part = ids.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 14);
+        let parts: Vec<&[u32]> = ids.chunks(per_part).collect();
+        let counted: Vec<Vec<(i64, u32)>> = parts
+            .par_iter()
             .map(|part| {
-                let mut dense = vec![(0i64, 0usize, u32::MAX); 1 << 16];
-                for &id in part {
+                let mut dense = vec![(0i64, 0u32); 1 << 16];
+                let mut last = vec![u32::MAX; 1 << 16];
+                for &id in *part {
                     for w in spans.tokens(id).windows(2) {
-                        let (count, holders, last) = &mut dense[byte_pair(w)];
-                        *count += spans.count(id);
-                        if *last != id {
-                            (*holders, *last) = (*holders + 1, id);
+                        let at = byte_pair(w);
+                        dense[at].0 += spans.count(id);
+                        if last[at] != id {
+                            (dense[at].1, last[at]) = (dense[at].1 + 1, id);
                         }
                     }
                 }
                 dense
             })
-            .reduce_with(|mut a, b| {
-                for (x, y) in a.iter_mut().zip(b) {
-                    (x.0, x.1) = (x.0 + y.0, x.1 + y.1);
-                }
-                a
-            })
-            .unwrap_or_default();
+            .collect();
         // The pairs of two bytes, token by token (see `pairs.rs`): (x, t) for x <= t, then
-        // (t, y) for y < t. Each list gets exactly its length, then is filled in span order.
+        // (t, y) for y < t, each with a list of exactly its length.
         let mut pairs = PairIndex::default();
-        // Where the next span of each byte pair goes, and the last span written there.
-        let mut next: Vec<(usize, u32)> = vec![(0, u32::MAX); 1 << 16];
+        let totals = counted.iter().flatten().fold((0, 0), |(n, words), &(count, holders)| {
+            (n + usize::from(count > 0), words + holders as usize)
+        });
+        pairs.reserve(totals.0, totals.0 + totals.1);
+        let mut order = Vec::new();
         for t in 0..256u32 {
             pairs.open_block(t);
             let lefts = (0..=t).map(|x| (x, t));
             let rights = (0..t).map(|y| (t, y));
             for pair in lefts.chain(rights) {
                 let at = (pair.0 as usize) << 8 | pair.1 as usize;
-                // (`dense` is empty when there are no spans.)
-                let (count, holders, _) = dense.get(at).copied().unwrap_or_default();
+                let (count, holders) = counted.iter().fold((0, 0), |(c, h), d| (c + d[at].0, h + d[at].1 as usize));
                 if count > 0 {
                     let slot = pairs.push_zeros(pair, count, holders);
-                    next[at].0 = pairs.spans_at(slot);
+                    order.push((at, pairs.spans_at(slot)));
                 }
             }
         }
+        // Each part lists its spans by pair in a buffer of its own, in parallel; then the lists
+        // are put together in order, each part's spans after the previous part's.
+        let listed: Vec<(Vec<u32>, Vec<usize>)> = parts
+            .par_iter()
+            .zip(&counted)
+            .map(|(part, dense)| {
+                let mut next = vec![0usize; 1 << 16];
+                let mut starts = Vec::with_capacity(order.len() + 1);
+                let mut len = 0;
+                for &(at, _) in &order {
+                    (next[at], len) = (len, len + dense[at].1 as usize);
+                    starts.push(next[at]);
+                }
+                starts.push(len);
+                let mut listed = vec![0u32; len];
+                let mut last = vec![u32::MAX; 1 << 16];
+                for &id in *part {
+                    for w in spans.tokens(id).windows(2) {
+                        let at = byte_pair(w);
+                        if last[at] != id {
+                            (listed[next[at]], next[at], last[at]) = (id, next[at] + 1, id);
+                        }
+                    }
+                }
+                (listed, starts)
+            })
+            .collect();
         let words = pairs.span_words();
-        for id in ids {
-            for w in spans.tokens(id).windows(2) {
-                let (at, last) = &mut next[byte_pair(w)];
-                if *last != id {
-                    words[*at] = id;
-                    (*at, *last) = (*at + 1, id);
-                }
+        for (k, &(_, mut to)) in order.iter().enumerate() {
+            for (listed, starts) in &listed {
+                let ids = &listed[starts[k]..starts[k + 1]];
+                words[to..to + ids.len()].copy_from_slice(ids);
+                to += ids.len();
             }
         }
+        drop(listed);
         // The heap starts with the pairs counted at least half the most counted one (the floor
         // then lets the others in when needed).
         let floor = pairs.counted_between(0, u64::MAX).map(|(count, _, _)| count).max().unwrap_or(0) / 2;

@@ -46,6 +46,16 @@ pub(super) struct PairIndex {
 }
 
 impl PairIndex {
+    /// Makes room for `pairs` more pairs with `words` words of span lists in all (each list
+    /// takes its length plus one).
+    pub(super) fn reserve(&mut self, pairs: usize, words: usize) {
+        self.others.reserve(pairs);
+        self.counts.reserve(pairs);
+        self.spans.reserve(pairs);
+        self.keys.reserve(pairs);
+        self.lists.reserve(words);
+    }
+
     /// Starts token `t`'s block, where [`PairIndex::push`] adds its pairs. Blocks are made in
     /// token order: `t` is the number of blocks so far.
     pub(super) fn open_block(&mut self, t: u32) {

@@ -177,39 +177,49 @@ pub(super) struct SpanTable<T> {
 }
 
 impl<T: TokenId> SpanTable<T> {
-    /// Spans shorter than two bytes hold no pair and are left out. Fails if the table would
-    /// pass the ids' reach (more than 2^34 words, see [`ID_SHIFT`]).
-    pub(super) fn new(spans: &Spans) -> Result<Self, usize> {
-        let kept = || spans.iter().filter(|(bytes, n)| bytes.len() >= 2 && *n > 0);
+    /// The table, and the ids of its spans in order (which is increasing). Spans shorter than
+    /// two bytes hold no pair and are left out. Fails if the table would pass the ids' reach
+    /// (more than 2^34 words, see [`ID_SHIFT`]).
+    pub(super) fn new(spans: &Spans) -> Result<(Self, Vec<u32>), usize> {
         let h = header_words::<T>();
-        let total: usize = kept().map(|(b, _)| padded(h + b.len())).sum();
+        // Where each kept span starts, in words, and where the table ends.
+        let mut starts: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
+        let mut total = 0;
+        for (i, (bytes, n)) in spans.iter().enumerate() {
+            if bytes.len() >= 2 && n > 0 {
+                starts.push((i, total));
+                total += padded(h + bytes.len());
+            }
+        }
         if total >> ID_SHIFT >= u32::MAX as usize {
             return Err(total);
         }
-        let mut table = SpanTable { words: Vec::with_capacity(total), blocks: Vec::new() };
-        for (i, (bytes, n)) in kept().enumerate() {
-            let id = (table.words.len() >> ID_SHIFT) as u32;
-            if i % SPANS_PER_TASK == 0 {
-                table.blocks.push(id);
-            }
-            push_bits(&mut table.words, bytes.len() as u64, 32);
-            push_bits(&mut table.words, n, 64);
-            table.words.extend(bytes.iter().map(|&b| T::new(u32::from(b))));
-            table.words.resize(padded(table.words.len()), T::new(0));
+        let blocks = starts.iter().step_by(SPANS_PER_TASK).map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
+        // Filled in parallel, each part of the spans into its own stretch of the table.
+        let mut words = vec![T::new(0); total];
+        let parts = starts.chunks(starts.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 12));
+        let mut stretches = Vec::new();
+        let mut rest = &mut words[..];
+        let mut done = 0;
+        for part in parts {
+            let end = part.last().map_or(done, |&(i, at)| at + padded(h + spans.get(i).0.len()));
+            let (stretch, later) = rest.split_at_mut(end - done);
+            stretches.push((part, done, stretch));
+            (rest, done) = (later, end);
         }
-        Ok(table)
-    }
-
-    /// The ids of the spans, in order (which is increasing).
-    pub(super) fn ids(&self) -> impl Iterator<Item = u32> + '_ {
-        let mut at = 0;
-        std::iter::from_fn(move || {
-            (at < self.words.len()).then(|| {
-                let id = (at >> ID_SHIFT) as u32;
-                at = padded(at + header_words::<T>() + self.span_len(at));
-                id
-            })
-        })
+        stretches.into_par_iter().for_each(|(part, first, stretch)| {
+            for &(i, at) in part {
+                let (bytes, n) = spans.get(i);
+                let span = &mut stretch[at - first..];
+                write_bits(span, bytes.len() as u64, 32);
+                write_bits(&mut span[32 / T::BITS as usize..], n, 64);
+                for (w, &b) in span[h..h + bytes.len()].iter_mut().zip(bytes) {
+                    *w = T::new(u32::from(b));
+                }
+            }
+        });
+        let ids = starts.iter().map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
+        Ok((SpanTable { words, blocks }, ids))
     }
 
     fn span_len(&self, at: usize) -> usize {
@@ -270,14 +280,7 @@ fn padded(n: usize) -> usize {
     n.next_multiple_of(1 << ID_SHIFT)
 }
 
-/// Appends the low `bits` bits of `value` as token-sized words, lowest first.
-fn push_bits<T: TokenId>(words: &mut Vec<T>, value: u64, bits: u32) {
-    for i in (0..bits).step_by(T::BITS as usize) {
-        words.push(T::new((value >> i) as u32 & T::MAX));
-    }
-}
-
-/// Reads `bits` bits written by [`push_bits`] (or [`write_bits`]) at the start of `words`.
+/// Reads `bits` bits written by [`write_bits`] at the start of `words`.
 #[inline(always)]
 fn read_bits<T: TokenId>(words: &[T], bits: u32) -> u64 {
     let mut value = 0;

@@ -188,25 +188,32 @@ impl<T: TokenId> Loop<T> {
             })
             .collect();
         // The pairs of two bytes, token by token (see `pairs.rs`): (x, t) for x <= t, then
-        // (t, y) for y < t, each with a list of exactly its length.
-        let mut pairs = PairIndex::default();
-        let totals = counted.iter().flatten().fold((0, 0), |(n, words), &(count, holders)| {
-            (n + usize::from(count > 0), words + holders as usize)
-        });
-        pairs.reserve(totals.0, totals.0 + totals.1);
-        let mut order = Vec::new();
-        for t in 0..256u32 {
-            pairs.open_block(t);
-            let lefts = (0..=t).map(|x| (x, t));
-            let rights = (0..t).map(|y| (t, y));
-            for pair in lefts.chain(rights) {
-                let at = (pair.0 as usize) << 8 | pair.1 as usize;
-                let (count, holders) = counted.iter().fold((0, 0), |(c, h), d| (c + d[at].0, h + d[at].1 as usize));
-                if count > 0 {
-                    let slot = pairs.push_zeros(pair, count, holders);
-                    order.push((at, pairs.spans_at(slot)));
-                }
+        // (t, y) for y < t, each with a list of exactly its length. The dense tables are read
+        // in their order once, and the pairs found put in the index's order.
+        let mut born: Vec<(u32, usize, i64, usize)> = Vec::new(); // (place in the index, pair, count, spans)
+        for at in 0..1 << 16 {
+            let (count, holders) = counted.iter().fold((0, 0), |(c, h), d| (c + d[at].0, h + d[at].1 as usize));
+            if count > 0 {
+                let (x, y) = ((at >> 8) as u32, (at & 0xff) as u32);
+                let place = if x <= y { y << 9 | x } else { x << 9 | 1 << 8 | y };
+                born.push((place, at, count, holders));
             }
+        }
+        born.sort_unstable_by_key(|b| b.0);
+        let mut pairs = PairIndex::default();
+        pairs.reserve(born.len(), born.len() + born.iter().map(|b| b.3).sum::<usize>());
+        let mut order = Vec::with_capacity(born.len());
+        let mut opened = 0;
+        for &(place, at, count, holders) in &born {
+            while opened <= place >> 9 {
+                pairs.open_block(opened);
+                opened += 1;
+            }
+            let slot = pairs.push_zeros(((at >> 8) as u32, (at & 0xff) as u32), count, holders);
+            order.push((at, pairs.spans_at(slot)));
+        }
+        for t in opened..256 {
+            pairs.open_block(t);
         }
         // Each part lists its spans by pair in a buffer of its own, in parallel; then the lists
         // are put together in order, each part's spans after the previous part's.
@@ -312,15 +319,20 @@ impl<T: TokenId> Loop<T> {
     fn apply(&mut self, best: &Candidate, token: u32) {
         let pair = unkey(best.pair);
         let (a, b) = pair;
-        let ids = &mut self.ids;
-        ids.clear();
-        self.pairs.take(best.slot, ids);
-        if !ids.windows(2).all(|w| w[0] < w[1]) {
+        let Loop { spans, pairs, ids, found, .. } = self;
+        // The spans that may hold the pair, in increasing order: as listed, unless the pair is
+        // (token, token), whose spans were listed from both sides.
+        let mut list = pairs.spans_of(best.slot);
+        if !list.windows(2).all(|w| w[0] < w[1]) {
+            ids.clear();
+            ids.extend_from_slice(list);
             ids.sort_unstable();
             ids.dedup();
+            list = ids;
         }
-        self.found.clear();
-        self.spans.merge(ids, pair, token, &mut self.found);
+        found.clear();
+        spans.merge(list, pair, token, found);
+        pairs.remove(best.slot);
         let Loop { pairs, heap, floor, tally, found, born, .. } = self;
         born.clear();
         pairs.open_block(token);

@@ -160,10 +160,14 @@ impl PairIndex {
         debug_assert!(self.counts[slot] >= 0, "pair counts are exact, so never negative");
     }
 
-    /// Removes the pair at `slot` (it was merged): appends its spans to `into`, sets its count
-    /// to 0 and drops its spans.
-    pub(super) fn take(&mut self, slot: Slot, into: &mut Vec<u32>) {
-        into.extend_from_slice(self.lists.get(self.spans[slot]));
+    /// The spans that may hold the pair at `slot`.
+    pub(super) fn spans_of(&self, slot: Slot) -> &[u32] {
+        self.lists.get(self.spans[slot])
+    }
+
+    /// Removes the pair at `slot` (it was merged): its count becomes 0, and its spans go at
+    /// the next compaction.
+    pub(super) fn remove(&mut self, slot: Slot) {
         self.counts[slot] = 0;
     }
 
@@ -250,9 +254,8 @@ mod tests {
             assert_eq!(index.lists.get(index.spans[*slot]), &spans[..]);
         }
         let (slot, spans) = live.pop().unwrap();
-        let mut taken = Vec::new();
-        index.take(slot, &mut taken);
-        assert_eq!(taken, spans);
+        assert_eq!(index.spans_of(slot), &spans[..]);
+        index.remove(slot);
         assert_eq!(index.count(slot), 0);
     }
 }

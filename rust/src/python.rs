@@ -24,7 +24,10 @@ use crate::{Error, SpanCounts, Splitter, Vocab};
 /// `MIN_BATCH_BYTES` of text (handing over many tiny batches costs more than counting them), or
 /// as soon as it holds `MAX_BATCH_BYTES`, however few texts that is (bounded memory).
 const MIN_BATCH_BYTES: usize = 1 << 20;
-const MAX_BATCH_BYTES: usize = 8 << 20;
+const MAX_BATCH_BYTES: usize = 2 << 20;
+
+/// How many filled batches may wait for the counting worker.
+const QUEUED_BATCHES: usize = 4;
 
 fn batch_is_full(batch: &Batch, buffer_size: usize) -> bool {
     (batch.len() >= buffer_size && batch.bytes() >= MIN_BATCH_BYTES) || batch.bytes() >= MAX_BATCH_BYTES
@@ -362,9 +365,9 @@ impl Trainer {
     /// and arrays are cheap ways to hand over batches; an array's strings are copied straight
     /// from its buffers, without a Python str per text, and its null entries are skipped (each
     /// non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
-    /// (more while a batch holds under 1 MiB of text, fewer once it holds 8 MiB) and split and
-    /// counted without the GIL while the next batch is pulled: on one thread while pulling is
-    /// the slower side (Python keeps a core), on all of them once batches queue up. The
+    /// (more while a batch holds under 1 MiB of text, fewer once it holds 2 MiB) and split and
+    /// counted without the GIL while the next batches are pulled: on one thread while Python
+    /// pulls (it keeps a core), on all of them once it is done or four batches wait. The
     /// iterable is consumed once and never held whole.
     /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
     /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given, replaces
@@ -405,29 +408,24 @@ impl Trainer {
         let spans_seen = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let pool = &self.pool;
-        // Python fills batch k+1 on this thread while a worker counts batch k without the GIL.
-        // Counted batches come back to be filled again: their memory is already mapped, so
-        // filling one does not fault in fresh pages.
-        let (to_worker, batches) = mpsc::sync_channel::<Batch>(1);
+        // Python fills batches on this thread while a worker counts them without the GIL. While
+        // Python is still feeding, the worker counts on its own thread, so that Python keeps a
+        // core: counting on every thread then would take Python's core away, and Python, not
+        // counting, is usually the slower side. Batches queue up meanwhile (a few at most). Once
+        // the feeder is done, or blocked on a full queue, what is queued is counted on every
+        // thread. Counted batches come back to be filled again: their memory is already
+        // mapped, so filling one does not fault in fresh pages.
+        let (to_worker, batches) = mpsc::sync_channel::<Batch>(QUEUED_BATCHES);
         let (to_feeder, emptied) = mpsc::channel::<Batch>();
+        let queued = AtomicUsize::new(0);
+        let feeding = AtomicBool::new(true);
         let counts = std::thread::scope(|scope| -> PyResult<SpanCounts> {
-            let (splitter, stop, spans_seen) = (&splitter, &stop, &spans_seen);
+            let (splitter, stop, spans_seen, queued, feeding) = (&splitter, &stop, &spans_seen, &queued, &feeding);
             let worker = scope.spawn(move || -> Result<SpanCounts, Error> {
                 let mut counts = SpanCounts::new();
-                loop {
-                    // A batch already waiting when this thread is done with the last one means
-                    // Python feeds faster than this counts: count on every thread. Otherwise
-                    // Python is the slower side, and counting on this thread alone leaves it a
-                    // core (with all of them busy, Python would get less than one).
-                    let (batch, ready) = match batches.try_recv() {
-                        Ok(batch) => (batch, true),
-                        Err(mpsc::TryRecvError::Disconnected) => break,
-                        Err(mpsc::TryRecvError::Empty) => match batches.recv() {
-                            Ok(batch) => (batch, false),
-                            Err(_) => break,
-                        },
-                    };
-                    if ready {
+                while let Ok(batch) = batches.recv() {
+                    let behind = queued.fetch_sub(1, Ordering::SeqCst) > QUEUED_BATCHES;
+                    if behind || !feeding.load(Ordering::SeqCst) {
                         in_pool(pool, || counts.add_batch(&batch, splitter, stop))?;
                     } else {
                         counts.add_batch_here(&batch, splitter, stop)?;
@@ -456,6 +454,12 @@ impl Trainer {
                     }
                     texts += batch.len() as u64;
                     bytes += batch.bytes() as u64;
+                    // Counted before it is sent, so the worker never sees it below 1. More than
+                    // `QUEUED_BATCHES` means this thread waits on a full queue.
+                    queued.fetch_add(1, Ordering::SeqCst);
+                    if exhausted {
+                        feeding.store(false, Ordering::SeqCst);
+                    }
                     if py.detach(|| to_worker.send(batch)).is_err() {
                         return Ok(()); // the worker stopped on an error, reported below
                     }
@@ -471,6 +475,7 @@ impl Trainer {
             if fed.is_err() {
                 stop.store(true, Ordering::SeqCst); // don't finish counting what no one will use
             }
+            feeding.store(false, Ordering::SeqCst);
             drop(to_worker);
             let counted = py
                 .detach(|| worker.join())

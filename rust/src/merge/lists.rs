@@ -101,6 +101,8 @@ impl Lists {
             to += len;
         }
         self.words.truncate(to);
+        // Give the freed end back: the arena's peak is what counts against memory.
+        self.words.shrink_to_fit();
         self.compacted = to;
     }
 

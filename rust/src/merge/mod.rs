@@ -156,7 +156,8 @@ struct Loop<T> {
     // Scratch space reused by every merge.
     ids: Vec<u32>,
     found: Neighbours,
-    born: Vec<Slot>,
+    /// The pairs a merge made that go in the heap.
+    born: Vec<Candidate>,
 }
 
 impl<T: TokenId> Loop<T> {
@@ -320,8 +321,9 @@ impl<T: TokenId> Loop<T> {
         let pair = unkey(best.pair);
         let (a, b) = pair;
         let Loop { spans, pairs, ids, found, .. } = self;
-        // The spans that may hold the pair, in increasing order: as listed, unless the pair is
-        // (token, token), whose spans were listed from both sides.
+        // The spans that may hold the pair. Each list is written once, in span order, so it is
+        // increasing; the merge relies on that (a span listed twice would be merged twice), so
+        // it is checked.
         let mut list = pairs.spans_of(best.slot);
         if !list.windows(2).all(|w| w[0] < w[1]) {
             ids.clear();
@@ -358,7 +360,7 @@ impl<T: TokenId> Loop<T> {
             }
             let slot = pairs.push((x, token), n, spans);
             if n as u64 >= *floor {
-                born.push(slot);
+                born.push(Candidate { count: n as u64, pair: key((x, token)), slot });
             }
         });
         // Right neighbours y (never `token`: right of an occurrence is still the input):
@@ -380,13 +382,11 @@ impl<T: TokenId> Loop<T> {
             if count > 0 {
                 let slot = pairs.push((token, y), count, spans);
                 if count as u64 >= *floor {
-                    born.push(slot);
+                    born.push(Candidate { count: count as u64, pair: key((token, y)), slot });
                 }
             }
         });
-        for &slot in born.iter() {
-            heap.push(Candidate { count: pairs.count(slot) as u64, pair: pairs.key(slot), slot });
-        }
+        heap.extend(born.drain(..));
         pairs.compact_if_due();
     }
 }

@@ -41,7 +41,6 @@ pub(super) struct PairIndex {
     counts: Vec<i64>,
     /// Meaningful while the count is positive; the list is dropped when it reaches 0.
     spans: Vec<ListAt>,
-    keys: Vec<PairKey>,
     lists: Lists,
 }
 
@@ -52,7 +51,6 @@ impl PairIndex {
         self.others.reserve(pairs);
         self.counts.reserve(pairs);
         self.spans.reserve(pairs);
-        self.keys.reserve(pairs);
         self.lists.reserve(words);
     }
 
@@ -60,7 +58,7 @@ impl PairIndex {
     /// token order: `t` is the number of blocks so far.
     pub(super) fn open_block(&mut self, t: u32) {
         debug_assert_eq!(t as usize, self.blocks.len(), "blocks are made in token order");
-        self.blocks.push(Block { start: self.keys.len(), left: 0, right: 0 });
+        self.blocks.push(Block { start: self.others.len(), left: 0, right: 0 });
     }
 
     /// Adds `pair`, counted `count`, with the spans `spans`, to the last block opened, of token
@@ -73,7 +71,7 @@ impl PairIndex {
 
     /// [`PairIndex::push`] with a list given by [`PairIndex::push_zeros`] just before.
     fn push_with_list(&mut self, pair: Pair, count: i64, list: ListAt) -> Slot {
-        let slot = self.keys.len();
+        let slot = self.others.len();
         let t = self.blocks.len() as u32 - 1;
         // panic-free: the loop opens a token's block before it pushes the token's pairs.
         let block = self.blocks.last_mut().expect("a block is open");
@@ -90,7 +88,6 @@ impl PairIndex {
         self.others.push(other);
         self.counts.push(count);
         self.spans.push(list);
-        self.keys.push(key(pair));
         slot
     }
 
@@ -148,9 +145,6 @@ impl PairIndex {
         self.counts[slot]
     }
 
-    pub(super) fn key(&self, slot: Slot) -> PairKey {
-        self.keys[slot]
-    }
 
     /// Takes `n` occurrences away from the pair at `slot`. Once it has none left, its spans are
     /// dropped (by the next compaction): it can never occur again.
@@ -171,11 +165,18 @@ impl PairIndex {
         self.counts[slot] = 0;
     }
 
-    /// The pairs counted at least `low` and less than `high`, with their slots.
+    /// The pairs counted at least `low` and less than `high`, with their slots, block by block.
     pub(super) fn counted_between(&self, low: u64, high: u64) -> impl Iterator<Item = (u64, PairKey, Slot)> + '_ {
-        self.counts.iter().enumerate().filter_map(move |(slot, &count)| {
-            let c = count as u64;
-            (count > 0 && c >= low && c < high).then(|| (c, self.keys[slot], slot))
+        self.blocks.iter().enumerate().flat_map(move |(t, block)| {
+            let t = t as u32;
+            let left = block.start + block.left as usize;
+            let end = left + block.right as usize;
+            (block.start..end).filter_map(move |slot| {
+                let count = self.counts[slot];
+                let c = count as u64;
+                let pair = if slot < left { (self.others[slot], t) } else { (t, self.others[slot]) };
+                (count > 0 && c >= low && c < high).then(|| (c, key(pair), slot))
+            })
         })
     }
 
@@ -226,7 +227,8 @@ mod tests {
                 let want = model.get(&(p, q)).map(|&(slot, _)| slot);
                 assert_eq!(index.find((p, q)), want, "{p}, {q}");
                 if let Some(slot) = want {
-                    assert_eq!(index.key(slot), key((p, q)));
+                    let listed: Vec<_> = index.counted_between(0, u64::MAX).filter(|&(_, _, s)| s == slot).collect();
+                    assert_eq!(listed, [(model[&(p, q)].1 as u64, key((p, q)), slot)]);
                     assert_eq!(index.count(slot), model[&(p, q)].1);
                 }
             }

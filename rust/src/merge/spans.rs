@@ -50,22 +50,23 @@ fn find_pair_scalar<T: TokenId>(tokens: &[T], from: usize, a: T, b: T) -> Option
 
 /// [`TokenId::find_pair`] `LANES` positions at a time (x86_64's SSE2, which every x86_64 CPU
 /// has): spans visited by a merge hold 14 tokens on average (kernel-docs), so scanning them is
-/// most of a visit. `cmp` compares 16 bytes of tokens with a token repeated in every lane,
-/// giving a lane of ones where equal. Spans too short for one 16-byte load of the tokens after
-/// each position are scanned one position at a time.
+/// most of a visit. `a` and `b` are the pair's tokens repeated in every lane; `cmp` compares
+/// 16 bytes of tokens with them, giving a lane of ones where equal. Spans too short for one
+/// 16-byte load of the tokens after each position are scanned one position at a time.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 fn find_pair_sse2<T: TokenId, const LANES: usize>(
     tokens: &[T],
     from: usize,
+    (a_token, b_token): (T, T),
     a: std::arch::x86_64::__m128i,
     b: std::arch::x86_64::__m128i,
     cmp: impl Fn(std::arch::x86_64::__m128i, std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i,
 ) -> Option<usize> {
     use std::arch::x86_64::*;
     let n = tokens.len();
-    if n < LANES + 1 || from + 1 >= n {
-        return None;
+    if n < LANES + 1 {
+        return find_pair_scalar(tokens, from, a_token, b_token);
     }
     // Positions `i..i + LANES` of the first token, with their second tokens one further: two
     // loads of `LANES` tokens, `tokens[i..i + LANES]` and `tokens[i + 1..i + 1 + LANES]`.
@@ -117,13 +118,14 @@ impl TokenId for u16 {
     #[inline(always)]
     fn find_pair(tokens: &[Self], from: usize, a: Self, b: Self) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
-        if tokens.len() > 8 {
+        {
             use std::arch::x86_64::*;
             // SAFETY: SSE2 is part of x86_64.
             let (va, vb) = unsafe { (_mm_set1_epi16(a as i16), _mm_set1_epi16(b as i16)) };
             // SAFETY: as above.
-            return find_pair_sse2::<u16, 8>(tokens, from, va, vb, |x, y| unsafe { _mm_cmpeq_epi16(x, y) });
+            find_pair_sse2::<u16, 8>(tokens, from, (a, b), va, vb, |x, y| unsafe { _mm_cmpeq_epi16(x, y) })
         }
+        #[cfg(not(target_arch = "x86_64"))]
         find_pair_scalar(tokens, from, a, b)
     }
 }
@@ -144,13 +146,14 @@ impl TokenId for u32 {
     #[inline(always)]
     fn find_pair(tokens: &[Self], from: usize, a: Self, b: Self) -> Option<usize> {
         #[cfg(target_arch = "x86_64")]
-        if tokens.len() > 4 {
+        {
             use std::arch::x86_64::*;
             // SAFETY: SSE2 is part of x86_64.
             let (va, vb) = unsafe { (_mm_set1_epi32(a as i32), _mm_set1_epi32(b as i32)) };
             // SAFETY: as above.
-            return find_pair_sse2::<u32, 4>(tokens, from, va, vb, |x, y| unsafe { _mm_cmpeq_epi32(x, y) });
+            find_pair_sse2::<u32, 4>(tokens, from, (a, b), va, vb, |x, y| unsafe { _mm_cmpeq_epi32(x, y) })
         }
+        #[cfg(not(target_arch = "x86_64"))]
         find_pair_scalar(tokens, from, a, b)
     }
 }

@@ -79,7 +79,7 @@ impl Batch {
 /// While counting, each thread of the pool adds the spans it splits to a table of its own, kept
 /// from batch to batch: a span already in the table costs one lookup of its borrowed bytes, and
 /// only the first occurrence of a span on a thread copies it. The tables are joined once, by
-/// [`SpanCounts::into_sorted`]. Counts are sums, so the result does not depend on how texts were
+/// [`SpanCounts::into_spans`]. Counts are sums, so the result does not depend on how texts were
 /// batched, on how many threads counted them, or on which thread counted what.
 #[derive(Debug, Clone, Default)]
 pub struct SpanCounts {
@@ -172,115 +172,6 @@ impl Table {
             spans.push(&span, n);
         }
         spans
-    }
-
-    /// This table's spans, sorted: the short ones by [`SortKey`], the long ones by bytes. The
-    /// table is freed as it is read.
-    fn into_sorted(self) -> Sorted {
-        let Table { short, long } = self;
-        let mut shorts: Vec<SortKey> = short.into_iter().filter(|&(_, n)| n > 0).map(|(k, n)| SortKey::new(k, n)).collect();
-        shorts.sort_unstable_by_key(SortKey::order);
-        let mut longs: Vec<(Box<[u8]>, u64)> = long.into_iter().filter(|&(_, n)| n > 0).collect();
-        longs.sort_unstable();
-        Sorted { shorts, longs }
-    }
-}
-
-/// A short span and its count, as [`Table::into_sorted`] sorts them: the span's bytes
-/// big-endian from the top of a 128-bit integer (zero-padded) and its length in the lowest byte,
-/// so that sorting the integers sorts the spans by bytes (of two spans equal up to the shorter
-/// one's end, such as "a" and "a\0", the shorter first). Two `u64` halves rather than a `u128`,
-/// whose alignment would pad the entry to 32 bytes.
-#[derive(Clone, Copy)]
-struct SortKey {
-    hi: u64,
-    lo: u64,
-    count: u64,
-}
-
-impl SortKey {
-    fn new(key: u128, count: u64) -> Self {
-        let len = short_len(key);
-        // The span's bytes are the low `len` bytes of `key`; swapped, they are the top `len`.
-        let sortable = (key & ((1u128 << (8 * len)) - 1)).swap_bytes() | len as u128;
-        SortKey { hi: (sortable >> 64) as u64, lo: sortable as u64, count }
-    }
-
-    fn order(&self) -> u128 {
-        (u128::from(self.hi) << 64) | u128::from(self.lo)
-    }
-
-    /// The span's bytes: the first `len` of the returned array.
-    fn bytes(&self) -> ([u8; 16], usize) {
-        (self.order().to_be_bytes(), (self.lo & 0xff) as usize)
-    }
-}
-
-/// One table's spans, or several tables' joined, in [`Sorted::join`]'s order.
-#[derive(Default)]
-struct Sorted {
-    shorts: Vec<SortKey>,
-    longs: Vec<(Box<[u8]>, u64)>,
-}
-
-impl Sorted {
-    /// Merges two sorted lists of spans into one, adding the counts of spans in both
-    /// (saturating at `u64::MAX`).
-    fn join(a: Sorted, b: Sorted) -> Sorted {
-        Sorted {
-            shorts: merge_sorted(a.shorts, b.shorts, |x, y| x.order().cmp(&y.order()), |x, y| x.count = x.count.saturating_add(y.count)),
-            longs: merge_sorted(a.longs, b.longs, |x, y| x.0.cmp(&y.0), |x, y| x.1 = x.1.saturating_add(y.1)),
-        }
-    }
-
-    /// The spans in one list sorted by bytes. No long span equals a short one, so only which
-    /// comes first is decided here.
-    fn into_spans(self) -> Spans {
-        let Sorted { shorts, longs } = self;
-        let bytes = shorts.iter().map(|k| k.bytes().1).sum::<usize>() + longs.iter().map(|(b, _)| b.len()).sum::<usize>();
-        let mut spans = Spans::with_capacity(shorts.len() + longs.len(), bytes);
-        let mut longs = longs.into_iter().peekable();
-        for key in shorts {
-            let (be, len) = key.bytes();
-            let span = &be[..len];
-            while let Some((long, n)) = longs.next_if(|(long, _)| long[..] < *span) {
-                spans.push(&long, n);
-            }
-            spans.push(span, key.count);
-        }
-        for (long, n) in longs {
-            spans.push(&long, n);
-        }
-        spans
-    }
-}
-
-/// Merges two lists sorted by `order`, calling `add(x, y)` to fold an item `y` of `b` into an
-/// equal item `x` of `a`.
-fn merge_sorted<T>(a: Vec<T>, b: Vec<T>, order: impl Fn(&T, &T) -> std::cmp::Ordering, add: impl Fn(&mut T, T)) -> Vec<T> {
-    let mut merged = Vec::with_capacity(a.len() + b.len());
-    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
-    loop {
-        let next = match (a.peek(), b.peek()) {
-            (Some(x), Some(y)) => match order(x, y) {
-                std::cmp::Ordering::Less => a.next(),
-                std::cmp::Ordering::Greater => b.next(),
-                std::cmp::Ordering::Equal => match (a.next(), b.next()) {
-                    (Some(mut x), Some(y)) => {
-                        add(&mut x, y);
-                        Some(x)
-                    }
-                    (x, _) => x, // unreachable: both were peeked
-                },
-            },
-            (Some(_), None) => a.next(),
-            (None, Some(_)) => b.next(),
-            (None, None) => None,
-        };
-        match next {
-            Some(x) => merged.push(x),
-            None => return merged,
-        }
     }
 }
 
@@ -481,20 +372,9 @@ impl SpanCounts {
         self.tables.iter().fold(0, |sum, t| sum.saturating_add(t.get(span)))
     }
 
-    /// The spans and their counts, sorted by span bytes so that everything downstream is
-    /// independent of hash order. Each thread's table becomes a sorted list (in parallel,
-    /// freeing the table as it is read; short spans sort as integers), the lists are merged two
-    /// by two, summing the counts of spans that several threads saw, and the result is laid out
-    /// flat. No step holds more than two copies of the spans.
-    pub fn into_sorted(self) -> Spans {
-        let sorted = self.tables.into_par_iter().map(Table::into_sorted).reduce_with(Sorted::join);
-        sorted.unwrap_or_default().into_spans()
-    }
-
     /// The spans and their counts, in no particular order (it may change from run to run with
     /// the hash seed): for the merge loop, whose results do not depend on the order of the
-    /// spans. The other threads' tables are added into the largest, which is laid out flat:
-    /// half the time of [`SpanCounts::into_sorted`] on kernel-docs.
+    /// spans. The other threads' tables are added into the largest, which is laid out flat.
     pub fn into_spans(self) -> Spans {
         let mut tables = self.tables;
         let Some(largest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
@@ -508,9 +388,8 @@ impl SpanCounts {
     }
 }
 
-/// Distinct spans and their counts, stored end to end in one buffer (as [`SpanCounts::into_sorted`]
-/// gives them, sorted by bytes, or [`SpanCounts::into_spans`], in no order; no empty span, no
-/// zero count).
+/// Distinct spans and their counts, stored end to end in one buffer (as [`SpanCounts::into_spans`]
+/// gives them: in no particular order, no empty span, no zero count).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Spans {
     bytes: Vec<u8>,
@@ -566,6 +445,13 @@ mod tests {
     use super::*;
     use crate::pretokenize::presets;
 
+    /// The spans and their counts, sorted by bytes.
+    fn sorted(spans: Spans) -> Vec<(Vec<u8>, u64)> {
+        let mut listed: Vec<(Vec<u8>, u64)> = spans.iter().map(|(b, n)| (b.to_vec(), n)).collect();
+        listed.sort();
+        listed
+    }
+
     #[test]
     fn counts_do_not_depend_on_batching() {
         let texts = ["hello world", "hello there", "world hello world", ""];
@@ -576,10 +462,11 @@ mod tests {
         for t in texts {
             one_by_one.add_texts(&[t], &splitter).unwrap();
         }
-        assert_eq!(all.clone().into_sorted(), one_by_one.into_sorted());
-        let sorted = all.clone().into_sorted();
-        let listed: Vec<(&[u8], u64)> = sorted.iter().collect();
-        assert_eq!(listed, [(&b" hello"[..], 1), (b" there", 1), (b" world", 2), (b"hello", 2), (b"world", 1)]);
+        assert_eq!(sorted(all.clone().into_spans()), sorted(one_by_one.into_spans()));
+        let listed = sorted(all.clone().into_spans());
+        let want: Vec<(Vec<u8>, u64)> =
+            [(&b" hello"[..], 1), (b" there", 1), (b" world", 2), (b"hello", 2), (b"world", 1)].iter().map(|(b, n)| (b.to_vec(), *n)).collect();
+        assert_eq!(listed, want);
         assert_eq!(all.get(b" world"), 2);
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);
@@ -587,7 +474,7 @@ mod tests {
     }
 
     #[test]
-    fn joined_tables_sum_counts_and_sort_like_bytes() {
+    fn joined_tables_sum_counts() {
         // Spans of 1..=20 bytes over a tiny alphabet with zero and 0xff bytes, so that short and
         // long spans share prefixes and spans differ only by trailing zeros ("a" vs "a\0").
         let mut state = 3u64;
@@ -610,15 +497,8 @@ mod tests {
                     table
                 })
                 .collect();
-            let counts = SpanCounts { tables };
-            let joined = counts.clone().into_sorted();
             let expected: Vec<(Vec<u8>, u64)> = reference.into_iter().collect();
-            let got: Vec<(Vec<u8>, u64)> = joined.iter().map(|(b, n)| (b.to_vec(), n)).collect();
-            assert_eq!(got, expected, "round {round}");
-            // Joined without sorting: the same spans and counts, in some order.
-            let mut unsorted: Vec<(Vec<u8>, u64)> = counts.into_spans().iter().map(|(b, n)| (b.to_vec(), n)).collect();
-            unsorted.sort();
-            assert_eq!(unsorted, expected, "round {round}");
+            assert_eq!(sorted(SpanCounts { tables }.into_spans()), expected, "round {round}");
         }
     }
 
@@ -663,7 +543,7 @@ mod tests {
                 }
             });
             assert!(counts.len_at_least() <= counts.len());
-            (counts.len(), counts.get(b" and"), pool.install(|| counts.into_sorted()))
+            (counts.len(), counts.get(b" and"), sorted(pool.install(|| counts.into_spans())))
         };
         let one = count_on(1);
         assert_eq!(one.0, one.2.len());

@@ -48,7 +48,8 @@ impl Lists {
         at as ListAt
     }
 
-    /// Appends a list of `len` ids, all `0` for now: [`Lists::set`] gives them.
+    /// Appends a list of `len` ids, all `0` for now, to be filled in place (see
+    /// [`Lists::ids_at`]).
     pub(super) fn push_zeros(&mut self, len: usize) -> ListAt {
         if len == 0 {
             return EMPTY;

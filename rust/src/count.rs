@@ -1,8 +1,7 @@
 //! Counting: how often each distinct span occurs in the corpus.
 
 use ahash::AHashMap;
-use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
+use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -87,11 +86,121 @@ pub struct SpanCounts {
 }
 
 /// One thread's counts. Spans of up to 15 bytes, most of them, are keys packed in one `u128`
-/// (see [`short_key`]): hashing and comparing them reads no memory besides the table.
-#[derive(Debug, Clone, Default)]
+/// (see [`short_key`]) in a [`ShortTable`]: hashing and comparing them reads no memory besides
+/// the table. Spans of one byte, a fifth of all spans in English text, are counted in an array
+/// while a batch is counted.
+#[derive(Debug, Clone)]
 struct Table {
-    short: HashMap<u128, u64, ShortKeys>,
+    /// Spans of one byte, while a batch is counted (then added to `short`).
+    single: Box<[u64; 256]>,
+    short: ShortTable,
     long: AHashMap<Box<[u8]>, u64>,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self { single: Box::new([0; 256]), short: ShortTable::default(), long: AHashMap::default() }
+    }
+}
+
+/// A slot of a [`ShortTable`]: a key (0 if the slot is free: a key holds the span's length,
+/// which is at least 1) and its count. Two slots fill a cache line exactly.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    key: u128,
+    count: u64,
+}
+
+/// Counts of spans of up to [`SHORT`] bytes by [`short_key`]: open addressing with linear
+/// probing in a power-of-two array of slots, so that where a key's lookup will start is known
+/// from its hash alone, and can be fetched ahead of the lookup ([`ShortTable::prefetch`]).
+#[derive(Debug, Clone)]
+struct ShortTable {
+    slots: Vec<Slot>,
+    len: usize,
+    seeds: (u64, u64),
+}
+
+impl Default for ShortTable {
+    fn default() -> Self {
+        ShortTable { slots: vec![Slot::default(); 1 << 10], len: 0, seeds: short_seeds() }
+    }
+}
+
+impl ShortTable {
+    #[inline(always)]
+    fn hash(&self, key: u128) -> u64 {
+        hash_short(key, self.seeds)
+    }
+
+    #[inline(always)]
+    fn start(&self, hash: u64) -> usize {
+        hash as usize & (self.slots.len() - 1)
+    }
+
+    /// Asks for the cache line where the lookup of a key of this hash starts.
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        crate::memory::prefetch(self.slots.as_ptr().wrapping_add(self.start(hash)));
+    }
+
+    /// Adds `n` to the count of `key`, whose hash is `hash`.
+    #[inline(always)]
+    fn add(&mut self, key: u128, hash: u64, n: u64) {
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let slot = &mut self.slots[i];
+            if slot.key == key {
+                slot.count = slot.count.saturating_add(n);
+                return;
+            }
+            if slot.key == 0 {
+                *slot = Slot { key, count: n };
+                self.len += 1;
+                // At most 3/4 full, so probes stay short.
+                if self.len * 4 > self.slots.len() * 3 {
+                    self.grow();
+                }
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let bigger = vec![Slot::default(); 2 * self.slots.len()];
+        let old = std::mem::replace(&mut self.slots, bigger);
+        self.len = 0;
+        for slot in old.into_iter().filter(|s| s.key != 0) {
+            self.add(slot.key, self.hash(slot.key), slot.count);
+        }
+    }
+
+    fn get(&self, key: u128) -> Option<u64> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.start(self.hash(key));
+        loop {
+            let slot = &self.slots[i];
+            if slot.key == key {
+                return Some(slot.count);
+            }
+            if slot.key == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
+        self.slots.iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
+    }
 }
 
 /// Spans up to this many bytes are packed in a [`short_key`].
@@ -101,8 +210,8 @@ impl Table {
     #[inline]
     fn add(&mut self, span: &[u8], n: u64) {
         if span.len() <= SHORT {
-            let c = self.short.entry(short_key(span)).or_insert(0);
-            *c = c.saturating_add(n);
+            let key = short_key(span);
+            self.short.add(key, self.short.hash(key), n);
         } else {
             match self.long.get_mut(span) {
                 Some(c) => *c = c.saturating_add(n),
@@ -114,25 +223,58 @@ impl Table {
     }
 
     /// Splits texts `range` of `batch` and adds their spans, giving up between two texts once
-    /// `stop` is set.
+    /// `stop` is set. Spans of one byte are counted apart, until [`Table::settle`].
     fn count(&mut self, batch: &Batch, range: std::ops::Range<usize>, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        // Short spans wait `AHEAD` spans between their hash (when their slot is prefetched)
+        // and their lookup, so that lookups do not wait for memory one after the other.
+        const AHEAD: usize = 16;
+        let mut waiting = [(0u128, 0u64); AHEAD];
+        let mut next = 0;
         for i in range {
             if stop.load(Ordering::Relaxed) {
                 return Err(Error::Interrupted);
             }
-            splitter.for_each_span(batch.get(i), |span| self.add(span.as_bytes(), 1))?;
+            splitter.for_each_span(batch.get(i), |span| match *span.as_bytes() {
+                [b] => self.single[usize::from(b)] += 1,
+                ref span if span.len() <= SHORT => {
+                    let key = short_key(span);
+                    let hash = self.short.hash(key);
+                    self.short.prefetch(hash);
+                    let (key, hash) = std::mem::replace(&mut waiting[next], (key, hash));
+                    next = (next + 1) % AHEAD;
+                    if key != 0 {
+                        self.short.add(key, hash, 1);
+                    }
+                }
+                ref span => self.add(span, 1),
+            })?;
+        }
+        for (key, hash) in waiting {
+            if key != 0 {
+                self.short.add(key, hash, 1);
+            }
         }
         Ok(())
     }
 
+    /// Adds the spans of one byte counted apart to the others.
+    fn settle(&mut self) {
+        for b in 0..=255u8 {
+            let n = std::mem::take(&mut self.single[usize::from(b)]);
+            if n > 0 {
+                self.add(&[b], n);
+            }
+        }
+    }
+
     fn get(&self, span: &[u8]) -> u64 {
-        let found = if span.len() <= SHORT { self.short.get(&short_key(span)) } else { self.long.get(span) };
-        found.copied().unwrap_or(0)
+        let found = if span.len() <= SHORT { self.short.get(short_key(span)) } else { self.long.get(span).copied() };
+        found.unwrap_or(0)
     }
 
     fn contains(&self, span: ShortOrLong<'_>) -> bool {
         match span {
-            ShortOrLong::Short(k) => self.short.contains_key(&k),
+            ShortOrLong::Short(k) => self.short.get(k).is_some(),
             ShortOrLong::Long(b) => self.long.contains_key(b),
         }
     }
@@ -143,17 +285,15 @@ impl Table {
 
     /// Every span and its count, in no particular order.
     fn iter(&self) -> impl Iterator<Item = (ShortOrLong<'_>, u64)> + '_ {
-        let short = self.short.iter().map(|(&k, &n)| (ShortOrLong::Short(k), n));
+        let short = self.short.iter().map(|(k, n)| (ShortOrLong::Short(k), n));
         short.chain(self.long.iter().map(|(k, &n)| (ShortOrLong::Long(k), n)))
     }
 
     /// Adds `other`'s counts to this table's.
     fn absorb(&mut self, other: Table) {
-        let Table { short, long } = other;
-        self.short.reserve(short.len());
-        for (k, n) in short {
-            let c = self.short.entry(k).or_insert(0);
-            *c = c.saturating_add(n);
+        let Table { short, long, .. } = other;
+        for (k, n) in short.iter() {
+            self.short.add(k, self.short.hash(k), n);
         }
         for (span, n) in long {
             let c = self.long.entry(span).or_insert(0);
@@ -163,9 +303,9 @@ impl Table {
 
     /// This table's spans, flat, in the table's order.
     fn into_spans(self) -> Spans {
-        let bytes = self.short.keys().map(|&k| short_len(k)).sum::<usize>() + self.long.keys().map(|b| b.len()).sum::<usize>();
+        let bytes = self.short.iter().map(|(k, _)| short_len(k)).sum::<usize>() + self.long.keys().map(|b| b.len()).sum::<usize>();
         let mut spans = Spans::with_capacity(self.len(), bytes);
-        for (k, n) in self.short {
+        for (k, n) in self.short.iter() {
             spans.push(&k.to_le_bytes()[..short_len(k)], n);
         }
         for (span, n) in self.long {
@@ -226,54 +366,15 @@ fn hash_short(key: u128, seeds: (u64, u64)) -> u64 {
     (product as u64) ^ ((product >> 64) as u64)
 }
 
-/// Hashes [`short_key`]s with [`hash_short`], seeded once per process at random: spans are the
-/// user's data (and `train_from_counts` takes any bytes), so no input may be chosen to make them
-/// collide. The seed changes only the tables' inner order, never a result.
-#[derive(Debug, Clone, Copy)]
-struct ShortKeys {
-    seeds: (u64, u64),
-}
-
-impl Default for ShortKeys {
-    fn default() -> Self {
-        static SEEDS: OnceLock<(u64, u64)> = OnceLock::new();
-        let seeds = *SEEDS.get_or_init(|| {
-            let random = std::collections::hash_map::RandomState::new();
-            (random.hash_one(1u8), random.hash_one(2u8))
-        });
-        Self { seeds }
-    }
-}
-
-struct ShortKeyHasher {
-    seeds: (u64, u64),
-    hash: u64,
-}
-
-impl Hasher for ShortKeyHasher {
-    fn finish(&self) -> u64 {
-        self.hash
-    }
-
-    #[inline]
-    fn write_u128(&mut self, key: u128) {
-        self.hash = hash_short(key, self.seeds);
-    }
-
-    /// Only `u128` keys are hashed here; any other input still gets a (slower) hash.
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.hash = (self.hash.rotate_left(5) ^ u64::from(b) ^ self.seeds.0).wrapping_mul(0x517c_c1b7_2722_0a95);
-        }
-    }
-}
-
-impl BuildHasher for ShortKeys {
-    type Hasher = ShortKeyHasher;
-
-    fn build_hasher(&self) -> ShortKeyHasher {
-        ShortKeyHasher { seeds: self.seeds, hash: self.seeds.1 }
-    }
+/// The seeds of [`hash_short`], drawn once per process at random: spans are the user's data
+/// (and `train_from_counts` takes any bytes), so no input may be chosen to make them collide.
+/// The seeds change only the tables' inner order, never a result.
+fn short_seeds() -> (u64, u64) {
+    static SEEDS: OnceLock<(u64, u64)> = OnceLock::new();
+    *SEEDS.get_or_init(|| {
+        let random = std::collections::hash_map::RandomState::new();
+        (random.hash_one(1u8), random.hash_one(2u8))
+    })
 }
 
 /// A batch is split over the pool in tasks of consecutive texts of about this many bytes (or
@@ -314,6 +415,7 @@ impl SpanCounts {
             tables[thread].lock().unwrap_or_else(PoisonError::into_inner).count(batch, task[0]..task[1], splitter, stop)
         });
         self.tables = tables.into_iter().map(|t| t.into_inner().unwrap_or_else(PoisonError::into_inner)).collect();
+        self.tables.iter_mut().for_each(Table::settle);
         counted
     }
 
@@ -321,7 +423,10 @@ impl SpanCounts {
     /// pool's threads (and cores) to others: for when whoever feeds the batches is slower than
     /// counting them. The same counts as [`SpanCounts::add_batch`].
     pub fn add_batch_here(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
-        self.first_table().count(batch, 0..batch.len(), splitter, stop)
+        let table = self.first_table();
+        let counted = table.count(batch, 0..batch.len(), splitter, stop);
+        table.settle();
+        counted
     }
 
     /// The first thread's table (made if there is none yet), which counts outside the pool use.
@@ -471,6 +576,55 @@ mod tests {
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);
         assert_eq!(all.len(), 5);
+    }
+
+    #[test]
+    fn counts_equal_a_plain_count_of_the_spans() {
+        // Spans of one byte, of up to 15 bytes and longer, many of them distinct (so the short
+        // table grows several times), counted through the batch path against a BTreeMap.
+        let texts: Vec<String> = (0..4000)
+            .map(|i| format!("w{} x, {}!! averyveryverylongidentifier{} é{} \n\n", i % 300, i * 7919 % 100_003, i % 50, i))
+            .collect();
+        let splitter = Splitter::new(presets::GPT4).unwrap();
+        let mut want = std::collections::BTreeMap::<Vec<u8>, u64>::new();
+        for t in &texts {
+            for span in splitter.spans(t).unwrap() {
+                *want.entry(span.as_bytes().to_vec()).or_default() += 1;
+            }
+        }
+        assert!(want.keys().any(|k| k.len() == 1) && want.keys().any(|k| k.len() > SHORT));
+        let mut counts = SpanCounts::new();
+        counts.add_texts(&texts, &splitter).unwrap();
+        assert_eq!(counts.len(), want.len());
+        for (span, &n) in want.iter().step_by(97) {
+            assert_eq!(counts.get(span), n, "{span:?}");
+        }
+        assert_eq!(sorted(counts.into_spans()), want.into_iter().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn short_table_holds_every_key_through_growth() {
+        let mut table = ShortTable::default();
+        let mut model = std::collections::HashMap::new();
+        let mut state = 5u64;
+        for _ in 0..200_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // Keys of few distinct values at first, then many; n up to u64::MAX saturates.
+            let len = 1 + (state >> 60) as usize % SHORT;
+            let span: Vec<u8> = (0..len).map(|i| (state >> (8 * (i % 8))) as u8 % 7).collect();
+            let n = if state % 1000 == 0 { u64::MAX } else { 1 + (state >> 40) % 5 };
+            let key = short_key(&span);
+            table.add(key, table.hash(key), n);
+            let c = model.entry(key).or_insert(0u64);
+            *c = c.saturating_add(n);
+        }
+        assert!(table.slots.len() > 1 << 12, "the table must have grown");
+        assert_eq!(table.len(), model.len());
+        assert_eq!(table.iter().collect::<std::collections::HashMap<_, _>>(), model);
+        for (&key, &n) in &model {
+            assert_eq!(table.get(key), Some(n));
+        }
+        assert_eq!(table.get(short_key(b"not there at all")), None);
     }
 
     #[test]

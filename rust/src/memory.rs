@@ -1,4 +1,5 @@
-//! Giving freed memory back to the operating system between the pipeline's stages.
+//! Memory: giving freed memory back to the operating system between the pipeline's stages,
+//! huge pages for the large tables, and prefetch hints.
 //!
 //! glibc's allocator keeps freed memory for reuse instead of returning it, in two ways that
 //! matter here. Small blocks stay in per-thread arenas: the counting tables, built on the pool's
@@ -12,8 +13,26 @@
 //! [`LARGE`] bytes straight from the system (grown in place by `mremap`, unmapped when freed)
 //! and leaves smaller ones to the system allocator; and [`release`] hands the free pages of
 //! every arena back between stages. Only bpeforge's own (Rust) allocations go through it.
+//!
+//! The counting tables, the span table and the pair index are read at random places, tens of
+//! megabytes of them: with 4 KiB pages most of those reads would also miss the TLB, and
+//! faulting the pages in one by one costs a trap each. So mappings of 2 MiB or more ask for
+//! transparent huge pages (`madvise`; the system may decline, which changes nothing else).
 
 use std::alloc::{GlobalAlloc, Layout, System};
+
+/// A hint to load the cache line holding `p`; it never faults, whatever `p` is.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching is only a hint: it does not access memory architecturally, so any
+    // address is fine.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
 
 /// Blocks of at least this many bytes are mapped straight from the system.
 pub const LARGE: usize = 1 << 20;
@@ -54,7 +73,17 @@ unsafe fn map(size: usize) -> *mut u8 {
     if p == libc::MAP_FAILED {
         std::ptr::null_mut()
     } else {
+        huge(p, size);
         p.cast()
+    }
+}
+
+/// Asks for transparent huge pages on a mapping of at least 2 MiB (see the module doc). A
+/// refusal is no error: the block works the same with small pages.
+#[cfg(target_os = "linux")]
+unsafe fn huge(p: *mut libc::c_void, size: usize) {
+    if size >= 2 << 20 {
+        libc::madvise(p, size, libc::MADV_HUGEPAGE);
     }
 }
 
@@ -97,6 +126,7 @@ unsafe impl GlobalAlloc for Allocator {
                 if p == libc::MAP_FAILED {
                     std::ptr::null_mut()
                 } else {
+                    huge(p, new_size);
                     p.cast()
                 }
             }

@@ -14,7 +14,7 @@
 //! of lists until the next compaction drops them.
 
 use super::lists::{ListAt, Lists, EMPTY};
-use super::spans::prefetch;
+use crate::memory::prefetch;
 use super::{key, Pair, PairKey};
 
 /// Where a pair lives in the index; it never moves.

@@ -3,6 +3,7 @@
 use rayon::prelude::*;
 
 use super::Pair;
+use crate::memory::prefetch;
 use crate::count::Spans;
 
 /// Merges that touch at least this many spans are applied in parallel.
@@ -12,19 +13,6 @@ pub(super) const SPANS_PER_TASK: usize = 4096;
 
 /// How many spans ahead of the one being merged to prefetch.
 const AHEAD: usize = 8;
-
-/// A hint to load the cache line holding `p`; it never faults, whatever `p` is.
-#[inline(always)]
-pub(super) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetching is only a hint: it does not access memory architecturally, so any
-    // address is fine.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
 
 /// How the span table stores token ids: `u16` when the vocabulary fits (half the memory, and
 /// half the cache misses, of `u32`), `u32` otherwise.

@@ -80,6 +80,14 @@ impl Lists {
         &self.words[at + 1..at + 1 + len]
     }
 
+    /// Prefetches the start of `list`.
+    #[inline]
+    pub(super) fn prefetch(&self, list: ListAt) {
+        if list != EMPTY {
+            crate::memory::prefetch(self.words.as_ptr().wrapping_add(list as usize));
+        }
+    }
+
     /// Whether [`Lists::compact`] is due: the arena doubled since the last one.
     pub(super) fn wants_compacting(&self) -> bool {
         self.words.len() >= self.min_compact.max(2 * self.compacted)

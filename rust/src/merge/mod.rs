@@ -100,49 +100,102 @@ impl PartialOrd for Candidate {
 /// 3 or 4 no faster than 2.
 const FLOOR_STEP: u64 = 2;
 
-/// A neighbour's span list in the tally keeps its memory between merges up to this capacity.
-const TALLY_KEEP: usize = 256;
+/// What the tally knows of one neighbour token during a merge.
+#[derive(Default, Clone, Copy)]
+struct Sum {
+    count: i64,
+    /// Events seen for the neighbour, then where its next span goes in `Tally::spans`.
+    at: usize,
+    /// The last span written for it (`u32::MAX` for none yet).
+    last: u32,
+}
 
-/// Per-token scratch space that sums a merge's events without hashing each one.
+/// Per-token scratch space that sums a merge's events by neighbour without hashing each one.
+/// The events are sorted by neighbour as a counting sort does: counted first, then each
+/// neighbour's spans written to their own stretch of one buffer.
 #[derive(Default)]
 struct Tally {
-    count: Vec<i64>,
-    spans: Vec<Vec<u32>>,
+    sums: Vec<Sum>,
+    /// The neighbours summed, sorted.
     touched: Vec<u32>,
+    /// Where each neighbour's stretch of `spans` starts, in the order of `touched`.
+    starts: Vec<usize>,
+    /// Each neighbour's spans, one stretch after the other in the order of `touched`.
+    spans: Vec<u32>,
 }
 
 impl Tally {
-    fn add(&mut self, neighbour: u32, id: u32, n: i64) {
-        let i = neighbour as usize;
-        if i >= self.count.len() {
-            self.count.resize(i + 1, 0);
-            self.spans.resize_with(i + 1, Vec::new);
+    /// Sums `events`, `(neighbour, span, n)` in span order: for each neighbour, the sum of
+    /// `n` and the spans (each once).
+    fn sum(&mut self, events: &[(u32, u32, i64)]) {
+        let Tally { sums, touched, starts, spans } = self;
+        for &(neighbour, _, n) in events {
+            let i = neighbour as usize;
+            if i >= sums.len() {
+                sums.resize(i + 1, Sum::default());
+            }
+            let sum = &mut sums[i];
+            if sum.at == 0 {
+                touched.push(neighbour);
+            }
+            sum.count += n;
+            sum.at += 1;
         }
-        if self.count[i] == 0 {
-            self.touched.push(neighbour);
-        }
-        self.count[i] += n;
-        if self.spans[i].last() != Some(&id) {
-            self.spans[i].push(id);
-        }
-    }
-
-    /// Calls `f(neighbour, sum, spans)` once per neighbour added since the last call, by
-    /// increasing neighbour, then empties the sums. The lists keep their memory for the next
-    /// merge (up to `TALLY_KEEP` ids), so summing seldom allocates.
-    fn drain(&mut self, mut f: impl FnMut(u32, i64, &[u32])) {
-        let Tally { count, spans, touched } = self;
         touched.sort_unstable();
-        for x in touched.drain(..) {
-            let list = &mut spans[x as usize];
-            f(x, std::mem::take(&mut count[x as usize]), list);
-            list.clear();
-            // The first merges' long lists would otherwise hold their memory to the end.
-            if list.capacity() > TALLY_KEEP {
-                *list = Vec::new();
+        let mut at = 0;
+        starts.clear();
+        for &x in touched.iter() {
+            let sum = &mut sums[x as usize];
+            starts.push(at);
+            (sum.at, at) = (at, at + sum.at);
+            sum.last = u32::MAX;
+        }
+        spans.clear();
+        spans.resize(at, 0);
+        for &(neighbour, id, _) in events {
+            let sum = &mut sums[neighbour as usize];
+            if sum.last != id {
+                spans[sum.at] = id;
+                (sum.at, sum.last) = (sum.at + 1, id);
             }
         }
     }
+
+    /// The neighbours summed, in increasing order.
+    fn neighbours(&self) -> &[u32] {
+        &self.touched
+    }
+
+    /// Calls `f(neighbour, sum, spans)` once per neighbour summed, in increasing order, then
+    /// empties the tally.
+    fn drain(&mut self, mut f: impl FnMut(u32, i64, &[u32])) {
+        let Tally { sums, touched, starts, spans } = self;
+        for (x, &start) in touched.drain(..).zip(starts.iter()) {
+            // The stretch may be longer than the spans written in it (two events of a span
+            // with the same neighbour give it one place): `at` is where they end.
+            let sum = std::mem::take(&mut sums[x as usize]);
+            f(x, sum.count, &spans[start..sum.at]);
+        }
+    }
+}
+
+/// Finds the pairs that lose occurrences next to the neighbours of `tally` (`gone(x)` for
+/// neighbour `x`, if any), one slot per neighbour in `slots`, and asks for their counts: the
+/// lookups and the counts they lead to then wait for memory together, not one after the other.
+fn find_gone(pairs: &PairIndex, tally: &Tally, gone: impl Fn(u32) -> Option<Pair>, slots: &mut Vec<Option<Slot>>) {
+    for &x in tally.neighbours() {
+        if let Some(pair) = gone(x) {
+            pairs.prefetch_find(pair);
+        }
+    }
+    slots.clear();
+    slots.extend(tally.neighbours().iter().map(|&x| {
+        let slot = gone(x).and_then(|pair| pairs.find(pair));
+        if let Some(slot) = slot {
+            pairs.prefetch_count(slot);
+        }
+        slot
+    }));
 }
 
 /// The merge loop's state: the spans, and what is known of every pair.
@@ -158,6 +211,8 @@ struct Loop<T> {
     found: Neighbours,
     /// The pairs a merge made that go in the heap.
     born: Vec<Candidate>,
+    /// The slots of the pairs that lose occurrences, by neighbour.
+    slots: Vec<Option<Slot>>,
 }
 
 impl<T: TokenId> Loop<T> {
@@ -269,6 +324,7 @@ impl<T: TokenId> Loop<T> {
             ids: Vec::new(),
             found: Neighbours::default(),
             born: Vec::new(),
+            slots: Vec::new(),
         })
     }
 
@@ -320,7 +376,12 @@ impl<T: TokenId> Loop<T> {
     fn apply(&mut self, best: &Candidate, token: u32) {
         let pair = unkey(best.pair);
         let (a, b) = pair;
-        let Loop { spans, pairs, ids, found, .. } = self;
+        // The pair likely merged next, whose first reads are fetched while this merge goes on.
+        let next = self.heap.peek().map(|c| c.slot);
+        if let Some(slot) = next {
+            self.pairs.prefetch_slot(slot);
+        }
+        let Loop { spans, pairs, heap, floor, tally, ids, found, born, slots } = self;
         // The spans that may hold the pair. Each list is written once, in span order, so it is
         // increasing; the merge relies on that (a span listed twice would be merged twice), so
         // it is checked.
@@ -335,28 +396,26 @@ impl<T: TokenId> Loop<T> {
         found.clear();
         spans.merge(list, pair, token, found);
         pairs.remove(best.slot);
-        let Loop { pairs, heap, floor, tally, found, born, .. } = self;
+        if let Some(slot) = next {
+            pairs.prefetch_spans(slot);
+        }
         born.clear();
         pairs.open_block(token);
         // Left neighbours x: (x, a) is gone and (x, token) born. x may be `token` itself (a
         // token made earlier in the same span, as in `abab`): then (token, a) is "gone", which
-        // was born by a right neighbour of the same merge below; it is taken off there.
+        // was born by a right neighbour of the same merge below; it is taken off there. The
+        // merged pair is gone everywhere already; any other is a pair of earlier tokens, so it
+        // is in the index with at least these occurrences.
         let mut token_then_a = 0;
-        for &(x, id, n) in &found.left {
-            tally.add(x, id, n);
-        }
-        for &x in &tally.touched {
-            pairs.prefetch_find((x, a));
-        }
+        tally.sum(&found.left);
+        find_gone(pairs, tally, |x| (x != token && (x, a) != pair).then_some((x, a)), slots);
+        let mut gone = slots.iter();
         tally.drain(|x, n, spans| {
             if x == token {
                 token_then_a = n;
-            } else if (x, a) != pair {
-                // The merged pair is gone everywhere already; any other is a pair of earlier
-                // tokens, so it is in the index with at least these occurrences.
-                if let Some(slot) = pairs.find((x, a)) {
-                    pairs.sub(slot, n);
-                }
+            }
+            if let Some(&Some(slot)) = gone.next() {
+                pairs.sub(slot, n);
             }
             let slot = pairs.push((x, token), n, spans);
             if n as u64 >= *floor {
@@ -365,17 +424,12 @@ impl<T: TokenId> Loop<T> {
         });
         // Right neighbours y (never `token`: right of an occurrence is still the input):
         // (b, y) is gone and (token, y) born.
-        for &(y, id, n) in &found.right {
-            tally.add(y, id, n);
-        }
-        for &y in &tally.touched {
-            pairs.prefetch_find((b, y));
-        }
+        tally.sum(&found.right);
+        find_gone(pairs, tally, |y| ((b, y) != pair).then_some((b, y)), slots);
+        let mut gone = slots.iter();
         tally.drain(|y, n, spans| {
-            if (b, y) != pair {
-                if let Some(slot) = pairs.find((b, y)) {
-                    pairs.sub(slot, n);
-                }
+            if let Some(&Some(slot)) = gone.next() {
+                pairs.sub(slot, n);
             }
             let count = if y == a { n - token_then_a } else { n };
             debug_assert!(count >= 0, "a pair's count is never negative");
@@ -386,6 +440,10 @@ impl<T: TokenId> Loop<T> {
                 }
             }
         });
+        if let Some(slot) = next {
+            let list = pairs.spans_of(slot);
+            spans.prefetch(&list[..list.len().min(8)]);
+        }
         heap.extend(born.drain(..));
         pairs.compact_if_due();
     }
@@ -528,6 +586,40 @@ mod tests {
                 (span, 1 + next(5))
             })
             .collect()
+    }
+
+    #[test]
+    fn tally_sums_events_by_neighbour() {
+        let mut tally = Tally::default();
+        let mut state = 9u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for round in 0..300 {
+            // Events in span order, a span often holding several events of one neighbour.
+            let mut events = Vec::new();
+            let mut id = 0;
+            for _ in 0..next(60) {
+                id += next(3) as u32;
+                events.push((next(1 + round % 40) as u32, id, 1 + next(9) as i64));
+            }
+            let mut want: BTreeMap<u32, (i64, Vec<u32>)> = BTreeMap::new();
+            for &(x, id, n) in &events {
+                let (sum, spans) = want.entry(x).or_default();
+                *sum += n;
+                if spans.last() != Some(&id) {
+                    spans.push(id);
+                }
+            }
+            tally.sum(&events);
+            assert!(tally.neighbours().iter().copied().eq(want.keys().copied()));
+            let mut got = BTreeMap::new();
+            tally.drain(|x, n, spans| {
+                got.insert(x, (n, spans.to_vec()));
+            });
+            assert_eq!(got, want, "round {round}");
+        }
     }
 
     #[test]

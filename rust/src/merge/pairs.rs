@@ -141,6 +141,27 @@ impl PairIndex {
         }
     }
 
+    /// Asks for the count of the pair at `slot` and where its span list is: what a merge of it
+    /// reads first.
+    #[inline]
+    pub(super) fn prefetch_slot(&self, slot: Slot) {
+        prefetch(self.counts.as_ptr().wrapping_add(slot));
+        prefetch(self.spans.as_ptr().wrapping_add(slot));
+    }
+
+    /// Asks for the start of the span list of the pair at `slot` (best after
+    /// [`PairIndex::prefetch_slot`] had time to bring where it is).
+    #[inline]
+    pub(super) fn prefetch_spans(&self, slot: Slot) {
+        self.lists.prefetch(self.spans[slot]);
+    }
+
+    /// Asks for the count of the pair at `slot`, about to be updated.
+    #[inline]
+    pub(super) fn prefetch_count(&self, slot: Slot) {
+        prefetch(self.counts.as_ptr().wrapping_add(slot));
+    }
+
     pub(super) fn count(&self, slot: Slot) -> i64 {
         self.counts[slot]
     }

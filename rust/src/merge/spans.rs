@@ -213,6 +213,13 @@ impl<T: TokenId> SpanTable<T> {
         Ok((SpanTable { words, blocks }, ids))
     }
 
+    /// Asks for the headers of the spans `ids`.
+    pub(super) fn prefetch(&self, ids: &[u32]) {
+        for &id in ids {
+            prefetch(self.words.as_ptr().wrapping_add((id as usize) << ID_SHIFT));
+        }
+    }
+
     fn span_len(&self, at: usize) -> usize {
         read_bits(&self.words[at..], 32) as usize
     }

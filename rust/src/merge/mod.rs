@@ -198,6 +198,15 @@ fn find_gone(pairs: &PairIndex, tally: &Tally, gone: impl Fn(u32) -> Option<Pair
     }));
 }
 
+/// A byte pair as the loop's start counts it in one part of the spans: its count, the spans
+/// holding it, and the last of them seen (one place in memory per pair seen).
+#[derive(Clone, Copy)]
+struct ByteCount {
+    count: i64,
+    holders: u32,
+    last: u32,
+}
+
 /// The merge loop's state: the spans, and what is known of every pair.
 struct Loop<T> {
     spans: SpanTable<T>,
@@ -226,17 +235,17 @@ impl<T: TokenId> Loop<T> {
         let byte_pair = |w: &[T]| (w[0].get() as usize) << 8 | w[1].get() as usize;
         let per_part = ids.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 14);
         let parts: Vec<&[u32]> = ids.chunks(per_part).collect();
-        let counted: Vec<Vec<(i64, u32)>> = parts
+        let counted: Vec<Vec<ByteCount>> = parts
             .par_iter()
             .map(|part| {
-                let mut dense = vec![(0i64, 0u32); 1 << 16];
-                let mut last = vec![u32::MAX; 1 << 16];
+                let mut dense = vec![ByteCount { count: 0, holders: 0, last: u32::MAX }; 1 << 16];
                 for &id in *part {
+                    let n = spans.count(id);
                     for w in spans.tokens(id).windows(2) {
-                        let at = byte_pair(w);
-                        dense[at].0 += spans.count(id);
-                        if last[at] != id {
-                            (dense[at].1, last[at]) = (dense[at].1 + 1, id);
+                        let d = &mut dense[byte_pair(w)];
+                        d.count += n;
+                        if d.last != id {
+                            (d.holders, d.last) = (d.holders + 1, id);
                         }
                     }
                 }
@@ -248,7 +257,7 @@ impl<T: TokenId> Loop<T> {
         // in their order once, and the pairs found put in the index's order.
         let mut born: Vec<(u32, usize, i64, usize)> = Vec::new(); // (place in the index, pair, count, spans)
         for at in 0..1 << 16 {
-            let (count, holders) = counted.iter().fold((0, 0), |(c, h), d| (c + d[at].0, h + d[at].1 as usize));
+            let (count, holders) = counted.iter().fold((0, 0), |(c, h), d| (c + d[at].count, h + d[at].holders as usize));
             if count > 0 {
                 let (x, y) = ((at >> 8) as u32, (at & 0xff) as u32);
                 let place = if x <= y { y << 9 | x } else { x << 9 | 1 << 8 | y };
@@ -277,21 +286,21 @@ impl<T: TokenId> Loop<T> {
             .par_iter()
             .zip(&counted)
             .map(|(part, dense)| {
-                let mut next = vec![0usize; 1 << 16];
+                // Where the next span of each pair goes, and the last span written for it.
+                let mut next = vec![(0usize, u32::MAX); 1 << 16];
                 let mut starts = Vec::with_capacity(order.len() + 1);
                 let mut len = 0;
                 for &(at, _) in &order {
-                    (next[at], len) = (len, len + dense[at].1 as usize);
-                    starts.push(next[at]);
+                    (next[at].0, len) = (len, len + dense[at].holders as usize);
+                    starts.push(next[at].0);
                 }
                 starts.push(len);
                 let mut listed = vec![0u32; len];
-                let mut last = vec![u32::MAX; 1 << 16];
                 for &id in *part {
                     for w in spans.tokens(id).windows(2) {
-                        let at = byte_pair(w);
-                        if last[at] != id {
-                            (listed[next[at]], next[at], last[at]) = (id, next[at] + 1, id);
+                        let (to, last) = &mut next[byte_pair(w)];
+                        if *last != id {
+                            (listed[*to], *to, *last) = (id, *to + 1, id);
                         }
                     }
                 }

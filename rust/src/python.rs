@@ -567,8 +567,8 @@ impl Trainer {
         self.state().vocab.tokens().enumerate().map(|(rank, t)| (PyBytes::new(py, t), rank as u32)).collect()
     }
 
-    /// Every merge in order as `(left_id, right_id, token_id, count)`. A merge whose bytes
-    /// were already a token reuses that token's id, so `token_id` is not always new.
+    /// Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
+    /// `256 + k`.
     fn get_merges(&self) -> Vec<(u32, u32, u32, u64)> {
         self.state().merges.iter().map(|m| (m.pair.0, m.pair.1, m.token, m.count)).collect()
     }

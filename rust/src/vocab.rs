@@ -4,12 +4,14 @@ use ahash::AHashMap;
 
 use crate::Error;
 
-/// Token bytes indexed by token id (= tiktoken rank). Ids 0..=255 are the single bytes.
-/// No two tokens have the same bytes.
+/// Token bytes indexed by token id (= tiktoken rank). Ids 0..=255 are the single bytes. The
+/// tokens are stored end to end in one buffer, so adding one allocates nothing most of the
+/// time.
 #[derive(Debug, Clone)]
 pub struct Vocab {
-    tokens: Vec<Box<[u8]>>,
-    ids: AHashMap<Box<[u8]>, u32>,
+    bytes: Vec<u8>,
+    /// Where each token ends in `bytes`.
+    ends: Vec<usize>,
 }
 
 impl Default for Vocab {
@@ -21,48 +23,46 @@ impl Default for Vocab {
 impl Vocab {
     /// The 256 single-byte tokens.
     pub fn bytes() -> Self {
-        let tokens: Vec<Box<[u8]>> = (0..=255u8).map(|b| Box::from([b])).collect();
-        let ids = tokens.iter().enumerate().map(|(i, t)| (t.clone(), i as u32)).collect();
-        Self { tokens, ids }
+        Self { bytes: (0..=255u8).collect(), ends: (1..=256).collect() }
     }
 
     pub fn len(&self) -> usize {
-        self.tokens.len()
+        self.ends.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tokens.is_empty()
+        self.ends.is_empty()
+    }
+
+    fn range(&self, id: u32) -> std::ops::Range<usize> {
+        let id = id as usize;
+        (if id == 0 { 0 } else { self.ends[id - 1] })..self.ends[id]
     }
 
     /// The bytes of token `id`. Panics if `id` is not a token: ids come from this vocabulary.
     pub fn token(&self, id: u32) -> &[u8] {
-        &self.tokens[id as usize]
+        &self.bytes[self.range(id)]
     }
 
-    /// The id of the token with these bytes, if any.
-    pub fn id(&self, bytes: &[u8]) -> Option<u32> {
-        self.ids.get(bytes).copied()
+    /// Adds `bytes(left) + bytes(right)` as the next token; returns its id. Whether those bytes
+    /// were a token already is for [`Vocab::first_repeat`] to tell.
+    pub fn push_merge(&mut self, left: u32, right: u32) -> u32 {
+        let id = self.len() as u32;
+        self.bytes.extend_from_within(self.range(left));
+        self.bytes.extend_from_within(self.range(right));
+        self.ends.push(self.bytes.len());
+        id
     }
 
-    /// The id of `bytes(left) + bytes(right)`, adding it as the next rank if it is new.
-    /// Returns the id and whether it was added.
-    pub fn merge(&mut self, left: u32, right: u32) -> (u32, bool) {
-        let mut bytes = Vec::with_capacity(self.token(left).len() + self.token(right).len());
-        bytes.extend_from_slice(self.token(left));
-        bytes.extend_from_slice(self.token(right));
-        if let Some(id) = self.id(&bytes) {
-            return (id, false);
-        }
-        let id = self.tokens.len() as u32;
-        let bytes: Box<[u8]> = bytes.into();
-        self.ids.insert(bytes.clone(), id);
-        self.tokens.push(bytes);
-        (id, true)
+    /// The first token whose bytes an earlier token has, as `(earlier, later)`, if any.
+    pub fn first_repeat(&self) -> Option<(u32, u32)> {
+        let mut seen: AHashMap<&[u8], u32> = AHashMap::with_capacity(self.len());
+        self.tokens().enumerate().find_map(|(id, t)| seen.insert(t, id as u32).map(|earlier| (earlier, id as u32)))
     }
 
     /// All tokens in rank order.
     pub fn tokens(&self) -> impl ExactSizeIterator<Item = &[u8]> {
-        self.tokens.iter().map(|t| &**t)
+        (0..self.len() as u32).map(|id| self.token(id))
     }
 }
 
@@ -132,14 +132,18 @@ mod tests {
     }
 
     #[test]
-    fn merge_reuses_existing_bytes() {
+    fn repeated_bytes_are_found() {
         let mut v = Vocab::bytes();
-        let (ab, new) = v.merge(b'a' as u32, b'b' as u32);
-        assert!(new);
-        let (abc, _) = v.merge(ab, b'c' as u32);
-        let (bc, _) = v.merge(b'b' as u32, b'c' as u32);
-        assert_eq!(v.merge(b'a' as u32, bc), (abc, false));
-        assert_eq!(v.len(), 259);
+        assert_eq!(v.first_repeat(), None);
+        let ab = v.push_merge(b'a' as u32, b'b' as u32);
+        let abc = v.push_merge(ab, b'c' as u32);
+        let bc = v.push_merge(b'b' as u32, b'c' as u32);
+        assert_eq!((v.token(ab), v.token(abc), v.token(bc)), (&b"ab"[..], &b"abc"[..], &b"bc"[..]));
+        assert_eq!(v.first_repeat(), None);
+        let again = v.push_merge(b'a' as u32, bc);
+        assert_eq!(v.first_repeat(), Some((abc, again)));
+        assert_eq!(v.len(), 260);
+        assert!(v.tokens().take(256).enumerate().all(|(b, t)| t == [b as u8]));
     }
 
     #[test]

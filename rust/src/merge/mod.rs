@@ -5,7 +5,7 @@
 //! holding the pair; among equal counts the smallest pair (by ids) wins. Replace it left to right,
 //! non-overlapping, in every span. The merged token is `bytes(a) + bytes(b)` as a new rank. (These
 //! bytes cannot already be a token under this rule, see the README; should they ever be, the
-//! loop stops with [`Error::Internal`] rather than give two ranks the same bytes.)
+//! loop ends with [`Error::Internal`] rather than give two ranks the same bytes.)
 //!
 //! Counts are kept incrementally: a merge only changes the pairs around the occurrences it
 //! replaces. A pair is born with all its occurrences at the merge that makes its later token
@@ -494,11 +494,7 @@ fn run<T: TokenId>(
         if count < options.min_frequency {
             break;
         }
-        let (token, new) = vocab.merge(pair.0, pair.1);
-        if !new {
-            // Each token's pairs are one block of the index, made by its merge (`pairs.rs`).
-            return Err(Error::Internal(format!("merge {pair:?} made the bytes of token {token}, which the merge rule rules out")));
-        }
+        let token = vocab.push_merge(pair.0, pair.1);
         state.apply(&best, token);
         state.raise_floor(count);
         let merge = Merge { pair, token, count };
@@ -506,6 +502,9 @@ fn run<T: TokenId>(
         if on_merge(&merge, &vocab).is_break() {
             break;
         }
+    }
+    if let Some((earlier, later)) = vocab.first_repeat() {
+        return Err(Error::Internal(format!("tokens {earlier} and {later} have the same bytes, which the merge rule rules out")));
     }
     Ok(Learned { vocab, merges })
 }
@@ -554,7 +553,7 @@ mod tests {
             }
             // max count, then smallest pair: BTreeMap iterates pairs ascending, keep the first max.
             let Some((&pair, &count)) = counts.iter().rev().max_by_key(|(_, &c)| c) else { break };
-            let (token, _) = vocab.merge(pair.0, pair.1);
+            let token = vocab.push_merge(pair.0, pair.1);
             for (w, _) in &mut words {
                 let len = merge_in_span(w, pair, token, |_| {});
                 w.truncate(len);

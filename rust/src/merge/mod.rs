@@ -280,42 +280,38 @@ impl<T: TokenId> Loop<T> {
         for t in opened..256 {
             pairs.open_block(t);
         }
-        // Each part lists its spans by pair in a buffer of its own, in parallel; then the lists
-        // are put together in order, each part's spans after the previous part's.
-        let listed: Vec<(Vec<u32>, Vec<usize>)> = parts
-            .par_iter()
-            .zip(&counted)
-            .map(|(part, dense)| {
-                // Where the next span of each pair goes, and the last span written for it.
-                let mut next = vec![(0usize, u32::MAX); 1 << 16];
-                let mut starts = Vec::with_capacity(order.len() + 1);
-                let mut len = 0;
-                for &(at, _) in &order {
-                    (next[at].0, len) = (len, len + dense[at].holders as usize);
-                    starts.push(next[at].0);
-                }
-                starts.push(len);
-                let mut listed = vec![0u32; len];
-                for &id in *part {
-                    for w in spans.tokens(id).windows(2) {
-                        let (to, last) = &mut next[byte_pair(w)];
-                        if *last != id {
-                            (listed[*to], *to, *last) = (id, *to + 1, id);
-                        }
-                    }
-                }
-                (listed, starts)
-            })
-            .collect();
-        let words = pairs.span_words();
-        for (k, &(_, mut to)) in order.iter().enumerate() {
-            for (listed, starts) in &listed {
-                let ids = &listed[starts[k]..starts[k + 1]];
-                words[to..to + ids.len()].copy_from_slice(ids);
-                to += ids.len();
+        // Each part writes its spans of each pair straight into the pair's list, after the
+        // previous parts' spans, in parallel: the lists are cut into one piece per part and
+        // pair, and each part gets its pieces.
+        let mut k_of = vec![0u32; 1 << 16];
+        for (k, &(at, _)) in order.iter().enumerate() {
+            k_of[at] = k as u32;
+        }
+        let mut pieces: Vec<Vec<&mut [u32]>> = (0..parts.len()).map(|_| Vec::with_capacity(order.len())).collect();
+        let (mut rest, mut at_word) = (pairs.span_words(), 0);
+        for &(at, ids_at) in &order {
+            rest = &mut std::mem::take(&mut rest)[ids_at - at_word..];
+            at_word = ids_at;
+            for (part_pieces, dense) in pieces.iter_mut().zip(&counted) {
+                let len = dense[at].holders as usize;
+                let (piece, later) = std::mem::take(&mut rest).split_at_mut(len);
+                part_pieces.push(piece);
+                (rest, at_word) = (later, at_word + len);
             }
         }
-        drop(listed);
+        parts.par_iter().zip(pieces).for_each(|(part, mut pieces)| {
+            let mut filled = vec![(0usize, u32::MAX); pieces.len()]; // (spans written, last span)
+            for &id in *part {
+                for w in spans.tokens(id).windows(2) {
+                    let k = k_of[byte_pair(w)] as usize;
+                    let (done, last) = &mut filled[k];
+                    if *last != id {
+                        pieces[k][*done] = id;
+                        (*done, *last) = (*done + 1, id);
+                    }
+                }
+            }
+        });
         // The heap starts with the pairs counted at least half the most counted one (the floor
         // then lets the others in when needed).
         let floor = pairs.counted_between(0, u64::MAX).map(|(count, _, _)| count).max().unwrap_or(0) / 2;

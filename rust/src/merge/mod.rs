@@ -27,11 +27,13 @@ use rayon::prelude::*;
 use crate::count::Spans;
 use crate::{Error, Vocab};
 
+mod helper;
 mod lists;
 mod pairs;
 mod spans;
 
 pub use spans::{merge_in_span, Neighbour, TokenId};
+use helper::Helper;
 use pairs::{PairIndex, Slot};
 use spans::{Neighbours, SpanTable};
 
@@ -94,6 +96,9 @@ impl PartialOrd for Candidate {
     }
 }
 
+/// Merges of at least this many spans are shared with the helper thread.
+const HELP_SPANS: usize = 256;
+
 /// How much the heap's floor drops when the heap runs out of pairs above it. Halving keeps the
 /// heap small (each drop pushes only the pairs between the old and the new floor), which pays
 /// for the extra scans of the pairs: 2 learns 15-18% faster than 8 on the kernel corpora, and
@@ -125,11 +130,11 @@ struct Tally {
 }
 
 impl Tally {
-    /// Sums `events`, `(neighbour, span, n)` in span order: for each neighbour, the sum of
-    /// `n` and the spans (each once).
-    fn sum(&mut self, events: &[(u32, u32, i64)]) {
+    /// Sums `events`, `(neighbour, span, n)` in span order (the slices one after the other):
+    /// for each neighbour, the sum of `n` and the spans (each once).
+    fn sum(&mut self, events: [&[(u32, u32, i64)]; 2]) {
         let Tally { sums, touched, starts, spans } = self;
-        for &(neighbour, _, n) in events {
+        for &(neighbour, _, n) in events.iter().copied().flatten() {
             let i = neighbour as usize;
             if i >= sums.len() {
                 sums.resize(i + 1, Sum::default());
@@ -152,7 +157,7 @@ impl Tally {
         }
         spans.clear();
         spans.resize(at, 0);
-        for &(neighbour, id, _) in events {
+        for &(neighbour, id, _) in events.iter().copied().flatten() {
             let sum = &mut sums[neighbour as usize];
             if sum.last != id {
                 spans[sum.at] = id;
@@ -214,14 +219,17 @@ struct Loop<T> {
     heap: OctonaryHeap<Candidate>,
     /// Every pair counted at least this has an entry in the heap with at least its count.
     floor: u64,
-    tally: Tally,
+    /// The left and the right neighbours' tallies, and the slots of the pairs they take
+    /// occurrences from.
+    sides: [(Tally, Vec<Option<Slot>>); 2],
+    /// Applies a merge's larger parts on a second thread, if there is one.
+    helper: Option<Helper>,
     // Scratch space reused by every merge.
     ids: Vec<u32>,
-    found: Neighbours,
+    /// The neighbours found in the spans merged here and by the helper.
+    found: [Neighbours; 2],
     /// The pairs a merge made that go in the heap.
     born: Vec<Candidate>,
-    /// The slots of the pairs that lose occurrences, by neighbour.
-    slots: Vec<Option<Slot>>,
 }
 
 impl<T: TokenId> Loop<T> {
@@ -325,11 +333,11 @@ impl<T: TokenId> Loop<T> {
             pairs,
             heap,
             floor,
-            tally: Tally::default(),
+            sides: Default::default(),
+            helper: if rayon::current_num_threads() > 1 { Helper::start() } else { None },
             ids: Vec::new(),
-            found: Neighbours::default(),
+            found: Default::default(),
             born: Vec::new(),
-            slots: Vec::new(),
         })
     }
 
@@ -386,7 +394,7 @@ impl<T: TokenId> Loop<T> {
         if let Some(slot) = next {
             self.pairs.prefetch_slot(slot);
         }
-        let Loop { spans, pairs, heap, floor, tally, ids, found, born, slots } = self;
+        let Loop { spans, pairs, heap, floor, sides, helper, ids, found, born } = self;
         // The spans that may hold the pair. Each list is written once, in span order, so it is
         // increasing; the merge relies on that (a span listed twice would be merged twice), so
         // it is checked.
@@ -398,24 +406,55 @@ impl<T: TokenId> Loop<T> {
             ids.dedup();
             list = ids;
         }
-        found.clear();
-        spans.merge(list, pair, token, found);
+        // Many spans: the helper merges the later half of them (and tallies the right
+        // neighbours below) while this thread does the rest.
+        let helper = helper.as_ref().filter(|_| list.len() >= HELP_SPANS && !spans.merges_in_parallel(list));
+        let [here, there] = found;
+        here.clear();
+        there.clear();
+        match helper {
+            Some(helper) => {
+                let (low, high) = list.split_at(list.len() / 2);
+                let (mut below, mut above) = spans.split_at(high[0]);
+                helper.join(|| below.merge(low, pair, token, here), || above.merge(high, pair, token, there));
+            }
+            None => spans.merge(list, pair, token, here),
+        }
         pairs.remove(best.slot);
         if let Some(slot) = next {
             pairs.prefetch_spans(slot);
         }
         born.clear();
-        pairs.open_block(token);
         // Left neighbours x: (x, a) is gone and (x, token) born. x may be `token` itself (a
         // token made earlier in the same span, as in `abab`): then (token, a) is "gone", which
         // was born by a right neighbour of the same merge below; it is taken off there. The
         // merged pair is gone everywhere already; any other is a pair of earlier tokens, so it
-        // is in the index with at least these occurrences.
+        // is in the index with at least these occurrences. Right neighbours y (never `token`:
+        // right of an occurrence is still the input): (b, y) is gone and (token, y) born.
+        let [(left, left_gone), (right, right_gone)] = sides;
+        {
+            let pairs: &PairIndex = pairs;
+            let (here, there): (&Neighbours, &Neighbours) = (here, there);
+            let mut sum_left = || {
+                left.sum([&here.left, &there.left]);
+                find_gone(pairs, left, |x| (x != token && (x, a) != pair).then_some((x, a)), left_gone);
+            };
+            let mut sum_right = || {
+                right.sum([&here.right, &there.right]);
+                find_gone(pairs, right, |y| ((b, y) != pair).then_some((b, y)), right_gone);
+            };
+            match helper {
+                Some(helper) => helper.join(sum_left, sum_right),
+                None => {
+                    sum_left();
+                    sum_right();
+                }
+            }
+        }
+        pairs.open_block(token);
         let mut token_then_a = 0;
-        tally.sum(&found.left);
-        find_gone(pairs, tally, |x| (x != token && (x, a) != pair).then_some((x, a)), slots);
-        let mut gone = slots.iter();
-        tally.drain(|x, n, spans| {
+        let mut gone = left_gone.iter();
+        left.drain(|x, n, spans| {
             if x == token {
                 token_then_a = n;
             }
@@ -427,12 +466,8 @@ impl<T: TokenId> Loop<T> {
                 born.push(Candidate { count: n as u64, pair: key((x, token)), slot });
             }
         });
-        // Right neighbours y (never `token`: right of an occurrence is still the input):
-        // (b, y) is gone and (token, y) born.
-        tally.sum(&found.right);
-        find_gone(pairs, tally, |y| ((b, y) != pair).then_some((b, y)), slots);
-        let mut gone = slots.iter();
-        tally.drain(|y, n, spans| {
+        let mut gone = right_gone.iter();
+        right.drain(|y, n, spans| {
             if let Some(&Some(slot)) = gone.next() {
                 pairs.sub(slot, n);
             }
@@ -616,7 +651,8 @@ mod tests {
                     spans.push(id);
                 }
             }
-            tally.sum(&events);
+            let (first, second) = events.split_at(events.len() / 3);
+            tally.sum([first, second]);
             assert!(tally.neighbours().iter().copied().eq(want.keys().copied()));
             let mut got = BTreeMap::new();
             tally.drain(|x, n, spans| {
@@ -666,12 +702,19 @@ mod tests {
 
     #[test]
     fn parallel_merges_equal_the_naive_loop() {
-        // Enough distinct spans that the first merges take the parallel path.
+        // Enough distinct spans that the first merges take the parallel paths: on one thread
+        // there is none, on two the helper takes half of each merge of HELP_SPANS spans or
+        // more, on four the pool takes merges of PARALLEL_SPANS spans in blocks.
         let spans: Vec<(Vec<u8>, u64)> = (0..3 * spans::PARALLEL_SPANS as u64)
             .map(|i| (format!("ab{}a{}", i % 97, i).into_bytes(), 1 + i % 3))
             .collect();
         assert!(spans.len() > spans::SPANS_PER_TASK, "spans must cover several parallel blocks");
-        assert_eq!(learn_all(&spans, 290), naive(&spans, 290));
+        let want = naive(&spans, 290);
+        assert!(want.len() > 20, "the test must make merges of many spans and of few");
+        for threads in [1, 2, 4] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            assert_eq!(pool.install(|| learn_all(&spans, 290)), want, "{threads} threads");
+        }
     }
 
     #[test]

@@ -6,7 +6,8 @@ use super::Pair;
 use crate::memory::prefetch;
 use crate::count::Spans;
 
-/// Merges that touch at least this many spans are applied in parallel.
+/// Merges that touch at least this many spans are applied in parallel blocks on the Rayon pool,
+/// if it has more than two threads (with two, the merge loop's helper takes half).
 pub(super) const PARALLEL_SPANS: usize = 8192;
 /// Spans per parallel task.
 pub(super) const SPANS_PER_TASK: usize = 4096;
@@ -213,6 +214,18 @@ impl<T: TokenId> SpanTable<T> {
         Ok((SpanTable { words, blocks }, ids))
     }
 
+    /// Whether [`SpanTable::merge`] would merge the spans `ids` in parallel blocks.
+    pub(super) fn merges_in_parallel(&self, ids: &[u32]) -> bool {
+        ids.len() >= PARALLEL_SPANS && rayon::current_num_threads() > 2
+    }
+
+    /// The table cut before span `id`: the spans before it, and the spans from it on, each
+    /// to be merged on its own.
+    pub(super) fn split_at(&mut self, id: u32) -> (SpanView<'_, T>, SpanView<'_, T>) {
+        let (below, above) = self.words.split_at_mut((id as usize) << ID_SHIFT);
+        (SpanView { words: below, first: 0 }, SpanView { words: above, first: id })
+    }
+
     /// Asks for the headers of the spans `ids`.
     pub(super) fn prefetch(&self, ids: &[u32]) {
         for &id in ids {
@@ -240,7 +253,7 @@ impl<T: TokenId> SpanTable<T> {
     /// blocks of consecutive spans whose events are joined in block order, so the result is the
     /// same.
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
-        if ids.len() < PARALLEL_SPANS {
+        if !self.merges_in_parallel(ids) {
             merge_block(&mut self.words, 0, ids, pair, token, found);
             return;
         }
@@ -270,6 +283,20 @@ impl<T: TokenId> SpanTable<T> {
         for block in joined {
             found.absorb_from(block);
         }
+    }
+}
+
+/// A stretch of the span table: the spans from `first` on, as far as `words` reaches.
+pub(super) struct SpanView<'a, T> {
+    words: &'a mut [T],
+    first: u32,
+}
+
+impl<T: TokenId> SpanView<'_, T> {
+    /// [`SpanTable::merge`] for spans `ids` of this stretch (increasing, no repeats), on this
+    /// thread.
+    pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
+        merge_block(self.words, self.first, ids, pair, token, found);
     }
 }
 

@@ -301,16 +301,28 @@ impl Table {
         }
     }
 
-    /// This table's spans, flat, in the table's order.
+    /// This table's spans, flat, in the table's order. Short spans are written in one pass,
+    /// each as its key's 16 bytes (one store), the next one over its unused end.
     fn into_spans(self) -> Spans {
-        let bytes = self.short.iter().map(|(k, _)| short_len(k)).sum::<usize>() + self.long.keys().map(|b| b.len()).sum::<usize>();
-        let mut spans = Spans::with_capacity(self.len(), bytes);
-        for (k, n) in self.short.iter() {
-            spans.push(&k.to_le_bytes()[..short_len(k)], n);
+        let (short, long) = (self.short.len(), self.long.len());
+        let long_bytes = self.long.keys().map(|b| b.len()).sum::<usize>();
+        let mut bytes = vec![0u8; 16 * short + long_bytes];
+        let mut spans = Spans { bytes: Vec::new(), ends: Vec::with_capacity(short + long), counts: Vec::with_capacity(short + long) };
+        let mut at = 0;
+        for (key, n) in self.short.iter() {
+            bytes[at..at + 16].copy_from_slice(&key.to_le_bytes());
+            at += short_len(key);
+            spans.ends.push(at);
+            spans.counts.push(n);
         }
         for (span, n) in self.long {
-            spans.push(&span, n);
+            bytes[at..at + span.len()].copy_from_slice(&span);
+            at += span.len();
+            spans.ends.push(at);
+            spans.counts.push(n);
         }
+        bytes.truncate(at);
+        spans.bytes = bytes;
         spans
     }
 }
@@ -503,10 +515,6 @@ pub struct Spans {
 }
 
 impl Spans {
-    fn with_capacity(spans: usize, bytes: usize) -> Self {
-        Self { bytes: Vec::with_capacity(bytes), ends: Vec::with_capacity(spans), counts: Vec::with_capacity(spans) }
-    }
-
     /// Appends a span.
     pub fn push(&mut self, span: &[u8], count: u64) {
         self.bytes.extend_from_slice(span);

@@ -36,6 +36,10 @@ BUILD_HINT = (
 
 TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy")
 
+# Not a trainer: iterates the corpus and drops every text, to measure the reader alone (its time
+# and peak RSS are part of every trainer's figures when the corpus is streamed).
+READER = "reader"
+
 
 # --------------------------------------------------------------------------- corpus
 
@@ -272,6 +276,13 @@ def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192)
             b = bytes(dec[ch] for ch in s)
             ranks.append((b, b[0] if len(b) == 1 else i))
         ranks.sort(key=lambda kv: kv[1])
+    elif name == READER:
+        import collections
+
+        w0, c0 = _clock()
+        collections.deque(it, maxlen=0)
+        w1, c1 = _clock()
+        ranks = []
     else:
         raise ValueError(f"unknown trainer {name!r}; known: {', '.join(TRAINERS)}")
     return w1 - w0, c1 - c0, ranks, extra

@@ -60,9 +60,11 @@ def main(argv=None):
 
     workdir = tempfile.mkdtemp(prefix="bpeforge-compare-")
     try:
+        # The reader alone, once: its peak RSS is part of every trainer's (see report()).
+        reader = bl.run_child(bl.READER, corpus, args.vocab_size, pattern, workdir, "reader", preload=args.preload)
         runs = bl.run_rounds(names, args.repeat, lambda n, k: bl.run_child(
             n, corpus, args.vocab_size, pattern, workdir, f"{n}-{k}", preload=args.preload, buffer_size=args.buffer_size))
-        report(runs, names, args)
+        report(runs, names, args, reader)
         failed = any("error" in r for rs in runs.values() for r in rs)
         if args.keep_ranks:
             os.makedirs(args.keep_ranks, exist_ok=True)
@@ -80,7 +82,7 @@ def fmt_tok(t):
     return "None" if t is None else f"{t[1]}:{t[0]!r}"
 
 
-def report(runs, names, args):
+def report(runs, names, args, reader=None):
     ok = {n: [r for r in runs[n] if "error" not in r] for n in names}
     ref_name = "rustbpe" if ok.get("rustbpe") else None
     ref = bl.read_ranks(ok["rustbpe"][0]["ranks_path"]) if ref_name else None
@@ -141,6 +143,13 @@ def report(runs, names, args):
         print(f"corpus as fed: {any_ok['texts']} texts, {any_ok['bytes'] / 1e6:.1f} MB")
         base = ", ".join(f"{n} {ok[n][0]['base_rss_mb']:.0f}" for n in names if ok[n])
         notes.append(f"RSS before training (interpreter + imports{' + corpus' if args.preload else ''}), MB: {base}")
+    if reader is not None and "error" not in reader:
+        over = {n: max(r["peak_rss_mb"] for r in ok[n]) - reader["peak_rss_mb"] for n in names if ok[n]}
+        line = ", ".join(f"{n} {mb:.0f}" for n, mb in over.items())
+        if over.get("rustbpe", 0) > 0 and "bpeforge" in over:
+            line += f" (bpeforge / rustbpe: {over['bpeforge'] / over['rustbpe']:.2f})"
+        notes.append(f"the corpus reader alone (every text iterated and dropped, no trainer): {reader['seconds']:.2f} s, "
+                     f"peak RSS {reader['peak_rss_mb']:.0f} MB; peak RSS above it, MB: {line}")
     notes.append(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
     print(bl.markdown_table(

@@ -334,7 +334,8 @@ impl<T: TokenId> Loop<T> {
             heap,
             floor,
             sides: Default::default(),
-            helper: if rayon::current_num_threads() > 1 { Helper::start() } else { None },
+            // No merge can touch HELP_SPANS spans with fewer than that.
+            helper: if rayon::current_num_threads() > 1 && ids.len() >= HELP_SPANS { Helper::start() } else { None },
             ids: Vec::new(),
             found: Default::default(),
             born: Vec::new(),

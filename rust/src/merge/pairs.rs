@@ -145,7 +145,7 @@ impl PairIndex {
     /// reads first.
     #[inline]
     pub(super) fn prefetch_slot(&self, slot: Slot) {
-        prefetch(self.counts.as_ptr().wrapping_add(slot));
+        self.prefetch_count(slot);
         prefetch(self.spans.as_ptr().wrapping_add(slot));
     }
 

@@ -249,9 +249,10 @@ impl<T: TokenId> SpanTable<T> {
     }
 
     /// Merges `pair` into `token` in the spans `ids` (increasing, no repeats), recording the
-    /// neighbours of the replaced occurrences in `found`. Many spans are merged in parallel, in
-    /// blocks of consecutive spans whose events are joined in block order, so the result is the
-    /// same.
+    /// neighbours of the replaced occurrences in `found`. Many spans, on a pool of more than two
+    /// threads, are merged in parallel, in blocks of consecutive spans whose events are joined in
+    /// block order, so the result is the same (with two, the loop shares merges with its helper
+    /// through [`SpanTable::split_at`] instead).
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
         if !self.merges_in_parallel(ids) {
             merge_block(&mut self.words, 0, ids, pair, token, found);

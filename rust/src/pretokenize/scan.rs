@@ -804,7 +804,6 @@ mod tests {
         Some(text[..end].to_owned())
     }
 
-    /// Real text: the kernel corpus and Python's standard library, where present.
     #[test]
     fn ascii_letter_runs_end_where_a_byte_by_byte_scan_does() {
         // Letters next to the bytes just outside the ranges ('@', '[', '`', '{'), bytes of 0x80
@@ -838,6 +837,7 @@ mod tests {
         }
     }
 
+    /// Real text: the kernel corpus and Python's standard library, where present.
     #[test]
     fn real_text_matches_fancy_regex() {
         let limit = if cfg!(debug_assertions) {

@@ -71,7 +71,7 @@ impl Splitter {
             .iter()
             .copied()
             .chain([ascii.as_str()])
-            .any(|probe| regex.find_iter(probe).any(|m| m.map_or(false, |m| m.as_str().is_empty())));
+            .any(|probe| regex.find_iter(probe).any(|m| m.is_ok_and(|m| m.as_str().is_empty())));
         empty_somewhere
     }
 

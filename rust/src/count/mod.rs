@@ -1,6 +1,5 @@
 //! Counting: how often each distinct span occurs in the corpus.
 
-use ahash::AHashMap;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
@@ -8,6 +7,10 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 use rayon::prelude::*;
 
 use crate::{Error, Splitter};
+
+mod long;
+
+use long::LongTable;
 
 /// A batch of texts stored end to end in one buffer, so that handing over a batch costs one
 /// copy of its bytes and no allocation per text.
@@ -94,12 +97,12 @@ struct Table {
     /// Spans of one byte, while a batch is counted (then added to `short`).
     single: Box<[u64; 256]>,
     short: ShortTable,
-    long: AHashMap<Box<[u8]>, u64>,
+    long: LongTable,
 }
 
 impl Default for Table {
     fn default() -> Self {
-        Self { single: Box::new([0; 256]), short: ShortTable::default(), long: AHashMap::default() }
+        Self { single: Box::new([0; 256]), short: ShortTable::default(), long: LongTable::default() }
     }
 }
 
@@ -213,12 +216,7 @@ impl Table {
             let key = short_key(span);
             self.short.add(key, self.short.hash(key), n);
         } else {
-            match self.long.get_mut(span) {
-                Some(c) => *c = c.saturating_add(n),
-                None => {
-                    self.long.insert(span.into(), n);
-                }
-            }
+            self.long.add(span, n);
         }
     }
 
@@ -268,14 +266,14 @@ impl Table {
     }
 
     fn get(&self, span: &[u8]) -> u64 {
-        let found = if span.len() <= SHORT { self.short.get(short_key(span)) } else { self.long.get(span).copied() };
+        let found = if span.len() <= SHORT { self.short.get(short_key(span)) } else { self.long.get(span) };
         found.unwrap_or(0)
     }
 
     fn contains(&self, span: ShortOrLong<'_>) -> bool {
         match span {
             ShortOrLong::Short(k) => self.short.get(k).is_some(),
-            ShortOrLong::Long(b) => self.long.contains_key(b),
+            ShortOrLong::Long(b) => self.long.get(b).is_some(),
         }
     }
 
@@ -286,7 +284,7 @@ impl Table {
     /// Every span and its count, in no particular order.
     fn iter(&self) -> impl Iterator<Item = (ShortOrLong<'_>, u64)> + '_ {
         let short = self.short.iter().map(|(k, n)| (ShortOrLong::Short(k), n));
-        short.chain(self.long.iter().map(|(k, &n)| (ShortOrLong::Long(k), n)))
+        short.chain(self.long.iter().map(|(k, n)| (ShortOrLong::Long(k), n)))
     }
 
     /// Adds `other`'s counts to this table's.
@@ -295,17 +293,14 @@ impl Table {
         for (k, n) in short.iter() {
             self.short.add(k, self.short.hash(k), n);
         }
-        for (span, n) in long {
-            let c = self.long.entry(span).or_insert(0);
-            *c = c.saturating_add(n);
-        }
+        self.long.absorb(&long);
     }
 
     /// This table's spans, flat, in the table's order. Short spans are written in one pass,
     /// each as its key's 16 bytes (one store), the next one over its unused end.
     fn into_spans(self) -> Spans {
         let (short, long) = (self.short.len(), self.long.len());
-        let long_bytes = self.long.keys().map(|b| b.len()).sum::<usize>();
+        let long_bytes = self.long.bytes();
         let mut bytes = vec![0u8; 16 * short + long_bytes];
         let mut spans = Spans { bytes: Vec::new(), ends: Vec::with_capacity(short + long), counts: Vec::with_capacity(short + long) };
         let mut at = 0;
@@ -315,8 +310,8 @@ impl Table {
             spans.ends.push(at);
             spans.counts.push(n);
         }
-        for (span, n) in self.long {
-            bytes[at..at + span.len()].copy_from_slice(&span);
+        for (span, n) in self.long.iter() {
+            bytes[at..at + span.len()].copy_from_slice(span);
             at += span.len();
             spans.ends.push(at);
             spans.counts.push(n);

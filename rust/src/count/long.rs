@@ -1,0 +1,160 @@
+//! Spans of more than [`super::SHORT`] bytes and their counts, in one buffer: a long span is
+//! copied once, at its first occurrence, to the end of the table's bytes, and found again
+//! through an open-addressing index of (hash, place, count). Joining tables and laying them out
+//! flat then reads two arrays, instead of visiting and freeing one heap block per span.
+
+use std::sync::OnceLock;
+
+/// One span of the index: where its bytes are in `LongTable::bytes`, its full hash (compared
+/// before the bytes, and reused when the index grows or tables are joined), and its count.
+/// `len == 0` marks an empty slot (a long span is never empty).
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    hash: u64,
+    start: usize,
+    len: usize,
+    count: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub(super) struct LongTable {
+    /// The spans' bytes, end to end, in the order they were first seen.
+    bytes: Vec<u8>,
+    /// Empty until the first span; then a power of two, at most three quarters full.
+    slots: Vec<Slot>,
+    len: usize,
+}
+
+/// The hasher of every long table: one per process, drawn at random (spans are the user's
+/// data, so no input may be chosen to make them collide); tables sharing it can be joined
+/// without hashing again. It changes only the tables' inner order, never a result.
+fn hasher() -> &'static ahash::RandomState {
+    static HASHER: OnceLock<ahash::RandomState> = OnceLock::new();
+    HASHER.get_or_init(ahash::RandomState::new)
+}
+
+impl LongTable {
+    /// Adds `n` occurrences of `span` (saturating).
+    pub(super) fn add(&mut self, span: &[u8], n: u64) {
+        self.add_hashed(span, hasher().hash_one(span), n);
+    }
+
+    fn add_hashed(&mut self, span: &[u8], hash: u64, n: u64) {
+        debug_assert!(!span.is_empty());
+        if self.slots.is_empty() {
+            self.slots = vec![Slot::default(); 64];
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let slot = &mut self.slots[i];
+            if slot.len == 0 {
+                let start = self.bytes.len();
+                self.bytes.extend_from_slice(span);
+                *slot = Slot { hash, start, len: span.len(), count: n };
+                self.len += 1;
+                if self.len * 4 > self.slots.len() * 3 {
+                    self.grow();
+                }
+                return;
+            }
+            if slot.hash == hash && self.bytes[slot.start..slot.start + slot.len] == *span {
+                slot.count = slot.count.saturating_add(n);
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let bigger = vec![Slot::default(); 2 * self.slots.len()];
+        let old = std::mem::replace(&mut self.slots, bigger);
+        let mask = self.slots.len() - 1;
+        for slot in old.into_iter().filter(|s| s.len != 0) {
+            let mut i = slot.hash as usize & mask;
+            while self.slots[i].len != 0 {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = slot;
+        }
+    }
+
+    /// The count of `span` (`None` if it was never added).
+    pub(super) fn get(&self, span: &[u8]) -> Option<u64> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let hash = hasher().hash_one(span);
+        let mask = self.slots.len() - 1;
+        let mut i = hash as usize & mask;
+        loop {
+            let slot = &self.slots[i];
+            if slot.len == 0 {
+                return None;
+            }
+            if slot.hash == hash && self.bytes[slot.start..slot.start + slot.len] == *span {
+                return Some(slot.count);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Number of distinct spans.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Total bytes of the distinct spans.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Every span and its count, in no particular order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&[u8], u64)> + '_ {
+        self.slots.iter().filter(|s| s.len != 0).map(|s| (&self.bytes[s.start..s.start + s.len], s.count))
+    }
+
+    /// Adds `other`'s counts to this table's.
+    pub(super) fn absorb(&mut self, other: &LongTable) {
+        for slot in other.slots.iter().filter(|s| s.len != 0) {
+            self.add_hashed(&other.bytes[slot.start..slot.start + slot.len], slot.hash, slot.count);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    /// The table against a map, through growth, repeats and saturation, and a join of two.
+    #[test]
+    fn long_table_matches_a_map() {
+        let (mut a, mut b) = (LongTable::default(), LongTable::default());
+        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut state = 7u64;
+        for step in 0..100_000u64 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // Spans of 16..48 bytes over few values, so many repeat; some share a prefix.
+            let len = 16 + (state >> 59) as usize;
+            let span: Vec<u8> = (0..len).map(|i| (state >> (8 * (i % 4) + 20)) as u8 % 3).collect();
+            let n = if state % 997 == 0 { u64::MAX } else { 1 + (state >> 40) % 4 };
+            if step % 3 == 0 { &mut b } else { &mut a }.add(&span, n);
+            let c = model.entry(span).or_insert(0);
+            *c = c.saturating_add(n);
+        }
+        assert!(a.slots.len() > 1 << 10, "the table must have grown");
+        a.absorb(&b);
+        assert_eq!(a.len(), model.len());
+        assert_eq!(a.bytes(), model.keys().map(Vec::len).sum::<usize>());
+        let listed: HashMap<Vec<u8>, u64> = a.iter().map(|(s, n)| (s.to_vec(), n)).collect();
+        assert_eq!(listed.len(), a.len(), "each span listed once");
+        assert_eq!(listed, model);
+        for (span, &n) in &model {
+            assert_eq!(a.get(span), Some(n));
+        }
+        assert_eq!(a.get(&[9u8; 20]), None);
+        assert_eq!(LongTable::default().get(&[1u8; 16]), None);
+    }
+}

@@ -5,6 +5,8 @@
 
 use std::sync::OnceLock;
 
+use super::{over_full, probe};
+
 /// One span of the index: where its bytes are in `LongTable::bytes`, its full hash (compared
 /// before the bytes, and reused when the index grows or tables are joined), and its count.
 /// `len == 0` marks an empty slot (a long span is never empty).
@@ -44,38 +46,31 @@ impl LongTable {
         if self.slots.is_empty() {
             self.slots = vec![Slot::default(); 64];
         }
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let slot = &mut self.slots[i];
-            if slot.len == 0 {
-                let start = self.bytes.len();
+        match self.find(span, hash) {
+            Ok(i) => self.slots[i].count = self.slots[i].count.saturating_add(n),
+            Err(i) => {
+                self.slots[i] = Slot { hash, start: self.bytes.len(), len: span.len(), count: n };
                 self.bytes.extend_from_slice(span);
-                *slot = Slot { hash, start, len: span.len(), count: n };
                 self.len += 1;
-                if self.len * 4 > self.slots.len() * 3 {
+                if over_full(self.len, self.slots.len()) {
                     self.grow();
                 }
-                return;
             }
-            if slot.hash == hash && self.bytes[slot.start..slot.start + slot.len] == *span {
-                slot.count = slot.count.saturating_add(n);
-                return;
-            }
-            i = (i + 1) & mask;
         }
+    }
+
+    /// [`probe`] for `span`, of hash `hash` (the slots must not be empty).
+    fn find(&self, span: &[u8], hash: u64) -> Result<usize, usize> {
+        let (slots, bytes) = (&self.slots, &self.bytes);
+        probe(slots, hash, |s| s.hash == hash && s.len == span.len() && bytes[s.start..s.start + s.len] == *span, |s| s.len == 0)
     }
 
     #[cold]
     fn grow(&mut self) {
         let bigger = vec![Slot::default(); 2 * self.slots.len()];
         let old = std::mem::replace(&mut self.slots, bigger);
-        let mask = self.slots.len() - 1;
         for slot in old.into_iter().filter(|s| s.len != 0) {
-            let mut i = slot.hash as usize & mask;
-            while self.slots[i].len != 0 {
-                i = (i + 1) & mask;
-            }
+            let (Ok(i) | Err(i)) = probe(&self.slots, slot.hash, |_| false, |s| s.len == 0);
             self.slots[i] = slot;
         }
     }
@@ -85,19 +80,7 @@ impl LongTable {
         if self.slots.is_empty() {
             return None;
         }
-        let hash = hasher().hash_one(span);
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let slot = &self.slots[i];
-            if slot.len == 0 {
-                return None;
-            }
-            if slot.hash == hash && self.bytes[slot.start..slot.start + slot.len] == *span {
-                return Some(slot.count);
-            }
-            i = (i + 1) & mask;
-        }
+        self.find(span, hasher().hash_one(span)).ok().map(|i| self.slots[i].count)
     }
 
     /// Number of distinct spans.

@@ -151,24 +151,15 @@ impl ShortTable {
     /// Adds `n` to the count of `key`, whose hash is `hash`.
     #[inline(always)]
     fn add(&mut self, key: u128, hash: u64, n: u64) {
-        let mask = self.slots.len() - 1;
-        let mut i = hash as usize & mask;
-        loop {
-            let slot = &mut self.slots[i];
-            if slot.key == key {
-                slot.count = slot.count.saturating_add(n);
-                return;
-            }
-            if slot.key == 0 {
-                *slot = Slot { key, count: n };
+        match probe(&self.slots, hash, |s| s.key == key, |s| s.key == 0) {
+            Ok(i) => self.slots[i].count = self.slots[i].count.saturating_add(n),
+            Err(i) => {
+                self.slots[i] = Slot { key, count: n };
                 self.len += 1;
-                // At most 3/4 full, so probes stay short.
-                if self.len * 4 > self.slots.len() * 3 {
+                if over_full(self.len, self.slots.len()) {
                     self.grow();
                 }
-                return;
             }
-            i = (i + 1) & mask;
         }
     }
 
@@ -176,25 +167,14 @@ impl ShortTable {
     fn grow(&mut self) {
         let bigger = vec![Slot::default(); 2 * self.slots.len()];
         let old = std::mem::replace(&mut self.slots, bigger);
-        self.len = 0;
         for slot in old.into_iter().filter(|s| s.key != 0) {
-            self.add(slot.key, self.hash(slot.key), slot.count);
+            let (Ok(i) | Err(i)) = probe(&self.slots, self.hash(slot.key), |_| false, |s| s.key == 0);
+            self.slots[i] = slot;
         }
     }
 
     fn get(&self, key: u128) -> Option<u64> {
-        let mask = self.slots.len() - 1;
-        let mut i = self.start(self.hash(key));
-        loop {
-            let slot = &self.slots[i];
-            if slot.key == key {
-                return Some(slot.count);
-            }
-            if slot.key == 0 {
-                return None;
-            }
-            i = (i + 1) & mask;
-        }
+        probe(&self.slots, self.hash(key), |s| s.key == key, |s| s.key == 0).ok().map(|i| self.slots[i].count)
     }
 
     fn len(&self) -> usize {
@@ -204,6 +184,32 @@ impl ShortTable {
     fn iter(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
         self.slots.iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
     }
+}
+
+/// Linear probing in a power-of-two array of slots, from where `hash` puts a key: the first
+/// slot that holds the key (`Ok`) or is free (`Err`), whichever comes first. The tables keep a
+/// free slot (see [`over_full`]), so the probe ends.
+#[inline(always)]
+fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, free: impl Fn(&S) -> bool) -> Result<usize, usize> {
+    let mask = slots.len() - 1;
+    let mut i = hash as usize & mask;
+    loop {
+        let slot = &slots[i];
+        if holds_key(slot) {
+            return Ok(i);
+        }
+        if free(slot) {
+            return Err(i);
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/// Whether a table of `slots` slots holding `len` keys must grow: at most 3/4 full, so that
+/// probes stay short.
+#[inline(always)]
+fn over_full(len: usize, slots: usize) -> bool {
+    len * 4 > slots * 3
 }
 
 /// Spans up to this many bytes are packed in a [`short_key`].

@@ -91,7 +91,7 @@ pub struct SpanCounts {
 /// One thread's counts. Spans of up to 15 bytes, most of them, are keys packed in one `u128`
 /// (see [`short_key`]) in a [`ShortTable`]: hashing and comparing them reads no memory besides
 /// the table. Spans of one byte, a fifth of all spans in English text, are counted in an array
-/// while a batch is counted.
+/// while a batch is counted; longer spans than 15 bytes go to a [`LongTable`].
 #[derive(Debug, Clone)]
 struct Table {
     /// Spans of one byte, while a batch is counted (then added to `short`).

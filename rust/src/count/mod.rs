@@ -174,7 +174,13 @@ impl ShortTable {
     }
 
     fn get(&self, key: u128) -> Option<u64> {
-        probe(&self.slots, self.hash(key), |s| s.key == key, |s| s.key == 0).ok().map(|i| self.slots[i].count)
+        self.get_hashed(key, self.hash(key))
+    }
+
+    /// [`ShortTable::get`] for a key whose hash is `hash`.
+    #[inline]
+    fn get_hashed(&self, key: u128, hash: u64) -> Option<u64> {
+        probe(&self.slots, hash, |s| s.key == key, |s| s.key == 0).ok().map(|i| self.slots[i].count)
     }
 
     fn len(&self) -> usize {
@@ -182,7 +188,12 @@ impl ShortTable {
     }
 
     fn iter(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
-        self.slots.iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
+        self.iter_part(0, 1)
+    }
+
+    /// The keys and counts held in part `part` of `parts` (`part < parts`) of the slots.
+    fn iter_part(&self, part: usize, parts: usize) -> impl Iterator<Item = (u128, u64)> + '_ {
+        self.slots[slice_part(self.slots.len(), part, parts)].iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
     }
 }
 
@@ -203,6 +214,11 @@ fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, free: impl F
         }
         i = (i + 1) & mask;
     }
+}
+
+/// Part `part` of `parts` equal parts (but for rounding) of `0..len`.
+fn slice_part(len: usize, part: usize, parts: usize) -> std::ops::Range<usize> {
+    len * part / parts..len * (part + 1) / parts
 }
 
 /// Whether a table of `slots` slots holding `len` keys must grow: at most 3/4 full, so that
@@ -293,38 +309,23 @@ impl Table {
         short.chain(self.long.iter().map(|(k, n)| (ShortOrLong::Long(k), n)))
     }
 
-    /// Adds `other`'s counts to this table's.
-    fn absorb(&mut self, other: Table) {
-        let Table { short, long, .. } = other;
-        for (k, n) in short.iter() {
-            self.short.add(k, self.short.hash(k), n);
+    /// Appends to `out` the spans of part `part` of `parts` of this table (by where they sit
+    /// in it) that none of the `earlier` tables holds (those are appended with the earlier
+    /// table), each with its count in the `later` tables added.
+    fn join_part(&self, earlier: &[Table], later: &[Table], (part, parts): (usize, usize), out: &mut Spans) {
+        for (key, n) in self.short.iter_part(part, parts) {
+            let hash = self.short.hash(key);
+            if !earlier.iter().any(|t| t.short.get_hashed(key, hash).is_some()) {
+                let n = later.iter().fold(n, |sum, t| sum.saturating_add(t.short.get_hashed(key, hash).unwrap_or(0)));
+                out.push_short(key, n);
+            }
         }
-        self.long.absorb(&long);
-    }
-
-    /// This table's spans, flat, in the table's order. Short spans are written in one pass,
-    /// each as its key's 16 bytes (one store), the next one over its unused end.
-    fn into_spans(self) -> Spans {
-        let (short, long) = (self.short.len(), self.long.len());
-        let long_bytes = self.long.bytes();
-        let mut bytes = vec![0u8; 16 * short + long_bytes];
-        let mut spans = Spans { bytes: Vec::new(), ends: Vec::with_capacity(short + long), counts: Vec::with_capacity(short + long) };
-        let mut at = 0;
-        for (key, n) in self.short.iter() {
-            bytes[at..at + 16].copy_from_slice(&key.to_le_bytes());
-            at += short_len(key);
-            spans.ends.push(at);
-            spans.counts.push(n);
+        for (span, hash, n) in self.long.iter_part(part, parts) {
+            if !earlier.iter().any(|t| t.long.get_hashed(span, hash).is_some()) {
+                let n = later.iter().fold(n, |sum, t| sum.saturating_add(t.long.get_hashed(span, hash).unwrap_or(0)));
+                out.push(span, n);
+            }
         }
-        for (span, n) in self.long.iter() {
-            bytes[at..at + span.len()].copy_from_slice(span);
-            at += span.len();
-            spans.ends.push(at);
-            spans.counts.push(n);
-        }
-        bytes.truncate(at);
-        spans.bytes = bytes;
-        spans
     }
 }
 
@@ -492,17 +493,26 @@ impl SpanCounts {
 
     /// The spans and their counts, in no particular order (it may change from run to run with
     /// the hash seed): for the merge loop, whose results do not depend on the order of the
-    /// spans. The other threads' tables are added into the largest, which is laid out flat.
+    /// spans. The threads' tables are joined in parallel on the current pool, each thread taking
+    /// one part of every table's slots: a span is written by the first table that holds it, with
+    /// the later tables' counts added (the tables are only read, and share their hash seeds).
     pub fn into_spans(self) -> Spans {
         let mut tables = self.tables;
-        let Some(largest) = (0..tables.len()).max_by_key(|&i| tables[i].len()) else {
-            return Spans::default();
-        };
-        let mut joined = tables.swap_remove(largest);
-        for table in tables {
-            joined.absorb(table);
-        }
-        joined.into_spans()
+        tables.iter_mut().for_each(Table::settle);
+        let tables = &tables[..];
+        let parts = rayon::current_num_threads().max(1);
+        let largest = tables.iter().map(Table::len).max().unwrap_or(0);
+        let parts: Vec<Spans> = (0..parts)
+            .into_par_iter()
+            .map(|part| {
+                let mut out = Spans::with_capacity(largest / parts, 8 * largest / parts);
+                for (i, table) in tables.iter().enumerate() {
+                    table.join_part(&tables[..i], &tables[i + 1..], (part, parts), &mut out);
+                }
+                out
+            })
+            .collect();
+        Spans::concat(parts)
     }
 }
 
@@ -516,11 +526,50 @@ pub struct Spans {
 }
 
 impl Spans {
+    fn with_capacity(spans: usize, bytes: usize) -> Self {
+        Spans { bytes: Vec::with_capacity(bytes), ends: Vec::with_capacity(spans), counts: Vec::with_capacity(spans) }
+    }
+
     /// Appends a span.
     pub fn push(&mut self, span: &[u8], count: u64) {
         self.bytes.extend_from_slice(span);
         self.ends.push(self.bytes.len());
         self.counts.push(count);
+    }
+
+    /// Appends the span a [`short_key`] packs: its 16 bytes in one store, then cut to its length.
+    fn push_short(&mut self, key: u128, count: u64) {
+        let end = self.bytes.len() + short_len(key);
+        self.bytes.extend_from_slice(&key.to_le_bytes());
+        self.bytes.truncate(end);
+        self.ends.push(end);
+        self.counts.push(count);
+    }
+
+    /// The spans of `parts`, one part after the other, each part copied in parallel into its
+    /// own stretch of the result.
+    fn concat(parts: Vec<Spans>) -> Spans {
+        if parts.len() == 1 {
+            return parts.into_iter().next().unwrap_or_default();
+        }
+        let (spans, bytes) = parts.iter().fold((0, 0), |(n, b), part| (n + part.len(), b + part.bytes.len()));
+        let mut all = Spans { bytes: vec![0; bytes], ends: vec![0; spans], counts: vec![0; spans] };
+        let mut stretches = Vec::with_capacity(parts.len());
+        let (mut bytes, mut ends, mut counts) = (&mut all.bytes[..], &mut all.ends[..], &mut all.counts[..]);
+        let mut base = 0;
+        for part in &parts {
+            let (b, later_bytes) = std::mem::take(&mut bytes).split_at_mut(part.bytes.len());
+            let (e, later_ends) = std::mem::take(&mut ends).split_at_mut(part.len());
+            let (c, later_counts) = std::mem::take(&mut counts).split_at_mut(part.len());
+            stretches.push((part, base, b, e, c));
+            (bytes, ends, counts, base) = (later_bytes, later_ends, later_counts, base + part.bytes.len());
+        }
+        stretches.into_par_iter().for_each(|(part, base, b, e, c)| {
+            b.copy_from_slice(&part.bytes);
+            e.iter_mut().zip(&part.ends).for_each(|(to, &end)| *to = base + end);
+            c.copy_from_slice(&part.counts);
+        });
+        all
     }
 
     /// Number of spans.

@@ -26,6 +26,12 @@ mod python;
 #[global_allocator]
 static ALLOCATOR: memory::Allocator = memory::Allocator;
 
+/// Where item `i` lies in a buffer of items stored end to end, given where each item ends
+/// (`ends`, increasing): from the previous item's end (0 for the first) to its own.
+fn stretch(ends: &[usize], i: usize) -> std::ops::Range<usize> {
+    (if i == 0 { 0 } else { ends[i - 1] })..ends[i]
+}
+
 pub use count::SpanCounts;
 pub use error::Error;
 pub use merge::{learn, LearnOptions, Merge, Pair};

@@ -35,8 +35,7 @@ impl Vocab {
     }
 
     fn range(&self, id: u32) -> std::ops::Range<usize> {
-        let id = id as usize;
-        (if id == 0 { 0 } else { self.ends[id - 1] })..self.ends[id]
+        crate::stretch(&self.ends, id as usize)
     }
 
     /// The bytes of token `id`. Panics if `id` is not a token: ids come from this vocabulary.

@@ -71,8 +71,7 @@ impl Batch {
 
     /// Text `i`.
     pub fn get(&self, i: usize) -> &str {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.text[start..self.ends[i]]
+        &self.text[crate::stretch(&self.ends, i)]
     }
 }
 
@@ -187,10 +186,6 @@ impl ShortTable {
         self.len
     }
 
-    fn iter(&self) -> impl Iterator<Item = (u128, u64)> + '_ {
-        self.iter_part(0, 1)
-    }
-
     /// The keys and counts held in part `part` of `parts` (`part < parts`) of the slots.
     fn iter_part(&self, part: usize, parts: usize) -> impl Iterator<Item = (u128, u64)> + '_ {
         self.slots[slice_part(self.slots.len(), part, parts)].iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
@@ -292,40 +287,42 @@ impl Table {
         found.unwrap_or(0)
     }
 
-    fn contains(&self, span: ShortOrLong<'_>) -> bool {
-        match span {
-            ShortOrLong::Short(k) => self.short.get(k).is_some(),
-            ShortOrLong::Long(b) => self.long.get(b).is_some(),
-        }
-    }
-
     fn len(&self) -> usize {
         self.short.len() + self.long.len()
     }
 
-    /// Every span and its count, in no particular order.
-    fn iter(&self) -> impl Iterator<Item = (ShortOrLong<'_>, u64)> + '_ {
-        let short = self.short.iter().map(|(k, n)| (ShortOrLong::Short(k), n));
-        short.chain(self.long.iter().map(|(k, n)| (ShortOrLong::Long(k), n)))
+    /// The count of `span`, whose hash (in its kind of table) is `hash`, if this table holds it.
+    fn get_hashed(&self, span: ShortOrLong<'_>, hash: u64) -> Option<u64> {
+        match span {
+            ShortOrLong::Short(key) => self.short.get_hashed(key, hash),
+            ShortOrLong::Long(bytes) => self.long.get_hashed(bytes, hash),
+        }
     }
 
-    /// Appends to `out` the spans of part `part` of `parts` of this table (by where they sit
-    /// in it) that none of the `earlier` tables holds (those are appended with the earlier
-    /// table), each with its count in the `later` tables added.
-    fn join_part(&self, earlier: &[Table], later: &[Table], (part, parts): (usize, usize), out: &mut Spans) {
-        for (key, n) in self.short.iter_part(part, parts) {
-            let hash = self.short.hash(key);
-            if !earlier.iter().any(|t| t.short.get_hashed(key, hash).is_some()) {
-                let n = later.iter().fold(n, |sum, t| sum.saturating_add(t.short.get_hashed(key, hash).unwrap_or(0)));
-                out.push_short(key, n);
+    /// Calls `f(span, hash, count)` for each span in part `part` of `parts` of this table (by
+    /// where it sits in it) that none of the `earlier` tables holds: of the spans several tables
+    /// hold, the first table's is the one visited.
+    fn for_each_first(&self, earlier: &[Table], (part, parts): (usize, usize), mut f: impl FnMut(ShortOrLong<'_>, u64, u64)) {
+        let short = self.short.iter_part(part, parts).map(|(key, n)| (ShortOrLong::Short(key), self.short.hash(key), n));
+        let long = self.long.iter_part(part, parts).map(|(bytes, hash, n)| (ShortOrLong::Long(bytes), hash, n));
+        for (span, hash, n) in short.chain(long) {
+            if !earlier.iter().any(|t| t.get_hashed(span, hash).is_some()) {
+                f(span, hash, n);
             }
         }
-        for (span, hash, n) in self.long.iter_part(part, parts) {
-            if !earlier.iter().any(|t| t.long.get_hashed(span, hash).is_some()) {
-                let n = later.iter().fold(n, |sum, t| sum.saturating_add(t.long.get_hashed(span, hash).unwrap_or(0)));
-                out.push(span, n);
+    }
+
+    /// Appends to `out` the spans of part `part` of `parts` of this table that none of the
+    /// `earlier` tables holds (those are appended with the earlier table), each with its count
+    /// in the `later` tables added.
+    fn join_part(&self, earlier: &[Table], later: &[Table], part: (usize, usize), out: &mut Spans) {
+        self.for_each_first(earlier, part, |span, hash, n| {
+            let n = later.iter().fold(n, |sum, t| sum.saturating_add(t.get_hashed(span, hash).unwrap_or(0)));
+            match span {
+                ShortOrLong::Short(key) => out.push_short(key, n),
+                ShortOrLong::Long(bytes) => out.push(bytes, n),
             }
-        }
+        });
     }
 }
 
@@ -470,11 +467,11 @@ impl SpanCounts {
     /// Number of distinct spans. It looks every span up in the other threads' tables; while
     /// counting, [`SpanCounts::len_at_least`] is the cheap estimate.
     pub fn len(&self) -> usize {
-        self.tables
-            .iter()
-            .enumerate()
-            .map(|(i, t)| t.iter().filter(|&(span, _)| !self.tables[..i].iter().any(|u| u.contains(span))).count())
-            .sum()
+        let mut len = 0;
+        for (i, table) in self.tables.iter().enumerate() {
+            table.for_each_first(&self.tables[..i], (0, 1), |_, _, _| len += 1);
+        }
+        len
     }
 
     /// A lower bound of [`SpanCounts::len`] that costs nothing: the size of the largest table.
@@ -583,8 +580,7 @@ impl Spans {
 
     /// Span `i` and its count.
     pub fn get(&self, i: usize) -> (&[u8], u64) {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        (&self.bytes[start..self.ends[i]], self.counts[i])
+        (&self.bytes[crate::stretch(&self.ends, i)], self.counts[i])
     }
 
     /// The spans and their counts, in order.
@@ -678,7 +674,7 @@ mod tests {
         }
         assert!(table.slots.len() > 1 << 12, "the table must have grown");
         assert_eq!(table.len(), model.len());
-        assert_eq!(table.iter().collect::<std::collections::HashMap<_, _>>(), model);
+        assert_eq!(table.iter_part(0, 1).collect::<std::collections::HashMap<_, _>>(), model);
         for (&key, &n) in &model {
             assert_eq!(table.get(key), Some(n));
         }

@@ -90,26 +90,43 @@ impl Scanner {
     }
 }
 
+/// One bit per byte of `chunk` (16 bytes), set where `byte | fold` is in `first..first + 26`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn letters16(chunk: &[u8], fold: u8, first: u8) -> u32 {
+    use std::arch::x86_64::*;
+    assert!(chunk.len() >= 16);
+    // SAFETY: SSE2 is part of x86_64; the load reads the first 16 bytes of `chunk` (unaligned).
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast());
+        let folded = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(fold as i8)), _mm_set1_epi8(first as i8));
+        let outside = _mm_subs_epu8(folded, _mm_set1_epi8(25));
+        _mm_movemask_epi8(_mm_cmpeq_epi8(outside, _mm_setzero_si128())) as u32
+    }
+}
+
 /// The end of the run of ASCII letters at `i` whose `byte | fold` is in `first..first + 26`
 /// (`0x20, b'a'`: either case; `0, b'a'`: lowercase; `0, b'A'`: uppercase), 16 bytes at a time
-/// while 16 bytes are left. The general step takes over from there, and at any other
-/// character, ASCII or not: a byte of `0x80` or more is never taken for a letter here.
+/// (the last ones in a load that ends at the end of `b`; `b` shorter than 16 bytes is left
+/// alone). The general step takes over from there, and at any other character, ASCII or not: a
+/// byte of `0x80` or more is never taken for a letter here.
 #[inline(always)]
 fn ascii_letters_end(b: &[u8], mut i: usize, fold: u8, first: u8) -> usize {
     #[cfg(target_arch = "x86_64")]
     while let Some(chunk) = b.get(i..i + 16) {
-        use std::arch::x86_64::*;
-        // SAFETY: SSE2 is part of x86_64; the load reads the 16 bytes of `chunk` (unaligned).
-        let letters = unsafe {
-            let v = _mm_loadu_si128(chunk.as_ptr().cast());
-            let folded = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(fold as i8)), _mm_set1_epi8(first as i8));
-            let outside = _mm_subs_epu8(folded, _mm_set1_epi8(25));
-            _mm_movemask_epi8(_mm_cmpeq_epi8(outside, _mm_setzero_si128())) as u32
-        };
+        let letters = letters16(chunk, fold, first);
         if letters != 0xFFFF {
             return i + letters.trailing_ones() as usize;
         }
         i += 16;
+    }
+    // Fewer than 16 bytes left: the last 16 bytes of the text, of which the first `i - last`
+    // were looked at already (their lanes are shifted out). Most texts are lines, so this is
+    // where most of their last words end.
+    #[cfg(target_arch = "x86_64")]
+    if i < b.len() && b.len() >= 16 {
+        let last = b.len() - 16;
+        return i + (letters16(&b[last..], fold, first) >> (i - last)).trailing_ones() as usize;
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (b, fold, first);
@@ -552,6 +569,36 @@ mod tests {
             Scanner::for_pattern(presets::NANOCHAT),
             Some(Scanner::Gpt4 { max_digits: 2 })
         );
+    }
+
+    /// `ascii_letters_end` against a byte loop, from every start in texts of every length up to
+    /// 48 bytes: exact when the text has 16 bytes or more (the 16-byte steps and the last,
+    /// overlapping load), and leaving texts shorter than that to the general step.
+    #[test]
+    #[cfg(target_arch = "x86_64")]
+    fn ascii_letters_end_matches_a_byte_loop() {
+        // Letters of both cases, the bytes just outside both ranges, other ASCII, non-ASCII.
+        let alphabet = b"aAzZmM@[`{ 0\xc3\xa9";
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |k: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % k
+        };
+        for (fold, first) in [(0x20, b'a'), (0, b'a'), (0, b'A')] {
+            let letter = |c: u8| (c | fold).wrapping_sub(first) < 26;
+            for len in 0..=48 {
+                for _ in 0..50 {
+                    // Long letter runs too: most bytes are letters of the wanted kind.
+                    let text: Vec<u8> = (0..len)
+                        .map(|_| if next(3) > 0 { first + next(26) as u8 } else { alphabet[next(alphabet.len())] })
+                        .collect();
+                    for i in 0..=len {
+                        let want = if len < 16 { i } else { (i..len).find(|&k| !letter(text[k])).unwrap_or(len) };
+                        assert_eq!(ascii_letters_end(&text, i, fold, first), want, "{text:?} from {i}");
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! compare them on random strings over every character class the patterns name, on real text,
 //! and `fuzz/` does it on arbitrary input.
 
-use super::classes::{is, Class, Set, Tables, CRLF, END, L, LOWER, N, NL, NUM, P, S, UPPER, X};
+use super::classes::{is, Class, Set, Tables, CRLF, END, L, LL, LOWER, LU, N, NL, NUM, OTHER, P, S, UPPER, X};
 use super::presets;
 
 /// A scanner for one of the preset patterns.
@@ -396,6 +396,9 @@ impl Cursor<'_> {
     /// see [`Cursor::o200k_lower_word`] for `UPPER*LOWER+`.
     #[inline(always)]
     fn o200k(&self, i: usize) -> usize {
+        if let Some(e) = self.o200k_ascii(i) {
+            return e;
+        }
         let b0 = self.b[i];
         let (c0, l0) = self.at(i);
         // [^\r\n\p{L}\p{N}]?  UPPER* LOWER+  contraction?
@@ -444,6 +447,68 @@ impl Cursor<'_> {
         // \s*[\r\n]+ ends where GPT-4's \s*[\r\n] does: a longer [\r\n]+ would mean a later
         // \r or \n in the run.
         self.space(i, Trailing::Gpt4)
+    }
+
+    /// [`Cursor::o200k`]'s span at `i` when the characters that decide it are ASCII (most of
+    /// any text), classified by one table read each and without the general case's retries;
+    /// `None` leaves the span to the general case. Runs that go on past ASCII are followed by
+    /// [`Cursor::run`] as there.
+    /// - A lowercase letter starts `LOWER+` (no prefix: a letter is not in it; no `UPPER*`).
+    /// - An uppercase letter starts a word as below.
+    /// - Any other character in `[^\r\n\p{L}\p{N}]` followed by a letter is that word's
+    ///   prefix. Followed by anything else ASCII, no word matches (an ASCII character of that
+    ///   class is not a mark, so not in `UPPER` or `LOWER`): it is punctuation or white space.
+    #[inline(always)]
+    fn o200k_ascii(&self, i: usize) -> Option<usize> {
+        let ascii = &self.t.ascii;
+        let b0 = self.b[i];
+        if b0 >= 0x80 {
+            return None;
+        }
+        let c0 = ascii[b0 as usize];
+        match c0 {
+            LL => return Some(self.o200k_contraction(self.run(i + 1, LOWER))),
+            LU => return self.o200k_ascii_upper(i),
+            NUM => return Some(self.digits(i + 1, 2)),
+            NL => return Some(self.space(i, Trailing::Gpt4)),
+            _ => {}
+        }
+        let b1 = *self.b.get(i + 1)?;
+        if b1 >= 0x80 {
+            return None;
+        }
+        let c1 = ascii[b1 as usize];
+        let punct = match c1 {
+            LL => return Some(self.o200k_contraction(self.run(i + 2, LOWER))),
+            LU => return self.o200k_ascii_upper(i + 1),
+            OTHER if b0 == b' ' => i + 2,
+            _ if c0 == OTHER => i + 1,
+            _ => return Some(self.space(i, Trailing::Gpt4)),
+        };
+        let mut e = self.run(punct, P);
+        while let Some(b'\r' | b'\n' | b'/') = self.b.get(e) {
+            e += 1;
+        }
+        Some(e)
+    }
+
+    /// The end of the word whose `UPPER` run starts with the ASCII uppercase letter at `p`,
+    /// if the characters that decide it are ASCII. With `u` the end of the ASCII uppercase
+    /// run: a lowercase letter at `u` makes it `UPPER*LOWER+`; any other ASCII character (or
+    /// the end) makes `UPPER*LOWER+` fail, as nothing in the run is in `LOWER`, and
+    /// `UPPER+LOWER*` match the run alone.
+    #[inline(always)]
+    fn o200k_ascii_upper(&self, p: usize) -> Option<usize> {
+        let mut u = ascii_letters_end(self.b, p + 1, 0, b'A');
+        while let Some(b'A'..=b'Z') = self.b.get(u) {
+            u += 1;
+        }
+        let e = match self.b.get(u) {
+            Some(&b) if b >= 0x80 => return None,
+            Some(b'a'..=b'z') => self.run(u + 1, LOWER),
+            _ => u,
+        };
+        Some(self.o200k_contraction(e))
     }
 
     /// The end of `UPPER*LOWER+` at `p`, if it matches. `UPPER*` is greedy and backtracks

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use super::{over_full, probe, slice_part};
+use super::{over_full, probe, regrow, slice_part};
 
 /// One span of the index: where its bytes are in `LongTable::bytes`, its full hash (compared
 /// before the bytes, and reused when the index grows or tables are joined), and its count.
@@ -67,12 +67,7 @@ impl LongTable {
 
     #[cold]
     fn grow(&mut self) {
-        let bigger = vec![Slot::default(); 2 * self.slots.len()];
-        let old = std::mem::replace(&mut self.slots, bigger);
-        for slot in old.into_iter().filter(|s| s.len != 0) {
-            let (Ok(i) | Err(i)) = probe(&self.slots, slot.hash, |_| false, |s| s.len == 0);
-            self.slots[i] = slot;
-        }
+        regrow(&mut self.slots, |s| s.hash, |s| s.len == 0);
     }
 
     /// The count of `span` (`None` if it was never added).

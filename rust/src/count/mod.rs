@@ -164,12 +164,8 @@ impl ShortTable {
 
     #[cold]
     fn grow(&mut self) {
-        let bigger = vec![Slot::default(); 2 * self.slots.len()];
-        let old = std::mem::replace(&mut self.slots, bigger);
-        for slot in old.into_iter().filter(|s| s.key != 0) {
-            let (Ok(i) | Err(i)) = probe(&self.slots, self.hash(slot.key), |_| false, |s| s.key == 0);
-            self.slots[i] = slot;
-        }
+        let seeds = self.seeds;
+        regrow(&mut self.slots, |s| hash_short(s.key, seeds), |s| s.key == 0);
     }
 
     fn get(&self, key: u128) -> Option<u64> {
@@ -208,6 +204,16 @@ fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, free: impl F
             return Err(i);
         }
         i = (i + 1) & mask;
+    }
+}
+
+/// Doubles a table's slots, putting each held slot where [`probe`] will look for it (`hash`
+/// gives a held slot's hash, `free` tells a free slot).
+fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -> u64, free: impl Fn(&S) -> bool) {
+    let old = std::mem::replace(slots, vec![S::default(); 2 * slots.len()]);
+    for slot in old.into_iter().filter(|s| !free(s)) {
+        let (Ok(i) | Err(i)) = probe(slots, hash(&slot), |_| false, &free);
+        slots[i] = slot;
     }
 }
 

@@ -186,19 +186,34 @@ impl PairIndex {
         self.counts[slot] = 0;
     }
 
-    /// The pairs counted at least `low` and less than `high`, with their slots, block by block.
+    /// The pairs counted at least `low` (and at least 1) and less than `high`, with their
+    /// slots, in slot order.
+    ///
+    /// The loop calls this each time it lowers its floor, over every pair born so far (late in
+    /// a run, hundreds of thousands), of which few match: so the counts are read alone, in one
+    /// pass with one comparison each, and only a match looks up its block (the blocks are
+    /// walked alongside, as matches come in slot order).
     pub(super) fn counted_between(&self, low: u64, high: u64) -> impl Iterator<Item = (u64, PairKey, Slot)> + '_ {
-        self.blocks.iter().enumerate().flat_map(move |(t, block)| {
-            let t = t as u32;
-            let left = block.start + block.left as usize;
-            let end = left + block.right as usize;
-            (block.start..end).filter_map(move |slot| {
-                let count = self.counts[slot];
-                let c = count as u64;
-                let pair = if slot < left { (self.others[slot], t) } else { (t, self.others[slot]) };
-                (count > 0 && c >= low && c < high).then(|| (c, key(pair), slot))
+        // Counts are never negative, so `low <= c < high` for `c >= 1` is one unsigned
+        // comparison of `c - low`.
+        let low = low.max(1);
+        let width = high.saturating_sub(low);
+        let mut t = 0;
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(move |&(_, &c)| (c as u64).wrapping_sub(low) < width)
+            .map(move |(slot, &c)| {
+                // The block holding `slot` is the last to start at or before it (blocks with
+                // no pairs start where the next one does).
+                while self.blocks.get(t + 1).is_some_and(|next| next.start <= slot) {
+                    t += 1;
+                }
+                let block = &self.blocks[t];
+                let other = self.others[slot];
+                let pair = if slot < block.start + block.left as usize { (other, t as u32) } else { (t as u32, other) };
+                (c as u64, key(pair), slot)
             })
-        })
     }
 
     /// Reclaims the dropped span lists once the arena has doubled since it last did.
@@ -253,6 +268,46 @@ mod tests {
                     assert_eq!(index.count(slot), model[&(p, q)].1);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn counted_between_lists_exactly_the_pairs_in_range() {
+        // Blocks of random size, many of them empty (their pairs start where the next block's
+        // do), with counts from 0 up, some taken down to 0 later: every range lists exactly
+        // the pairs of the model counted in it, and not 0.
+        let mut index = PairIndex::default();
+        let mut model: BTreeMap<Slot, (u64, Pair)> = BTreeMap::new();
+        let mut state = 5u64;
+        let mut next = |m: u64| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) % m
+        };
+        for t in 0..300u32 {
+            index.open_block(t);
+            if next(3) == 0 {
+                continue;
+            }
+            let lefts: Vec<u32> = (0..=t).filter(|_| next(20) == 0).collect();
+            let rights: Vec<u32> = (0..t).filter(|_| next(20) == 0).collect();
+            for pair in lefts.iter().map(|&x| (x, t)).chain(rights.iter().map(|&y| (t, y))) {
+                let count = next(64) as i64;
+                let slot = index.push(pair, count, &[]);
+                model.insert(slot, (count as u64, pair));
+                if count > 0 && next(4) == 0 {
+                    index.sub(slot, count);
+                    model.insert(slot, (0, pair));
+                }
+            }
+        }
+        assert!(model.values().filter(|(c, _)| *c > 0).count() > 500);
+        for (low, high) in [(0, u64::MAX), (0, 1), (1, 2), (0, 10), (5, 6), (20, 40), (32, 64), (63, u64::MAX), (64, 100), (30, 20)] {
+            let want: Vec<_> = model
+                .iter()
+                .filter(|(_, &(c, _))| c > 0 && c >= low && c < high)
+                .map(|(&slot, &(c, pair))| (c, key(pair), slot))
+                .collect();
+            assert_eq!(index.counted_between(low, high).collect::<Vec<_>>(), want, "[{low}, {high})");
         }
     }
 

@@ -497,14 +497,20 @@ impl SpanCounts {
     /// The spans and their counts, in no particular order (it may change from run to run with
     /// the hash seed): for the merge loop, whose results do not depend on the order of the
     /// spans. The threads' tables are joined in parallel on the current pool, each thread taking
-    /// one part of every table's slots: a span is written by the first table that holds it, with
-    /// the later tables' counts added (the tables are only read, and share their hash seeds).
+    /// one part of every table's slots (or in one part, when one table holds nearly all the
+    /// spans): a span is written by the first table that holds it, with the later tables' counts
+    /// added (the tables are only read, and share their hash seeds).
     pub fn into_spans(self) -> Spans {
         let mut tables = self.tables;
         tables.iter_mut().for_each(Table::settle);
         let tables = &tables[..];
-        let parts = rayon::current_num_threads().max(1);
+        // Most of a join's cost is looking spans up in the other tables, a cache miss each in a
+        // large table: that is worth sharing out. When one table holds nearly all the spans (as
+        // after a thread counted alone while Python fed it), there is little to look up, and
+        // parts would only add the copy that puts them together: one part then.
         let largest = tables.iter().map(Table::len).max().unwrap_or(0);
+        let others = tables.iter().map(Table::len).sum::<usize>() - largest;
+        let parts = if others < largest / 8 { 1 } else { rayon::current_num_threads().max(1) };
         let parts: Vec<Spans> = (0..parts)
             .into_par_iter()
             .map(|part| {
@@ -690,18 +696,25 @@ mod tests {
     #[test]
     fn joined_tables_sum_counts() {
         // Spans of 1..=20 bytes over a tiny alphabet with zero and 0xff bytes, so that short and
-        // long spans share prefixes and spans differ only by trailing zeros ("a" vs "a\0").
+        // long spans share prefixes and spans differ only by trailing zeros ("a" vs "a\0"). In
+        // every third round the first table holds nearly all the spans (joined in one part),
+        // in the others the tables are alike (joined in a part per thread); on 1 and 3 threads.
         let mut state = 3u64;
         let mut next = |m: u64| {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             (state >> 33) % m
         };
-        for round in 0..50 {
+        for round in 0..60 {
             let mut reference = std::collections::BTreeMap::<Vec<u8>, u64>::new();
             let tables: Vec<Table> = (0..1 + round % 4)
-                .map(|_| {
+                .map(|k| {
                     let mut table = Table::default();
-                    for _ in 0..next(300) {
+                    let spans = match (round % 3, k) {
+                        (0, 0) => 3000,
+                        (0, _) => next(30),
+                        _ => next(300),
+                    };
+                    for _ in 0..spans {
                         let len = 1 + next(20) as usize;
                         let span: Vec<u8> = (0..len).map(|_| [0u8, b'a', 0xff][next(3) as usize]).collect();
                         let n = 1 + next(1000);
@@ -712,7 +725,8 @@ mod tests {
                 })
                 .collect();
             let expected: Vec<(Vec<u8>, u64)> = reference.into_iter().collect();
-            assert_eq!(sorted(SpanCounts { tables }.into_spans()), expected, "round {round}");
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(1 + 2 * (round % 2)).build().unwrap();
+            assert_eq!(sorted(pool.install(|| SpanCounts { tables }.into_spans())), expected, "round {round}");
         }
     }
 

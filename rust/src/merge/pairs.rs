@@ -236,6 +236,14 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    /// Token `t`'s pairs in the index's order, each of the possible ones kept with chance
+    /// 1 in `one_in` (`next(m)` draws below `m`): `(x, t)` for `x <= t`, then `(t, y)` for `y < t`.
+    fn random_block(t: u32, one_in: u64, next: &mut impl FnMut(u64) -> u64) -> Vec<Pair> {
+        let lefts: Vec<u32> = (0..=t).filter(|_| next(one_in) == 0).collect();
+        let rights: Vec<u32> = (0..t).filter(|_| next(one_in) == 0).collect();
+        lefts.iter().map(|&x| (x, t)).chain(rights.iter().map(|&y| (t, y))).collect()
+    }
+
     #[test]
     fn finds_every_pair_and_nothing_else() {
         // Blocks for tokens 0..40 with random pairs, against a map.
@@ -248,9 +256,7 @@ mod tests {
         };
         for t in 0..40u32 {
             index.open_block(t);
-            let lefts: Vec<u32> = (0..=t).filter(|_| next(3) == 0).collect();
-            let rights: Vec<u32> = (0..t).filter(|_| next(3) == 0).collect();
-            for pair in lefts.iter().map(|&x| (x, t)).chain(rights.iter().map(|&y| (t, y))) {
+            for pair in random_block(t, 3, &mut next) {
                 let count = 1 + next(100) as i64;
                 let spans: Vec<u32> = (0..next(5) as u32).collect();
                 let slot = index.push(pair, count, &spans);
@@ -288,9 +294,7 @@ mod tests {
             if next(3) == 0 {
                 continue;
             }
-            let lefts: Vec<u32> = (0..=t).filter(|_| next(20) == 0).collect();
-            let rights: Vec<u32> = (0..t).filter(|_| next(20) == 0).collect();
-            for pair in lefts.iter().map(|&x| (x, t)).chain(rights.iter().map(|&y| (t, y))) {
+            for pair in random_block(t, 20, &mut next) {
                 let count = next(64) as i64;
                 let slot = index.push(pair, count, &[]);
                 model.insert(slot, (count as u64, pair));

@@ -1,11 +1,12 @@
 //! Reading Arrow string arrays through the Arrow C Data Interface
 //! (<https://arrow.apache.org/docs/format/CDataInterface.html>), without the arrow crates: the
 //! two C structs, checks that turn a malformed array into an error rather than undefined
-//! behaviour, and the copy of the strings into a [`Batch`].
+//! behaviour, and the copy of the strings into a [`TextSink`] (a batch, or a feeder that fills
+//! batches).
 //!
 //! Supported types: `utf8` (format `u`, i32 offsets), `large_utf8` (`U`, i64 offsets),
 //! `utf8_view` (`vu`) and `null` (`n`, no strings). Null entries are skipped: they are not
-//! documents. The strings of a `utf8`/`large_utf8` array go into the batch with one copy per
+//! documents. The strings of a `utf8`/`large_utf8` array go into the sink with one copy per
 //! run of non-null entries (usually one for the whole array); `utf8_view` strings are copied
 //! one by one, as their bytes are not contiguous.
 //!
@@ -16,7 +17,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::fmt;
 
-use crate::count::Batch;
+use crate::count::TextSink;
 
 /// `struct ArrowSchema` of the C Data Interface.
 #[repr(C)]
@@ -173,8 +174,9 @@ fn is_valid(bitmap: Option<&[u8]>, i: usize) -> bool {
     bitmap.map_or(true, |b| b[i / 8] & (1 << (i % 8)) != 0)
 }
 
-/// Appends the non-null strings of `array` to `batch` (nulls are skipped) and returns how many
-/// it appended. On an error the batch is left as it was.
+/// Appends the non-null strings of `array` to `sink` (nulls are skipped) and returns how many
+/// it appended. Everything is checked before the first string is appended, so on an error the
+/// sink has taken none of them.
 ///
 /// # Safety
 /// `schema` and `array` must be the structs of one array as the C Data Interface describes them,
@@ -184,7 +186,7 @@ fn is_valid(bitmap: Option<&[u8]>, i: usize) -> bool {
 pub unsafe fn append_strings(
     schema: &ArrowSchema,
     array: &ArrowArray,
-    batch: &mut Batch,
+    sink: &mut impl TextSink,
 ) -> Result<usize, ImportError> {
     if schema.release.is_none() || array.release.is_none() {
         return malformed("it was already released");
@@ -232,8 +234,8 @@ pub unsafe fn append_strings(
     let buffers = std::slice::from_raw_parts(array.buffers.cast_const(), n_buffers);
     let bitmap = validity(array, buffers, end)?;
     match layout {
-        Layout::Offsets(width) => append_offsets(width, buffers, offset, length, bitmap, batch),
-        _ => append_views(buffers, offset, length, bitmap, batch),
+        Layout::Offsets(width) => append_offsets(width, buffers, offset, length, bitmap, sink),
+        _ => append_views(buffers, offset, length, bitmap, sink),
     }
 }
 
@@ -247,7 +249,7 @@ unsafe fn append_offsets(
     offset: usize,
     length: usize,
     bitmap: Option<&[u8]>,
-    batch: &mut Batch,
+    sink: &mut impl TextSink,
 ) -> Result<usize, ImportError> {
     let raw = bytes(buffers[1], mul(add(add(offset, length)?, 1)?, width)?, "offsets")?;
     let raw = &raw[offset * width..];
@@ -311,7 +313,7 @@ unsafe fn append_offsets(
         first = stop;
     }
     for (text, run_ends) in texts {
-        batch.extend_from_buffer(text, run_ends.iter().copied()).or_else(|e| malformed(e.to_string()))?;
+        sink.push_buffer(text, run_ends).or_else(|e| malformed(e.to_string()))?;
     }
     Ok(ends.len())
 }
@@ -326,7 +328,7 @@ unsafe fn append_views(
     offset: usize,
     length: usize,
     bitmap: Option<&[u8]>,
-    batch: &mut Batch,
+    sink: &mut impl TextSink,
 ) -> Result<usize, ImportError> {
     let views = bytes(buffers[1], mul(add(offset, length)?, 16)?, "views")?;
     let n_data = buffers.len() - 3;
@@ -368,7 +370,7 @@ unsafe fn append_views(
         texts.push(text);
     }
     for text in &texts {
-        batch.push(text);
+        sink.push(text);
     }
     Ok(texts.len())
 }
@@ -376,6 +378,7 @@ unsafe fn append_views(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::count::Batch;
     use std::ptr;
 
     unsafe extern "C" fn release_schema(_: *mut ArrowSchema) {}

@@ -5,33 +5,21 @@
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt};
 
 mod arrow;
+mod feed;
 
 use crate::merge::{learn, LearnOptions, Merge};
 use crate::pretokenize::presets;
 use crate::vocab::check_ranks as check_ranks_core;
-use crate::count::Batch;
+use feed::{count_iterator, text_of, Counted};
 use crate::{Error, SpanCounts, Splitter, Vocab};
-
-/// A batch goes to the counting worker once it holds `buffer_size` texts and at least
-/// `MIN_BATCH_BYTES` of text (handing over many tiny batches costs more than counting them), or
-/// as soon as it holds `MAX_BATCH_BYTES`, however few texts that is (bounded memory).
-const MIN_BATCH_BYTES: usize = 1 << 20;
-const MAX_BATCH_BYTES: usize = 2 << 20;
-
-/// How many filled batches may wait for the counting worker.
-const QUEUED_BATCHES: usize = 4;
-
-fn batch_is_full(batch: &Batch, buffer_size: usize) -> bool {
-    (batch.len() >= buffer_size && batch.bytes() >= MIN_BATCH_BYTES) || batch.bytes() >= MAX_BATCH_BYTES
-}
 
 /// Token ids are u32 in tiktoken; keep the vocabulary well inside that.
 const MAX_VOCAB_SIZE: i64 = 1 << 31;
@@ -150,28 +138,6 @@ fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, work: impl FnOnce() -> R +
         Some(pool) => pool.install(work),
         None => work(),
     }
-}
-
-/// Adds one str to the batch, or fails naming `what` it is (e.g. "item 3 of the iterator") and
-/// what was `expected` there. (`what` is only formatted for an error: this runs once per text.)
-fn push_text(item: &Bound<'_, PyAny>, what: impl Fn() -> String, expected: &str, batch: &mut Batch) -> PyResult<()> {
-    let Ok(s) = item.cast::<PyString>() else {
-        let hint = if arrow::is_stream(item) {
-            " (an Arrow stream such as a ChunkedArray: pass its chunks, e.g. chunked_array.chunks)"
-        } else {
-            ""
-        };
-        return Err(PyTypeError::new_err(format!("{} is {}, expected {expected}{hint}", what(), type_name(item))));
-    };
-    let text = s.to_cow().map_err(|_| {
-        PyValueError::new_err(format!(
-            "{} contains a lone surrogate (not valid Unicode); \
-             clean it first, e.g. s.encode('utf-8', 'replace').decode('utf-8')",
-            what()
-        ))
-    })?;
-    batch.push(&text);
-    Ok(())
 }
 
 /// How often the merge loop reports progress: every `step` merges (about 0.1% of the total) or
@@ -309,25 +275,6 @@ fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
 }
 
-/// Adds the text(s) of one iterator item to `batch`: a str, a list of str, or an Arrow string
-/// array (its non-null entries).
-fn push_texts(item: &Bound<'_, PyAny>, position: u64, batch: &mut Batch) -> PyResult<()> {
-    // A str first: most iterators yield one per text, and this runs once per item.
-    if item.is_instance_of::<PyString>() {
-        return push_text(item, || format!("item {position} of the iterator"), "str", batch);
-    }
-    if let Ok(list) = item.cast::<PyList>() {
-        for (i, text) in list.iter().enumerate() {
-            push_text(&text, || format!("item {position}[{i}] of the iterator"), "str", batch)?;
-        }
-        return Ok(());
-    }
-    if arrow::is_array(item)? {
-        return arrow::push_array(item, &position.to_string(), batch);
-    }
-    push_text(item, || format!("item {position} of the iterator"), "str, a list of str or an Arrow string array", batch)
-}
-
 impl Trainer {
     /// The last successful training. The lock is held only to read or replace it.
     fn state(&self) -> MutexGuard<'_, Trained> {
@@ -365,7 +312,8 @@ impl Trainer {
     /// and arrays are cheap ways to hand over batches; an array's strings are copied straight
     /// from its buffers, without a Python str per text, and its null entries are skipped (each
     /// non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
-    /// (more while a batch holds under 1 MiB of text, fewer once it holds 2 MiB) and split and
+    /// (more while a batch holds under 1 MiB of text, fewer once it holds 2 MiB, even in the
+    /// middle of a list or array, so that memory stays bounded whatever an item holds) and split and
     /// counted without the GIL while the next batches are pulled: on one thread while Python
     /// pulls (it keeps a core), on all of them once it is done or four batches wait. The
     /// iterable is consumed once and never held whole.
@@ -399,90 +347,12 @@ impl Trainer {
             Some(p) => Splitter::new(p).map_err(to_py)?,
             None => self.state().splitter.clone(),
         };
-        let mut iterator = iterator
+        let iterator = iterator
             .try_iter()
             .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
-
         let started = Instant::now();
-        let (mut position, mut texts, mut bytes) = (0u64, 0u64, 0u64);
-        let spans_seen = AtomicUsize::new(0);
-        let stop = AtomicBool::new(false);
-        let pool = &self.pool;
-        // Python fills batches on this thread while a worker counts them without the GIL. While
-        // Python is still feeding, the worker counts on its own thread, so that Python keeps a
-        // core: counting on every thread then would take Python's core away, and Python, not
-        // counting, is usually the slower side. Batches queue up meanwhile (a few at most). Once
-        // the feeder is done, or blocked on a full queue, what is queued is counted on every
-        // thread. Counted batches come back to be filled again: their memory is already
-        // mapped, so filling one does not fault in fresh pages.
-        let (to_worker, batches) = mpsc::sync_channel::<Batch>(QUEUED_BATCHES);
-        let (to_feeder, emptied) = mpsc::channel::<Batch>();
-        let queued = AtomicUsize::new(0);
-        let feeding = AtomicBool::new(true);
-        let counts = std::thread::scope(|scope| -> PyResult<SpanCounts> {
-            let (splitter, stop, spans_seen, queued, feeding) = (&splitter, &stop, &spans_seen, &queued, &feeding);
-            let worker = scope.spawn(move || -> Result<SpanCounts, Error> {
-                let mut counts = SpanCounts::new();
-                while let Ok(batch) = batches.recv() {
-                    let behind = queued.fetch_sub(1, Ordering::SeqCst) > QUEUED_BATCHES;
-                    if behind || !feeding.load(Ordering::SeqCst) {
-                        in_pool(pool, || counts.add_batch(&batch, splitter, stop))?;
-                    } else {
-                        counts.add_batch_here(&batch, splitter, stop)?;
-                    }
-                    spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
-                    let _ = to_feeder.send(batch); // the feeder may be gone already: then it is dropped
-                }
-                Ok(counts)
-            });
-            let fed = (|| -> PyResult<()> {
-                let mut exhausted = false;
-                while !exhausted {
-                    let mut batch = emptied.try_recv().unwrap_or_default();
-                    batch.clear();
-                    while !batch_is_full(&batch, buffer_size) {
-                        match iterator.next() {
-                            Some(item) => {
-                                push_texts(&item?, position, &mut batch)?;
-                                position += 1;
-                            }
-                            None => {
-                                exhausted = true;
-                                break;
-                            }
-                        }
-                    }
-                    texts += batch.len() as u64;
-                    bytes += batch.bytes() as u64;
-                    // Counted before it is sent, so the worker never sees it below 1. More than
-                    // `QUEUED_BATCHES` means this thread waits on a full queue.
-                    queued.fetch_add(1, Ordering::SeqCst);
-                    if exhausted {
-                        feeding.store(false, Ordering::SeqCst);
-                    }
-                    if py.detach(|| to_worker.send(batch)).is_err() {
-                        return Ok(()); // the worker stopped on an error, reported below
-                    }
-                    py.check_signals()?;
-                    report(py, progress.as_ref(), "count", &[
-                        ("texts", texts.into_pyobject(py)?.into_any().unbind()),
-                        ("bytes", bytes.into_pyobject(py)?.into_any().unbind()),
-                        ("spans", spans_seen.load(Ordering::Relaxed).into_pyobject(py)?.into_any().unbind()),
-                    ])?;
-                }
-                Ok(())
-            })();
-            if fed.is_err() {
-                stop.store(true, Ordering::SeqCst); // don't finish counting what no one will use
-            }
-            feeding.store(false, Ordering::SeqCst);
-            drop(to_worker);
-            let counted = py
-                .detach(|| worker.join())
-                .map_err(|_| PyRuntimeError::new_err("internal error while counting (a bpeforge bug: please report it)"))?;
-            fed?;
-            counted.map_err(to_py)
-        })?;
+        let Counted { counts, texts, bytes } =
+            count_iterator(py, iterator, &splitter, &self.pool, buffer_size, progress.as_ref())?;
         let count_seconds = started.elapsed().as_secs_f64();
         let run = learn_from(py, &self.pool, counts, vocab_size, min_frequency, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
@@ -525,9 +395,8 @@ impl Trainer {
             if let Ok(b) = span.cast::<PyBytes>() {
                 spans.add(b.as_bytes(), n);
             } else {
-                let mut text = Batch::new();
-                push_text(&span, || format!("the span of item {position} of counts"), "str or bytes", &mut text)?;
-                spans.add(text.get(0).as_bytes(), n);
+                let text = text_of(&span, || format!("the span of item {position} of counts"), "str or bytes")?;
+                spans.add(text.as_bytes(), n);
             }
         }
         let run = learn_from(py, &self.pool, spans, vocab_size, min_frequency, progress.as_ref())?;

@@ -8,72 +8,11 @@ use rayon::prelude::*;
 
 use crate::{Error, Splitter};
 
+mod batch;
 mod long;
 
+pub use batch::{Batch, BatchSize, Filler, HandOn, TextSink};
 use long::LongTable;
-
-/// A batch of texts stored end to end in one buffer, so that handing over a batch costs one
-/// copy of its bytes and no allocation per text.
-#[derive(Default, Debug, Clone)]
-pub struct Batch {
-    text: String,
-    ends: Vec<usize>,
-}
-
-impl Batch {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn push(&mut self, text: &str) {
-        self.text.push_str(text);
-        self.ends.push(self.text.len());
-    }
-
-    /// Appends texts given as one UTF-8 buffer and the end offset of each text in it (as an
-    /// Arrow string column stores them). Fails without changing the batch if the offsets do not
-    /// fall on character boundaries in increasing order.
-    pub fn extend_from_buffer(&mut self, data: &str, ends: impl IntoIterator<Item = usize>) -> Result<(), Error> {
-        let base = self.text.len();
-        let before = self.ends.len();
-        let mut last = 0;
-        for end in ends {
-            if end < last || !data.is_char_boundary(end) {
-                self.ends.truncate(before);
-                return Err(Error::InvalidOption(format!("text offsets out of order or not on a character boundary: {end}")));
-            }
-            self.ends.push(base + end);
-            last = end;
-        }
-        self.text.push_str(&data[..last]);
-        Ok(())
-    }
-
-    /// Empties the batch, keeping its memory for the next texts.
-    pub fn clear(&mut self) {
-        self.text.clear();
-        self.ends.clear();
-    }
-
-    /// Number of texts.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// Total bytes of all texts.
-    pub fn bytes(&self) -> usize {
-        self.text.len()
-    }
-
-    /// Text `i`.
-    pub fn get(&self, i: usize) -> &str {
-        &self.text[crate::stretch(&self.ends, i)]
-    }
-}
 
 /// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred.
 ///
@@ -779,19 +718,5 @@ mod tests {
         for threads in [2, 3, 8] {
             assert_eq!(count_on(threads), one, "{threads} threads");
         }
-    }
-
-    #[test]
-    fn batches_from_buffers_hold_the_same_texts() {
-        let mut a = Batch::new();
-        for t in ["héllo", "", "wörld!"] {
-            a.push(t);
-        }
-        let mut b = Batch::new();
-        b.extend_from_buffer("héllowörld!", [6, 6, 13]).unwrap();
-        assert_eq!((0..3).map(|i| a.get(i)).collect::<Vec<_>>(), (0..3).map(|i| b.get(i)).collect::<Vec<_>>());
-        assert!(b.extend_from_buffer("héllo", [2]).is_err(), "2 is inside 'é'");
-        assert!(b.extend_from_buffer("hello", [3, 2]).is_err(), "offsets must increase");
-        assert_eq!(b.len(), 3, "a failed extend leaves the batch as it was");
     }
 }

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
 use crate::arrow_import::{append_strings, ArrowArray, ArrowSchema, ImportError};
-use crate::count::Batch;
+use crate::count::TextSink;
 
 /// Whether `item` offers `__arrow_c_array__`.
 pub(super) fn is_array(item: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -31,8 +31,9 @@ struct Structs(NonNull<c_void>, NonNull<c_void>);
 // them needs no particular thread.
 unsafe impl Send for Structs {}
 
-/// Appends the non-null strings of the Arrow array `item` to `batch`; nulls are skipped.
-pub(super) fn push_array(item: &Bound<'_, PyAny>, position: &str, batch: &mut Batch) -> PyResult<()> {
+/// Appends the non-null strings of the Arrow array `item` to `sink` (without the GIL); nulls are
+/// skipped.
+pub(super) fn push_array(item: &Bound<'_, PyAny>, position: &str, sink: &mut (impl TextSink + Send)) -> PyResult<()> {
     let py = item.py();
     let exported = item.call_method0(intern!(py, "__arrow_c_array__"))?;
     let not_capsules = || {
@@ -67,7 +68,7 @@ pub(super) fn push_array(item: &Bound<'_, PyAny>, position: &str, batch: &mut Ba
         unsafe {
             let schema = structs.0.cast::<ArrowSchema>().as_ref();
             let array = structs.1.cast::<ArrowArray>().as_ref();
-            append_strings(schema, array, batch)
+            append_strings(schema, array, sink)
         }
     });
     match read {

@@ -1,0 +1,257 @@
+//! Batches: texts stored end to end, as they go from whoever reads them to the counting
+//! threads, and the filler that cuts a stream of texts into batches of a bounded size.
+
+use crate::Error;
+
+/// A batch of texts stored end to end in one buffer, so that handing over a batch costs one
+/// copy of its bytes and no allocation per text.
+#[derive(Default, Debug, Clone)]
+pub struct Batch {
+    text: String,
+    /// Where each text ends in `text` (read by the counting, which splits a batch into tasks).
+    pub(super) ends: Vec<usize>,
+}
+
+impl Batch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+        self.ends.push(self.text.len());
+    }
+
+    /// Appends texts given as one UTF-8 buffer and the end offset of each text in it (as an
+    /// Arrow string column stores them). Fails without changing the batch if the offsets do not
+    /// fall on character boundaries in increasing order.
+    pub fn extend_from_buffer(&mut self, data: &str, ends: impl IntoIterator<Item = usize>) -> Result<(), Error> {
+        let base = self.text.len();
+        let before = self.ends.len();
+        let mut last = 0;
+        for end in ends {
+            if end < last || !data.is_char_boundary(end) {
+                self.ends.truncate(before);
+                return Err(Error::InvalidOption(format!("text offsets out of order or not on a character boundary: {end}")));
+            }
+            self.ends.push(base + end);
+            last = end;
+        }
+        self.text.push_str(&data[..last]);
+        Ok(())
+    }
+
+    /// Empties the batch, keeping its memory for the next texts.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.ends.clear();
+    }
+
+    /// Number of texts.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Total bytes of all texts.
+    pub fn bytes(&self) -> usize {
+        self.text.len()
+    }
+
+    /// Text `i`.
+    pub fn get(&self, i: usize) -> &str {
+        &self.text[crate::stretch(&self.ends, i)]
+    }
+}
+
+/// Where texts go as they are read: a [`Batch`], or a feeder that hands each batch on as soon
+/// as it is full (so that a large input is never held whole).
+pub trait TextSink {
+    /// Appends one text.
+    fn push(&mut self, text: &str);
+
+    /// Appends texts given as one UTF-8 buffer and the end offset of each text in it (as an
+    /// Arrow string column stores them). Fails if the offsets do not fall on character
+    /// boundaries in increasing order; the texts before the faulty offset may have been taken.
+    fn push_buffer(&mut self, data: &str, ends: &[usize]) -> Result<(), Error>;
+}
+
+impl TextSink for Batch {
+    fn push(&mut self, text: &str) {
+        Batch::push(self, text);
+    }
+
+    /// (A batch takes none of the texts on an error.)
+    fn push_buffer(&mut self, data: &str, ends: &[usize]) -> Result<(), Error> {
+        self.extend_from_buffer(data, ends.iter().copied())
+    }
+}
+
+/// When a batch is full: once it holds `texts` texts and at least `min_bytes` bytes (handing
+/// over many tiny batches costs more than counting them), or as soon as it holds `max_bytes`,
+/// however few texts that is (bounded memory).
+#[derive(Debug, Clone, Copy)]
+pub struct BatchSize {
+    pub texts: usize,
+    pub min_bytes: usize,
+    pub max_bytes: usize,
+}
+
+impl BatchSize {
+    /// Whether a batch of `len` texts and `bytes` bytes is full.
+    #[inline]
+    pub fn is_full(&self, len: usize, bytes: usize) -> bool {
+        (len >= self.texts && bytes >= self.min_bytes) || bytes >= self.max_bytes
+    }
+}
+
+/// Whoever takes the batches a [`Filler`] fills: it gets each full batch and gives back an
+/// empty one to fill next.
+pub trait HandOn {
+    fn hand_on(&mut self, full: Batch) -> Batch;
+}
+
+/// Fills a batch and hands it on the moment it is full, after whichever text filled it, even
+/// in the middle of a buffer of texts: so a batch never holds more than [`BatchSize`] allows
+/// (but for the one text that filled it), however many texts come at once.
+pub struct Filler<H> {
+    batch: Batch,
+    size: BatchSize,
+    /// Where the full batches go.
+    pub out: H,
+}
+
+impl<H: HandOn> Filler<H> {
+    pub fn new(size: BatchSize, out: H) -> Self {
+        Filler { batch: Batch::new(), size, out }
+    }
+
+    /// The batch being filled.
+    pub fn batch(&self) -> &Batch {
+        &self.batch
+    }
+
+    /// Appends one text without handing the batch on; says whether the batch is now full (then
+    /// the caller hands it on with [`Filler::flush`], when it suits it).
+    #[inline]
+    pub fn add(&mut self, text: &str) -> bool {
+        self.batch.push(text);
+        self.size.is_full(self.batch.len(), self.batch.bytes())
+    }
+
+    /// Hands the batch on, full or not, and starts the next one.
+    pub fn flush(&mut self) {
+        let full = std::mem::take(&mut self.batch);
+        self.batch = self.out.hand_on(full);
+        self.batch.clear();
+    }
+}
+
+impl<H: HandOn> TextSink for Filler<H> {
+    fn push(&mut self, text: &str) {
+        if self.add(text) {
+            self.flush();
+        }
+    }
+
+    fn push_buffer(&mut self, data: &str, ends: &[usize]) -> Result<(), Error> {
+        let (mut first, mut base) = (0, 0); // the next text, and where it starts in `data`
+        while first < ends.len() {
+            let (len, bytes) = (self.batch.len(), self.batch.bytes());
+            // The texts up to the one that fills the batch, or all that are left.
+            let last = (first..ends.len())
+                .find(|&i| self.size.is_full(len + i + 1 - first, bytes + ends[i].saturating_sub(base)))
+                .unwrap_or(ends.len() - 1);
+            // (Offsets out of order wrap around here, and then fail the batch's check.)
+            self.batch.extend_from_buffer(&data[base..], ends[first..=last].iter().map(|&e| e.wrapping_sub(base)))?;
+            if self.size.is_full(self.batch.len(), self.batch.bytes()) {
+                self.flush();
+            }
+            (first, base) = (last + 1, ends[last]);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_from_buffers_hold_the_same_texts() {
+        let mut a = Batch::new();
+        for t in ["héllo", "", "wörld!"] {
+            a.push(t);
+        }
+        let mut b = Batch::new();
+        b.extend_from_buffer("héllowörld!", [6, 6, 13]).unwrap();
+        assert_eq!((0..3).map(|i| a.get(i)).collect::<Vec<_>>(), (0..3).map(|i| b.get(i)).collect::<Vec<_>>());
+        assert!(b.extend_from_buffer("héllo", [2]).is_err(), "2 is inside 'é'");
+        assert!(b.extend_from_buffer("hello", [3, 2]).is_err(), "offsets must increase");
+        assert_eq!(b.len(), 3, "a failed extend leaves the batch as it was");
+    }
+
+    /// Keeps every batch handed on.
+    #[derive(Default)]
+    struct Kept(Vec<Vec<String>>);
+
+    impl HandOn for Kept {
+        fn hand_on(&mut self, full: Batch) -> Batch {
+            self.0.push((0..full.len()).map(|i| full.get(i).to_string()).collect());
+            full // (given back to be filled again, as the counting worker does)
+        }
+    }
+
+    #[test]
+    fn filler_hands_on_each_batch_as_the_text_that_fills_it_comes() {
+        let mut state = 7u64;
+        let mut next = |n: usize| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 33) % n as u64) as usize
+        };
+        for round in 0..300 {
+            let size = BatchSize { texts: 1 + next(6), min_bytes: next(20), max_bytes: 1 + next(60) };
+            let mut filler = Filler::new(size, Kept::default());
+            let mut all: Vec<String> = Vec::new();
+            for _ in 0..next(12) {
+                // Texts of 0 to 39 characters, some of them two bytes long.
+                let mut texts: Vec<String> = Vec::new();
+                for _ in 0..next(8) {
+                    let n = next(40);
+                    texts.push((0..n).map(|k| if (k + round) % 7 == 0 { 'é' } else { 'a' }).collect());
+                }
+                if next(3) == 0 {
+                    for t in &texts {
+                        filler.push(t);
+                    }
+                } else {
+                    let data = texts.concat();
+                    let ends: Vec<usize> = texts.iter().scan(0, |end, t| { *end += t.len(); Some(*end) }).collect();
+                    filler.push_buffer(&data, &ends).unwrap();
+                }
+                all.extend(texts);
+            }
+            let rest: Vec<String> = (0..filler.batch().len()).map(|i| filler.batch().get(i).to_string()).collect();
+            let bytes = |texts: &[String]| texts.iter().map(String::len).sum::<usize>();
+            for batch in &filler.out.0 {
+                assert!(size.is_full(batch.len(), bytes(batch)), "round {round}: a batch was handed on before it was full");
+                let before = &batch[..batch.len() - 1];
+                assert!(!size.is_full(before.len(), bytes(before)), "round {round}: a batch was full before its last text");
+            }
+            assert!(!size.is_full(rest.len(), bytes(&rest)), "round {round}: a full batch was kept");
+            let got: Vec<String> = filler.out.0.concat().into_iter().chain(rest).collect();
+            assert_eq!(got, all, "round {round}: texts lost, added or out of order");
+        }
+    }
+
+    #[test]
+    fn filler_fails_on_bad_offsets() {
+        let size = BatchSize { texts: 1, min_bytes: 0, max_bytes: 100 };
+        let mut filler = Filler::new(size, Kept::default());
+        assert!(filler.push_buffer("héllo", &[2]).is_err(), "2 is inside 'é'");
+        assert!(filler.push_buffer("hello", &[3, 2]).is_err(), "offsets must increase");
+    }
+}

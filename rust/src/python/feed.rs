@@ -1,0 +1,204 @@
+//! Counting the texts of a Python iterator. This thread, holding the GIL, reads the items (str,
+//! lists of str, Arrow string arrays) into batches, and a worker counts each batch without the
+//! GIL while the next one fills. A batch is handed on as soon as it is full, in the middle of an
+//! item if need be, so that memory stays bounded by the batch size whatever an item holds.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyIterator, PyList, PyString};
+
+use super::{arrow, in_pool, report, to_py, type_name};
+use crate::count::{Batch, BatchSize, Filler, HandOn};
+use crate::{Error, SpanCounts, Splitter};
+
+/// A batch goes to the counting worker once it holds `buffer_size` texts and at least this
+/// many bytes (handing over many tiny batches costs more than counting them)...
+const MIN_BATCH_BYTES: usize = 1 << 20;
+/// ... or as soon as it holds this many, however few texts that is (bounded memory).
+const MAX_BATCH_BYTES: usize = 2 << 20;
+
+/// How many filled batches may wait for the counting worker.
+const QUEUED_BATCHES: usize = 4;
+
+/// The text of a str `item`, or an error naming `what` it is (e.g. "item 3 of the iterator")
+/// and what was `expected` there. (`what` is only formatted for an error: this runs once per
+/// text.)
+pub(super) fn text_of<'a>(item: &'a Bound<'_, PyAny>, what: impl Fn() -> String, expected: &str) -> PyResult<Cow<'a, str>> {
+    let Ok(s) = item.cast::<PyString>() else {
+        let hint = if arrow::is_stream(item) {
+            " (an Arrow stream such as a ChunkedArray: pass its chunks, e.g. chunked_array.chunks)"
+        } else {
+            ""
+        };
+        return Err(PyTypeError::new_err(format!("{} is {}, expected {expected}{hint}", what(), type_name(item))));
+    };
+    s.to_cow().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{} contains a lone surrogate (not valid Unicode); \
+             clean it first, e.g. s.encode('utf-8', 'replace').decode('utf-8')",
+            what()
+        ))
+    })
+}
+
+/// Where the feeder's full batches go: to the counting worker, through a queue.
+struct ToWorker<'a> {
+    to_worker: mpsc::SyncSender<Batch>,
+    /// Counted batches come back here to be filled again: their memory is already mapped, so
+    /// filling one does not fault in fresh pages.
+    emptied: mpsc::Receiver<Batch>,
+    /// Batches sent and not yet taken by the worker (see the worker in [`count_iterator`]).
+    queued: &'a AtomicUsize,
+    /// Texts and bytes handed on, and how many batches.
+    texts: u64,
+    bytes: u64,
+    sent: u64,
+    /// The worker stopped (on an error, which it reports): what comes now is dropped.
+    gone: bool,
+}
+
+/// Waits while the queue is full (so call it without the GIL).
+impl HandOn for ToWorker<'_> {
+    fn hand_on(&mut self, full: Batch) -> Batch {
+        let fresh = self.emptied.try_recv().unwrap_or_default();
+        if self.gone {
+            return fresh;
+        }
+        self.texts += full.len() as u64;
+        self.bytes += full.bytes() as u64;
+        self.sent += 1;
+        // Counted before it is sent, so the worker never sees it below 1. More than
+        // `QUEUED_BATCHES` means this thread waits on a full queue.
+        self.queued.fetch_add(1, Ordering::SeqCst);
+        if self.to_worker.send(full).is_err() {
+            self.gone = true;
+        }
+        fresh
+    }
+}
+
+type Feeder<'a> = Filler<ToWorker<'a>>;
+
+/// Appends one text, and hands the batch on if that filled it, without the GIL while it waits
+/// for room in the queue.
+fn push_str(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) {
+    if feeder.add(text) {
+        py.detach(|| feeder.flush());
+    }
+}
+
+/// Adds the text(s) of one iterator item: a str, a list of str, or an Arrow string array (its
+/// non-null entries).
+fn push_item(py: Python<'_>, item: &Bound<'_, PyAny>, position: u64, feeder: &mut Feeder<'_>) -> PyResult<()> {
+    // A str first: most iterators yield one per text, and this runs once per item.
+    if item.is_instance_of::<PyString>() {
+        push_str(py, feeder, &text_of(item, || format!("item {position} of the iterator"), "str")?);
+        return Ok(());
+    }
+    if let Ok(list) = item.cast::<PyList>() {
+        for (i, text) in list.iter().enumerate() {
+            push_str(py, feeder, &text_of(&text, || format!("item {position}[{i}] of the iterator"), "str")?);
+        }
+        return Ok(());
+    }
+    if arrow::is_array(item)? {
+        return arrow::push_array(item, &position.to_string(), feeder);
+    }
+    let expected = "str, a list of str or an Arrow string array";
+    push_str(py, feeder, &text_of(item, || format!("item {position} of the iterator"), expected)?);
+    Ok(())
+}
+
+/// Calls the progress callback, if any, with what was handed on so far.
+fn report_count(py: Python<'_>, progress: Option<&Py<PyAny>>, feeder: &Feeder<'_>, spans_seen: &AtomicUsize) -> PyResult<()> {
+    report(py, progress, "count", &[
+        ("texts", feeder.out.texts.into_pyobject(py)?.into_any().unbind()),
+        ("bytes", feeder.out.bytes.into_pyobject(py)?.into_any().unbind()),
+        ("spans", spans_seen.load(Ordering::Relaxed).into_pyobject(py)?.into_any().unbind()),
+    ])
+}
+
+/// What counting an iterator gives back.
+pub(super) struct Counted {
+    pub counts: SpanCounts,
+    pub texts: u64,
+    pub bytes: u64,
+}
+
+/// Splits and counts the texts of `iterator` (see the module's comment), reporting progress
+/// after each batch and stopping on Ctrl-C or on the first error.
+pub(super) fn count_iterator(
+    py: Python<'_>,
+    iterator: Bound<'_, PyIterator>,
+    splitter: &Splitter,
+    pool: &Option<rayon::ThreadPool>,
+    buffer_size: usize,
+    progress: Option<&Py<PyAny>>,
+) -> PyResult<Counted> {
+    let spans_seen = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    // While Python is still feeding, the worker counts on its own thread, so that Python keeps a
+    // core: counting on every thread then would take Python's core away, and Python, not
+    // counting, is usually the slower side. Batches queue up meanwhile (a few at most). Once the
+    // feeder is done, or blocked on a full queue, what is queued is counted on every thread.
+    let (to_worker, batches) = mpsc::sync_channel::<Batch>(QUEUED_BATCHES);
+    let (to_feeder, emptied) = mpsc::channel::<Batch>();
+    let queued = AtomicUsize::new(0);
+    let feeding = AtomicBool::new(true);
+    std::thread::scope(|scope| -> PyResult<Counted> {
+        let (stop, spans_seen, queued, feeding) = (&stop, &spans_seen, &queued, &feeding);
+        let worker = scope.spawn(move || -> Result<SpanCounts, Error> {
+            let mut counts = SpanCounts::new();
+            while let Ok(batch) = batches.recv() {
+                let behind = queued.fetch_sub(1, Ordering::SeqCst) > QUEUED_BATCHES;
+                if behind || !feeding.load(Ordering::SeqCst) {
+                    in_pool(pool, || counts.add_batch(&batch, splitter, stop))?;
+                } else {
+                    counts.add_batch_here(&batch, splitter, stop)?;
+                }
+                spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
+                let _ = to_feeder.send(batch); // the feeder may be gone already: then it is dropped
+            }
+            Ok(counts)
+        });
+        let size = BatchSize { texts: buffer_size, min_bytes: MIN_BATCH_BYTES, max_bytes: MAX_BATCH_BYTES };
+        let out = ToWorker { to_worker, emptied, queued, texts: 0, bytes: 0, sent: 0, gone: false };
+        let mut feeder = Filler::new(size, out);
+        let fed = (|| -> PyResult<()> {
+            let mut reported = 0;
+            for (position, item) in iterator.enumerate() {
+                push_item(py, &item?, position as u64, &mut feeder)?;
+                if feeder.out.gone {
+                    return Ok(()); // the worker stopped on an error, reported below
+                }
+                if feeder.out.sent != reported {
+                    reported = feeder.out.sent;
+                    py.check_signals()?;
+                    report_count(py, progress, &feeder, spans_seen)?;
+                }
+            }
+            // The last batch is counted on every thread: no one feeds any more.
+            feeding.store(false, Ordering::SeqCst);
+            if !feeder.batch().is_empty() {
+                py.detach(|| feeder.flush());
+            }
+            py.check_signals()?;
+            report_count(py, progress, &feeder, spans_seen)
+        })();
+        if fed.is_err() {
+            stop.store(true, Ordering::SeqCst); // don't finish counting what no one will use
+        }
+        feeding.store(false, Ordering::SeqCst);
+        let (texts, bytes) = (feeder.out.texts, feeder.out.bytes);
+        drop(feeder); // closes the queue: the worker ends once it has counted what is queued
+        let counted = py
+            .detach(|| worker.join())
+            .map_err(|_| PyRuntimeError::new_err("internal error while counting (a bpeforge bug: please report it)"))?;
+        fed?;
+        Ok(Counted { counts: counted.map_err(to_py)?, texts, bytes })
+    })
+}

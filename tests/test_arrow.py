@@ -208,6 +208,16 @@ def test_corpus_arrow_batches_match_list_batches(batches, doc_cap, max_chars, ev
         assert getattr(b, attr) == getattr(a, attr), attr
 
 
+def test_holding_out_slices_the_batch_without_copying_it():
+    docs = pa.array([f"document {i}" for i in range(1000)])
+    c = Corpus([], arrow=True, holdout_every=10, holdout_max_bytes=10_000)
+    got = c._take_arrow(docs)
+    assert c.heldout == [f"document {i}" for i in range(9, 1000, 10)]
+    assert got.to_pylist() == [f"document {i}" for i in range(1000) if i % 10 != 9]
+    data = docs.buffers()[2].address
+    assert got.num_chunks == 100 and all(chunk.buffers()[2].address == data for chunk in got.chunks)
+
+
 def test_parquet_arrow_batches(tmp_path):
     texts = [f"row {i} é" if i % 7 else (None if i % 2 else "") for i in range(2500)]
     p = tmp_path / "a.parquet"

@@ -611,8 +611,11 @@ class Corpus:
                 docs = self._take(docs) if isinstance(docs, list) else self._take_arrow(docs)
                 if self.on_read is not None:
                     self.on_read(self, source)
-                if len(docs):
-                    yield docs
+                if isinstance(docs, list):
+                    if docs:
+                        yield docs
+                else:
+                    yield from (a for a in getattr(docs, "chunks", [docs]) if len(a))
                 if self.stopped_early:
                     break
 
@@ -710,7 +713,8 @@ class Corpus:
                     self.heldout_bytes += total(nbytes.slice(0, k))
                     cuts = picks[:k]
                     pieces = [docs.slice(a + 1, b - a - 1) for a, b in zip([-1] + cuts, cuts + [len(docs)])]
-                    docs = pa.concat_arrays(pieces)
+                    # Slices of the batch, not a copy of it (a batch may hold tens of MB).
+                    docs = pa.chunked_array([p for p in pieces if len(p)], type=docs.type)
         nbytes = pc.cast(pc.binary_length(docs), pa.int64())
         self.documents += len(docs)
         self.chars += total(chars(docs))

@@ -12,11 +12,12 @@
 >>> print(out.getvalue().splitlines()[2])
 Progress: 25% (1/4 merges) - Last merge: (32, 119) -> 256 (frequency: 20)
 
-The trainer calls it as ``progress(phase, info)``: phase ``"count"`` after each batch of texts
-(info: ``texts`` and ``bytes`` so far, and ``spans``, a lower bound of the distinct spans so far:
-each thread counts in a table of its own, joined once at the end, where ``training_stats`` gives
-the exact number) and ``"merge"`` about every 0.1% of the
-merges (info: ``done``, ``total``, ``pair``, ``token``, ``count``). The reading side can also be fed
+The trainer calls it as ``progress(phase, info)``: phase ``"count"`` after each item of the
+iterator that filled a batch of texts, and at the end of the iterator (info: ``texts`` and
+``bytes`` so far, and ``spans``, a lower bound of the distinct spans so far: each thread counts
+in a table of its own, joined once at the end, where ``training_stats`` gives the exact number)
+and ``"merge"`` about every 0.1% of the merges (info: ``done``, ``total``, ``pair``, ``token``,
+``count``). The reading side can also be fed
 directly with :meth:`ConsoleProgress.reading` (finer grained than the trainer's batches).
 """
 

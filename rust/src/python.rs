@@ -320,9 +320,10 @@ impl Trainer {
     /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
     /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given, replaces
     /// the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
-    /// phase "count" after each batch (info: texts and bytes so far, and spans, a lower bound of
-    /// the distinct spans so far: the exact number is in `stats` at the end) and phase "merge" about every
-    /// 0.1% of the merges (info: done, total, pair, token, count). An exception raised by the
+    /// phase "count" after each item that filled a batch, and at the end (info: texts and
+    /// bytes so far, and spans, a lower bound of the distinct spans so far: the exact number
+    /// is in `stats` at the end) and phase "merge" about every 0.1% of the merges (info:
+    /// done, total, pair, token, count). An exception raised by the
     /// callback or the iterator stops training and propagates; the trainer keeps its old state.
     #[pyo3(
         signature = (iterator, vocab_size, buffer_size=None, pattern=None, *, min_frequency=None, progress=None),

@@ -130,7 +130,8 @@ pub(super) struct Counted {
 }
 
 /// Splits and counts the texts of `iterator` (see the module's comment), reporting progress
-/// after each batch and stopping on Ctrl-C or on the first error.
+/// after each item that filled a batch (an item may fill several) and at the end, and
+/// stopping on Ctrl-C or on the first error.
 pub(super) fn count_iterator(
     py: Python<'_>,
     iterator: Bound<'_, PyIterator>,

@@ -540,7 +540,8 @@ def _lean_arrow_memory() -> None:
     that variable, when it is first needed (``set_memory_pool`` later leaves the Parquet reader's
     own allocations on the first one), so this sets the variable just for that moment, and does
     nothing if pyarrow is already in use in this process."""
-    if "pyarrow" in sys.modules or os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+    previous = os.environ.get("ARROW_DEFAULT_MEMORY_POOL")
+    if "pyarrow" in sys.modules or previous:
         return
     os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
     try:
@@ -550,7 +551,10 @@ def _lean_arrow_memory() -> None:
     except ImportError:
         pass  # check_parquet says what to install
     finally:
-        del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
+        if previous is None:
+            del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
+        else:
+            os.environ["ARROW_DEFAULT_MEMORY_POOL"] = previous  # set but empty: left as it was
 
 
 def _sized_stream(corpus) -> Tuple[Iterable, int]:

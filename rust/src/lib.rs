@@ -32,6 +32,17 @@ fn stretch(ends: &[usize], i: usize) -> std::ops::Range<usize> {
     (if i == 0 { 0 } else { ends[i - 1] })..ends[i]
 }
 
+/// The tests' random numbers, so that they need no extra crate: `next(m)` draws below `m` from
+/// a 64-bit linear congruential generator started at `seed` (the same draws every run).
+#[cfg(test)]
+fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
+    let mut state = seed;
+    move |m| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % m
+    }
+}
+
 pub use count::SpanCounts;
 pub use error::Error;
 pub use merge::{learn, LearnOptions, Merge, Pair};

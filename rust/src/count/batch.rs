@@ -207,11 +207,8 @@ mod tests {
 
     #[test]
     fn filler_hands_on_each_batch_as_the_text_that_fills_it_comes() {
-        let mut state = 7u64;
-        let mut next = |n: usize| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((state >> 33) % n as u64) as usize
-        };
+        let mut draw = crate::draws(7);
+        let mut next = |n: usize| draw(n as u64) as usize;
         for round in 0..300 {
             let size = BatchSize { texts: 1 + next(6), min_bytes: next(20), max_bytes: 1 + next(60) };
             let mut filler = Filler::new(size, Kept::default());

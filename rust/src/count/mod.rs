@@ -638,11 +638,7 @@ mod tests {
         // long spans share prefixes and spans differ only by trailing zeros ("a" vs "a\0"). In
         // every third round the first table holds nearly all the spans (joined in one part),
         // in the others the tables are alike (joined in a part per thread); on 1 and 3 threads.
-        let mut state = 3u64;
-        let mut next = |m: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = crate::draws(3);
         for round in 0..60 {
             let mut reference = std::collections::BTreeMap::<Vec<u8>, u64>::new();
             let tables: Vec<Table> = (0..1 + round % 4)

@@ -611,13 +611,9 @@ mod tests {
         learn(spans, &options, |_, _| ControlFlow::Continue(())).unwrap().merges
     }
 
-    /// A small deterministic generator, so the test needs no extra crate.
+    /// A random corpus of `seed` (see [`crate::draws`]).
     fn corpus(seed: u64) -> Vec<(Vec<u8>, u64)> {
-        let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        let mut next = move |m: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = crate::draws(seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407));
         let alphabet = b"aab ";
         (0..1 + next(30))
             .map(|_| {

@@ -249,11 +249,7 @@ mod tests {
         // Blocks for tokens 0..40 with random pairs, against a map.
         let mut index = PairIndex::default();
         let mut model: BTreeMap<Pair, (Slot, i64)> = BTreeMap::new();
-        let mut state = 3u64;
-        let mut next = |m: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = crate::draws(3);
         for t in 0..40u32 {
             index.open_block(t);
             for pair in random_block(t, 3, &mut next) {
@@ -284,11 +280,7 @@ mod tests {
         // the pairs of the model counted in it, and not 0.
         let mut index = PairIndex::default();
         let mut model: BTreeMap<Slot, (u64, Pair)> = BTreeMap::new();
-        let mut state = 5u64;
-        let mut next = |m: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = crate::draws(5);
         for t in 0..300u32 {
             index.open_block(t);
             if next(3) == 0 {

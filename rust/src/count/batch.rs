@@ -161,13 +161,13 @@ impl<H: HandOn> TextSink for Filler<H> {
         let (mut first, mut base) = (0, 0); // the next text, and where it starts in `data`
         while first < ends.len() {
             let (len, bytes) = (self.batch.len(), self.batch.bytes());
-            // The texts up to the one that fills the batch, or all that are left.
-            let last = (first..ends.len())
-                .find(|&i| self.size.is_full(len + i + 1 - first, bytes + ends[i].saturating_sub(base)))
-                .unwrap_or(ends.len() - 1);
+            // The text that fills the batch, if one does; else all that are left go in.
+            let fills = (first..ends.len())
+                .find(|&i| self.size.is_full(len + i + 1 - first, bytes + ends[i].saturating_sub(base)));
+            let last = fills.unwrap_or(ends.len() - 1);
             // (Offsets out of order wrap around here, and then fail the batch's check.)
             self.batch.extend_from_buffer(&data[base..], ends[first..=last].iter().map(|&e| e.wrapping_sub(base)))?;
-            if self.size.is_full(self.batch.len(), self.batch.bytes()) {
+            if fills.is_some() {
                 self.flush();
             }
             (first, base) = (last + 1, ends[last]);

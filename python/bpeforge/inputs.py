@@ -611,11 +611,11 @@ class Corpus:
                 docs = self._take(docs) if isinstance(docs, list) else self._take_arrow(docs)
                 if self.on_read is not None:
                     self.on_read(self, source)
-                if isinstance(docs, list):
-                    if docs:
-                        yield docs
-                else:
-                    yield from (a for a in getattr(docs, "chunks", [docs]) if len(a))
+                # A ChunkedArray (slices left by the held-out documents) goes chunk by chunk:
+                # the trainer takes arrays and lists, not streams.
+                for part in getattr(docs, "chunks", [docs]):
+                    if len(part):
+                        yield part
                 if self.stopped_early:
                     break
 

@@ -17,8 +17,8 @@ iterator that filled a batch of texts, and at the end of the iterator (info: ``t
 ``bytes`` so far, and ``spans``, a lower bound of the distinct spans so far: each thread counts
 in a table of its own, joined once at the end, where ``training_stats`` gives the exact number)
 and ``"merge"`` about every 0.1% of the merges (info: ``done``, ``total``, ``pair``, ``token``,
-``count``). The reading side can also be fed
-directly with :meth:`ConsoleProgress.reading` (finer grained than the trainer's batches).
+``count``). The reading side can also be fed directly with :meth:`ConsoleProgress.reading` (finer
+grained than the trainer's batches).
 """
 
 from __future__ import annotations

@@ -273,6 +273,19 @@ def test_output_naming_and_force(corpus, tmp_path):
     assert r.returncode == 0 and (tmp_path / "new" / "deeper" / "tok.tiktoken").is_file()
 
 
+def test_force_replaces_a_linked_output_folder_without_leftovers(corpus, tmp_path):
+    d, _ = corpus
+    r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "real")
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "link").symlink_to("real")
+    r = run("train", d / "docs.txt", "--vocab-size", 350, "-o", tmp_path / "link", "--force")
+    assert r.returncode == 0, r.stderr
+    # The link is replaced by the new folder; the folder it pointed to is left as it was.
+    assert check_saved(tmp_path / "link").n_vocab == 350 and not (tmp_path / "link").is_symlink()
+    assert check_saved(tmp_path / "real").n_vocab == 300
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "link.tiktoken", "real", "real.tiktoken"]
+
+
 def test_quiet(corpus, tmp_path):
     d, _ = corpus
     r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok", "-q")
@@ -359,6 +372,13 @@ def bad_files(tmp_path_factory):
     (d / "existing" / "tokenizer.json").write_text("{}")
     (d / "precious").mkdir()
     (d / "precious" / "thesis.tex").write_text("do not delete")
+    # A HuggingFace model folder: a tokenizer.json (not bpeforge's) beside the weights.
+    (d / "hf-model").mkdir()
+    (d / "hf-model" / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "BPE"}}')
+    (d / "hf-model" / "model.safetensors").write_bytes(b"weights")
+    # Only a tokenizer.json, but another tool's.
+    (d / "hf-tokenizer").mkdir()
+    (d / "hf-tokenizer" / "tokenizer.json").write_text('{"version": "1.0", "model": {"type": "BPE"}}')
     return d
 
 
@@ -371,7 +391,11 @@ ERROR_CASES = {
     "malformed jsonl": (["{bad}/broken.jsonl"], ["broken.jsonl:3: not valid JSON", "--skip-bad-lines"]),
     "unknown extension": (["{bad}/notes.md"], ["notes.md: cannot tell the format", "--input-format"]),
     "existing output": (["{bad}/ok.txt", "-o", "{bad}/existing"], ["already exists (use --force"]),
-    "not a tokenizer folder": (["{bad}/ok.txt", "-o", "{bad}/precious", "--force"], ["does not hold a saved tokenizer"]),
+    # Found before training, not after it.
+    "output under a file": (["{bad}/ok.txt", "-o", "{bad}/ok.txt/sub/tok"], ["cannot write the output", "ok.txt is not a folder"]),
+    "not a tokenizer folder": (["{bad}/ok.txt", "-o", "{bad}/precious", "--force"], ["holds more than a tokenizer bpeforge saved"]),
+    "model folder": (["{bad}/ok.txt", "-o", "{bad}/hf-model", "--force"], ["hf-model exists and holds more than a tokenizer"]),
+    "foreign tokenizer": (["{bad}/ok.txt", "-o", "{bad}/hf-tokenizer", "--force"], ["hf-tokenizer exists and holds more than"]),
     "bad preset": (["{bad}/ok.txt", "--pattern", "gtp4"], ["--pattern 'gtp4': no such preset", "cl100k_base"]),
     "bad regex": (["{bad}/ok.txt", "--pattern", "(unclosed"], ["--pattern: invalid split pattern"]),
     # Checked before the inputs are even looked at (nope.txt does not exist).
@@ -413,6 +437,8 @@ def test_errors_are_one_line(case, bad_files, tmp_path):
     assert r.returncode == (2 if case.startswith(("bad", "vocab", "duplicate", "no output")) else 1)
     assert not (tmp_path / "out").exists() and not (tmp_path / "out.tiktoken").exists()
     assert (bad_files / "precious" / "thesis.tex").exists() and (bad_files / "existing" / "tokenizer.json").read_text() == "{}"
+    assert (bad_files / "hf-model" / "model.safetensors").read_bytes() == b"weights"
+    assert (bad_files / "hf-tokenizer" / "tokenizer.json").read_text().startswith('{"version"')
 
 
 def test_skip_bad_lines(bad_files, tmp_path):

@@ -188,25 +188,55 @@ def output_paths(output: str) -> Tuple[Path, Path]:
 
 
 def _looks_like_tokenizer_folder(folder: Path) -> bool:
-    from .io import CONFIG_FILE, RANKS_FILE
+    """Whether ``folder`` is empty or holds a tokenizer bpeforge saved and nothing else: only
+    the files ``save`` writes, and its ``tokenizer.json`` (if there) says it is bpeforge's. A
+    HuggingFace model folder also has a ``tokenizer.json``, beside weights that ``--force``
+    must never delete."""
+    import json
+
+    from .io import CONFIG_FILE, FORMAT, RANKS_FILE, TOKEN_BYTES_FILE
 
     try:
         names = {p.name for p in folder.iterdir()}
     except OSError:
         return False
-    return not names or bool(names & {CONFIG_FILE, RANKS_FILE})
+    if not names <= {CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE}:
+        return False
+    if CONFIG_FILE in names:
+        try:
+            config = json.loads((folder / CONFIG_FILE).read_bytes())
+        except (OSError, ValueError):
+            return False
+        return isinstance(config, dict) and config.get("format") == FORMAT
+    return True
+
+
+def _check_parent(folder: Path) -> None:
+    """Refuses an output whose parent cannot be made or written: found before training, not
+    after it. The closest existing ancestor must be a folder this process may write in."""
+    parent = folder.absolute().parent
+    while not (parent.exists() or parent.is_symlink()) and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise CLIError(f"cannot write the output {folder}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CLIError(f"cannot write the output {folder}: no permission to write in {parent}")
 
 
 def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
     """Refuses an existing output unless ``force``; even then only replaces a folder that is empty
-    or holds a saved tokenizer (so that ``-o ~ --force`` cannot wipe a home folder)."""
+    or holds a saved tokenizer (so that ``-o ~ --force`` cannot wipe a home folder). Also refuses
+    an output whose parent cannot be written."""
+    _check_parent(folder)
     if folder.exists() or folder.is_symlink():
         if not folder.is_dir():
             raise CLIError(f"output {folder} exists and is not a folder")
         if not force:
             raise CLIError(f"output folder {folder} already exists (use --force to replace it)")
         if not _looks_like_tokenizer_folder(folder):
-            raise CLIError(f"output folder {folder} exists and does not hold a saved tokenizer; not replacing it, even with --force")
+            raise CLIError(
+                f"output folder {folder} exists and holds more than a tokenizer bpeforge saved; not replacing it, even with --force"
+            )
     if tiktoken_file.exists():
         if tiktoken_file.is_dir():
             raise CLIError(f"output file {tiktoken_file} exists and is a folder")
@@ -606,9 +636,12 @@ def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool) -> N
     except OSError as e:
         raise CLIError(f"cannot write the output {folder}: {e.strerror or e}") from None
     finally:
-        if old.exists():
+        if old.exists() or old.is_symlink():
             if folder.exists():
-                shutil.rmtree(old, ignore_errors=True)
+                if old.is_symlink():
+                    old.unlink()  # a link to the replaced tokenizer: the link goes, not its target
+                else:
+                    shutil.rmtree(old, ignore_errors=True)
             else:
                 os.rename(old, folder)  # put the replaced tokenizer back
         shutil.rmtree(tmp, ignore_errors=True)

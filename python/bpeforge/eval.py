@@ -425,6 +425,8 @@ def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
             data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
         except OSError as e:
             raise _error(f"{path}: {e.strerror or e}") from None
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]  # a byte-order mark, not text
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:

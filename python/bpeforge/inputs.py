@@ -19,7 +19,10 @@ Conventions:
   ``input_format`` for every file.
 * Text: one document per line by default. ``doc_separator`` splits on that exact string instead
   (e.g. ``"\\n\\n"`` for blank-line-separated paragraphs); ``""`` makes each whole file one document.
-  Line endings ``\\r\\n`` and ``\\r`` are read as ``\\n``; bytes that are not UTF-8 become U+FFFD.
+  The text is read as it is (a UTF-8 byte-order mark opening a file is dropped), except that one
+  document per line, a line ends with ``\\n`` or ``\\r\\n``. Bytes that are not UTF-8 are an
+  :class:`InputError` naming the file and line, or (``skip_bad_lines``) the documents holding
+  them are skipped and counted.
 * Empty documents are skipped everywhere (and not counted).
 * JSONL: each non-blank line is a JSON object whose ``text_column`` field is a string (or null,
   skipped). Anything else is a bad line (:class:`InputError` naming the file and line, or skipped
@@ -35,6 +38,7 @@ import gzip
 import io
 import json
 import os
+import re
 import sys
 import sysconfig
 import time
@@ -307,20 +311,96 @@ def _split_stream(chunks: Iterator[str], sep: str) -> Iterator[List[str]]:
         yield [last]
 
 
-def read_text(source: Source, doc_separator: str = "\n", chunk_chars: Optional[int] = None) -> Iterator[List[str]]:
+# Bytes that are not UTF-8, as the "surrogateescape" error handler decodes them (U+DC80..U+DCFF;
+# a strict UTF-8 decoder gives no other surrogate, so any surrogate here is such a byte).
+_NOT_UTF8 = re.compile("[\udc80-\udcff]")
+
+
+def _crlf_as_lf(chunks: Iterator[str]) -> Iterator[str]:
+    """The chunks with each ``\r\n`` read as ``\n`` (also where a chunk ends between the two);
+    a lone ``\r`` stays."""
+    carry = ""
+    for chunk in chunks:
+        chunk = carry + chunk
+        carry = ""
+        if chunk.endswith("\r"):
+            carry, chunk = "\r", chunk[:-1]
+        if "\r\n" in chunk:
+            chunk = chunk.replace("\r\n", "\n")
+        yield chunk
+    if carry:
+        yield carry
+
+
+def _not_utf8_byte(char: str) -> str:
+    return f"0x{ord(char) - 0xDC00:02x}"
+
+
+def read_text(
+    source: Source,
+    doc_separator: str = "\n",
+    chunk_chars: Optional[int] = None,
+    skip_bad_lines: bool = False,
+    bad_lines: Optional[BadLines] = None,
+) -> Iterator[List[str]]:
     """Documents of a text file: one per line, or split on ``doc_separator``, or (``""``) the
     whole file. The file is read ``chunk_chars`` characters at a time (default
-    :data:`CHUNK_CHARS`); the documents do not depend on it."""
+    :data:`CHUNK_CHARS`); the documents do not depend on it.
+
+    The text is read as it is, but for a UTF-8 byte-order mark opening the file (dropped) and,
+    one document per line, the line endings ``\n`` and ``\r\n``. Bytes that are not UTF-8
+    raise :class:`InputError` naming the file and line; with ``skip_bad_lines`` the documents
+    holding them are skipped instead and counted in ``bad_lines``."""
     size = CHUNK_CHARS if chunk_chars is None else chunk_chars
     with open_binary(source) as raw:
-        with io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline=None) as f:
+        with io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
             try:
+                chunks = iter(lambda: f.read(size), "")
+                lines = 0  # lines before the chunk, for the error message
+
+                def checked(chunks: Iterator[str]) -> Iterator[str]:
+                    nonlocal lines, unseen
+                    for chunk in chunks:
+                        bad = _NOT_UTF8.search(chunk)
+                        if bad is not None:
+                            if not skip_bad_lines:
+                                line = lines + chunk.count("\n", 0, bad.start()) + 1
+                                raise InputError(
+                                    f"{source.path}:{line}: not valid UTF-8 (byte {_not_utf8_byte(bad.group())}); "
+                                    "convert the file to UTF-8, or use --skip-bad-lines to skip the documents that hold such bytes"
+                                )
+                            unseen += len(_NOT_UTF8.findall(chunk))
+                        lines += chunk.count("\n")
+                        yield chunk
+
+                # Bytes that are not UTF-8 read and not yet found in a document (skip_bad_lines):
+                # while there are, documents are looked at one by one.
+                unseen = 0
+                documents = 0
                 if doc_separator == "":
-                    text = f.read()
-                    if text:
-                        yield [text]
-                    return
-                yield from _rebatch(_split_stream(iter(lambda: f.read(size), ""), doc_separator))
+                    text = "".join(checked(chunks))
+                    batches: Iterator[List[str]] = iter([[text]] if text else [])
+                else:
+                    if doc_separator == "\n":
+                        chunks = _crlf_as_lf(chunks)
+                    batches = _rebatch(_split_stream(checked(chunks), doc_separator))
+                for batch in batches:
+                    if unseen:
+                        kept = []
+                        for doc in batch:
+                            documents += 1
+                            found = _NOT_UTF8.findall(doc)
+                            if not found:
+                                kept.append(doc)
+                                continue
+                            unseen -= len(found)
+                            if bad_lines is not None:
+                                bad_lines.add(f"{source.path}: document {documents}: not valid UTF-8 (byte {_not_utf8_byte(found[0])})")
+                        batch = kept
+                    else:
+                        documents += len(batch)
+                    if batch:
+                        yield batch
             except _decompression_errors() as e:
                 raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
 
@@ -592,7 +672,7 @@ class Corpus:
 
     def _read(self, source: Source) -> Iterator[List[str]]:
         if source.format == "text":
-            return read_text(source, self.doc_separator)
+            return read_text(source, self.doc_separator, skip_bad_lines=self.skip_bad_lines, bad_lines=self.bad_lines)
         if source.format == "jsonl":
             return read_jsonl(source, self.text_column, self.skip_bad_lines, self.bad_lines)
         if source.format == "parquet":

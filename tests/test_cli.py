@@ -286,6 +286,19 @@ def test_force_replaces_a_linked_output_folder_without_leftovers(corpus, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "link.tiktoken", "real", "real.tiktoken"]
 
 
+def test_a_pattern_that_skips_text_is_reported_and_not_credited(tmp_path):
+    (tmp_path / "a.txt").write_text("hello world\nhello there\n" * 20)
+    r = run("train", tmp_path / "a.txt", "--vocab-size", 256, "--special-tokens", "none", "--pattern", r"\w+",
+            "--holdout", 0, "-o", tmp_path / "tok")
+    assert r.returncode == 0, r.stderr
+    assert "warning: the split pattern skips text" in r.stderr
+    # Single bytes only: one token per byte it keeps, so 1.00 bytes/token (not the text's bytes
+    # over those tokens).
+    assert report_value(r.stdout, "compression").startswith("1.00 bytes/token"), r.stdout
+    r = run("train", tmp_path / "a.txt", "--vocab-size", 256, "--special-tokens", "none", "--holdout", 0, "-o", tmp_path / "tok2")
+    assert r.returncode == 0 and "skips text" not in r.stderr
+
+
 def test_quiet(corpus, tmp_path):
     d, _ = corpus
     r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok", "-q")

@@ -171,15 +171,37 @@ def test_tokenizer_progress_must_be_bool_or_callable():
         bpeforge.Tokenizer.train_from_iterator(["abc"], 300, progress="yes")
 
 
-@pytest.mark.parametrize("pattern", ["a*", r"\w*", "(?=x)|y", r"\s*"])
-def test_pattern_matching_empty_strings_is_refused_for_tiktoken(pattern):
-    # tiktoken raises a PanicException (not an Exception) on empty matches; refuse them first.
+@pytest.mark.parametrize("pattern", ["a*", r"\w*", "(?=x)|y", r"\s*", r"(?=x)|\w+|\s+|[^\w\s]+", ""])
+def test_pattern_matching_empty_strings_is_refused(pattern):
+    # tiktoken raises a PanicException (not an Exception) on empty matches, and after one
+    # fancy-regex skips a character (the "x" of "(?=x)|\w+"): refuse them first, everywhere.
     with pytest.raises(ValueError, match="can match an empty string"):
         bpeforge.Tokenizer.train_from_iterator(["abc"], 300, pattern=pattern)
     with pytest.raises(ValueError, match="can match an empty string"):
         bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, pattern)
-    # Training alone is fine with it: empty matches carry no bytes.
-    bpeforge.Trainer(pattern).train_from_iterator(["abc"], 300)
+    with pytest.raises(ValueError, match="can match an empty string"):
+        bpeforge.Trainer(pattern)
+    with pytest.raises(ValueError, match="can match an empty string"):
+        bpeforge.Trainer().train_from_iterator(["abc"], 300, pattern=pattern)
+
+
+def test_an_empty_match_the_check_misses_stops_training():
+    # Empty only right after three digits and an "x", which the check's probes do not hold.
+    pattern = r"(?<=\d{3}x)|\S+|\s+"
+    t = bpeforge.Trainer(pattern)
+    t.train_from_iterator(["ab cd"], 260)
+    before = t.get_mergeable_ranks()
+    assert len(before) == 258  # "ab" and "cd"
+    with pytest.raises(ValueError, match=r"matched an empty string \(at byte 4 of a text\)"):
+        t.train_from_iterator(["ab", "123x yz"], 300)
+    assert t.get_mergeable_ranks() == before  # the earlier training is kept
+
+
+def test_trainer_takes_preset_names():
+    t = bpeforge.Trainer("gpt2")
+    assert t.get_pattern() == bpeforge.resolve_pattern("gpt2")
+    t.train_from_iterator(["hello world"] * 5, 300, pattern="nanochat")
+    assert t.get_pattern() == bpeforge.resolve_pattern("nanochat") and t.vocab_size > 256
 
 
 def test_bad_special_tokens_are_refused_before_reading_any_data():
@@ -247,3 +269,95 @@ def test_numeric_options_are_checked_by_name(kwargs, error, message):
 def test_a_single_str_is_not_taken_for_an_iterable_of_texts():
     with pytest.raises(TypeError, match="not a single str"):
         bpeforge.Tokenizer.train_from_iterator("hello world", 300)
+
+
+BYTES = {bytes([i]): i for i in range(256)}
+
+
+def test_a_panic_inside_tiktoken_is_a_runtime_error():
+    # fancy-regex gives up on this pattern (its backtracking limit); tiktoken then panics, which
+    # Python sees as a BaseException that `except Exception` does not catch.
+    tok = bpeforge.Tokenizer(BYTES, r"(?:a|a)+(?!x)b|\S+|\s+")
+    for call in (lambda: tok.encode("a" * 40), lambda: tok.encode(["a" * 40]), lambda: tok.encode("a" * 40, prepend=0)):
+        with pytest.raises(RuntimeError, match="tiktoken failed while encoding.*backtracking"):
+            call()
+    assert tok.encode("ab") == [97, 98]  # and it still encodes what it can
+
+
+def test_a_tokenizer_with_another_byte_order_saves_and_loads(tmp_path):
+    import tiktoken
+
+    # OpenAI's encodings order the single bytes their own way.
+    enc = tiktoken.Encoding("x", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): (i + 128) % 256 for i in range(256)},
+                            special_tokens={"<|e|>": 256})
+    tok = bpeforge.Tokenizer.from_encoding(enc)
+    tok.save(tmp_path / "t")
+    back = bpeforge.Tokenizer.load(tmp_path / "t")
+    assert back.mergeable_ranks == tok.mergeable_ranks and back.special_tokens == {"<|e|>": 256}
+    assert back.encode("hi") == enc.encode_ordinary("hi") == [232, 233]
+
+
+def test_special_tokens_are_checked_before_reading_any_data_and_bounded():
+    def never():
+        raise AssertionError("the iterator must not be touched")
+        yield
+
+    with pytest.raises(ValueError, match="lone surrogate"):
+        bpeforge.Tokenizer.train_from_iterator(never(), 300, special_tokens=["<|x\ud800|>"])
+    with pytest.raises(TypeError, match="not a dict"):
+        bpeforge.Tokenizer.train_from_iterator(never(), 300, special_tokens={"<|bos|>": 299})
+    with pytest.raises(ValueError, match="at most 2147483648, got 2147483658"):
+        bpeforge.Tokenizer.train_from_iterator(never(), 2**31 + 10)
+    for bad in (2**31, 2**40, 2**70):
+        with pytest.raises(ValueError, match="special ids must be ints from 256"):
+            bpeforge.Tokenizer(BYTES, special_tokens={"<a>": bad})
+
+
+def test_load_names_the_folder_of_an_out_of_range_special_id(tmp_path):
+    import json
+
+    bpeforge.Tokenizer(BYTES, special_tokens={"<|bos|>": 256}).save(tmp_path / "t")
+    config = json.loads((tmp_path / "t" / "tokenizer.json").read_text())
+    config["special_tokens"]["<|bos|>"] = 2**64
+    (tmp_path / "t" / "tokenizer.json").write_text(json.dumps(config))
+    with pytest.raises(bpeforge.TokenizerFileError, match="special ids must be"):
+        bpeforge.Tokenizer.load(tmp_path / "t")
+
+
+def test_train_from_counts_takes_any_mapping_and_checks_counts():
+    import collections.abc
+    import types
+
+    class Counts(collections.abc.Mapping):
+        def __init__(self, d):
+            self.d = d
+
+        def __getitem__(self, k):
+            return self.d[k]
+
+        def __iter__(self):
+            return iter(self.d)
+
+        def __len__(self):
+            return len(self.d)
+
+    counts = {"hello": 5, " world": 3, "hell": 2}
+    expected = bpeforge.Trainer()
+    expected.train_from_counts(counts, 270)
+    for mapping in (types.MappingProxyType(counts), Counts(counts)):
+        t = bpeforge.Trainer()
+        t.train_from_counts(mapping, 270)
+        assert t.get_merges() == expected.get_merges()
+    for bad, kind in (("3", TypeError), (True, TypeError), (3.0, TypeError), (-3, ValueError), (2**64, ValueError)):
+        with pytest.raises(kind, match="the count of item 0 must be"):
+            bpeforge.Trainer().train_from_counts({"ab": bad}, 300)
+
+
+def test_trainer_refuses_a_single_str():
+    with pytest.raises(TypeError, match="got a str"):
+        bpeforge.Trainer().train_from_iterator("hello world", 300)
+
+
+def test_evaluate_checks_num_threads():
+    with pytest.raises(ValueError, match="num_threads must be a positive int, got 0"):
+        bpeforge.evaluate([bpeforge.Tokenizer(BYTES)], ["hi"], num_threads=0)

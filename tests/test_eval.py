@@ -371,5 +371,8 @@ def test_text_with_no_tokens_is_a_clear_error(tmp_path):
     path = tmp_path / "full.tiktoken"
     path.write_bytes(ranks_to_tiktoken({bytes([i]): i for i in range(256)}))
     digits_only = load_tiktoken_file(path, "[0-9]+")
-    with pytest.raises(EvalError, match="no tokens"):
+    with pytest.raises(EvalError, match="encodes only 0 of the 14 bytes of text 'words'"):
         bpeforge.evaluate([digits_only], {"words": "no digits here"})
+    # Some of the text, not all: the comparison would credit the tokenizer with bytes it drops.
+    with pytest.raises(EvalError, match="encodes only 2 of the 16 bytes of text 'words'.*skips the rest"):
+        bpeforge.evaluate([digits_only], {"words": "no digits but 42"})

@@ -101,7 +101,7 @@ def encode(
     append_id = None if append is None else special_id(tokenizer, append)
     enc = tokenizer.encoding
     if isinstance(text, str):
-        ids = enc.encode_ordinary(text)
+        ids = tokenizer._encode_ordinary(text)
         if prepend_id is not None:
             ids.insert(0, prepend_id)
         if append_id is not None:
@@ -116,7 +116,10 @@ def encode(
         raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
     if not text:
         return []
-    batch = enc.encode_ordinary_batch(list(text), num_threads=num_threads)
+    from .tokenizer import tiktoken_errors
+
+    with tiktoken_errors():
+        batch = enc.encode_ordinary_batch(list(text), num_threads=num_threads)
     head = [] if prepend_id is None else [prepend_id]
     tail = [] if append_id is None else [append_id]
     if head or tail:
@@ -268,7 +271,7 @@ def render_conversation(
     """
     _check_max_tokens(max_tokens)
     messages = normalize_messages(conversation)
-    encode_ordinary = tokenizer.encoding.encode_ordinary
+    encode_ordinary = tokenizer._encode_ordinary
     special = tokenizer.encode_special
     ids: List[int] = [bos_token_id(tokenizer)]
     mask: List[int] = [0]

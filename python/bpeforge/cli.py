@@ -523,8 +523,22 @@ def run_train(args: argparse.Namespace) -> int:
         else:
             why = "--holdout 0" if not args.holdout else f"fewer than {args.holdout} documents"
             eval_docs, eval_label, eval_note = corpus.sample, "training documents", f"(not held out: {why})"
+        from .tokenizer import tiktoken_errors
+
         eval_bytes = sum(len(d.encode("utf-8")) for d in eval_docs)
-        eval_tokens = sum(len(ids) for ids in tokenizer.encoding.encode_ordinary_batch(eval_docs)) if eval_docs else 0
+        with tiktoken_errors():
+            encoded = tokenizer.encoding.encode_ordinary_batch(eval_docs) if eval_docs else []
+        eval_tokens = sum(len(ids) for ids in encoded)
+        # A custom pattern may leave text unmatched: that text is never tokenized (nor trained
+        # on), so compression counts only the bytes the tokens cover, and the user is told.
+        covered = sum(len(tokenizer.encoding.decode_bytes(ids)) for ids in encoded)
+        if covered != eval_bytes:
+            warnings.append(
+                f"the split pattern skips text: the tokens of the {eval_label} cover {covered:,} of their "
+                f"{eval_bytes:,} bytes; the rest is dropped when encoding (and was not trained on). "
+                r"End the pattern with an alternative such as |\s+|\S to keep every character"
+            )
+            eval_bytes = covered
         t_eval = time.perf_counter() - t_eval
     finally:
         exit_on_ctrl_c.stop()

@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # imported where used: training alone never loads tiktoken
     import tiktoken
 
 from .chat import GREEN, RED, RESET
-from .tokenizer import Tokenizer, resolve_pattern
+from .tokenizer import Tokenizer, resolve_pattern, tiktoken_errors
 
 TokenizerLike = Union[Tokenizer, "tiktoken.Encoding", str, "os.PathLike[str]"]
 
@@ -277,10 +277,24 @@ def evaluate(
     >>> [r.tokens_per_char for r in evaluate([byte_level], ["héllo"])]
     [1.2]
     """
+    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+        raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
     named_texts = _named_texts(texts)
     loaded = [(name, load_tokenizer(spec, pattern)) for name, spec in _named_tokenizers(tokenizers)]
     bodies = [t for _, t in named_texts]
-    counts = [[len(ids) for ids in tok.encoding.encode_ordinary_batch(bodies, num_threads=num_threads)] for _, tok in loaded]
+    counts = []
+    for tok_name, tok in loaded:
+        with tiktoken_errors():
+            encoded = tok.encoding.encode_ordinary_batch(bodies, num_threads=num_threads)
+        for (text_name, text), ids in zip(named_texts, encoded):
+            covered = len(tok.encoding.decode_bytes(ids))
+            n_bytes = len(text.encode("utf-8", "surrogatepass"))
+            if covered != n_bytes:
+                raise EvalError(
+                    f"tokenizer {tok_name!r} encodes only {covered:,} of the {n_bytes:,} bytes of text {text_name!r}: "
+                    "its split pattern skips the rest (a pattern must match every character to be compared fairly)"
+                )
+        counts.append([len(ids) for ids in encoded])
     rows = []
     for j, (text_name, text) in enumerate(named_texts):
         n_bytes, n_chars = len(text.encode("utf-8", "surrogatepass")), len(text)
@@ -289,8 +303,6 @@ def evaluate(
         first = counts[0][j]
         for (tok_name, tok), tok_counts in zip(loaded, counts):
             n_tokens = tok_counts[j]
-            if n_tokens == 0:
-                raise EvalError(f"{tok_name} encodes text {text_name!r} to no tokens: its split pattern matches nothing in it")
             rows.append(
                 EvalRow(
                     text=text_name,

@@ -145,7 +145,34 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
             f"{ranks_path} does not match {config_path} (its checksum differs): the files come from "
             f"different saves, or one was cut off or edited"
         )
+    from . import _core
+
+    try:
+        _core.check_ranks(list(ranks.items()))
+    except ValueError:
+        # Ranks saved from a tiktoken encoding (``Tokenizer.from_encoding``; OpenAI's order the
+        # single bytes their own way) are read back as they were saved, as long as tiktoken can
+        # encode with them: every single byte a token.
+        if all(bytes([b]) in ranks for b in range(256)):
+            return _load_foreign(directory, ranks, pattern, specials)
     try:
         return Tokenizer(ranks, pattern, specials)
     except ValueError as e:
         raise TokenizerFileError(f"{directory}: {e}") from None
+
+
+def _load_foreign(directory: Path, ranks: dict, pattern: str, specials: dict) -> "Tokenizer":
+    """A saved tokenizer whose ranks are not laid out as bpeforge trains them, wrapped as
+    ``Tokenizer.from_encoding`` does."""
+    import tiktoken
+
+    from . import _core
+    from .tokenizer import Tokenizer, _special_ids
+
+    try:
+        _core.check_pattern(pattern)
+        special_ids = _special_ids(specials, len(ranks))
+    except ValueError as e:
+        raise TokenizerFileError(f"{directory}: {e}") from None
+    encoding = tiktoken.Encoding(name=directory.name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special_ids)
+    return Tokenizer.from_encoding(encoding)

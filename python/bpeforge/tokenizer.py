@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _core
 
@@ -50,6 +51,11 @@ def early_stop_reason(min_frequency: int) -> str:
     return "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
 
 
+MAX_TOKEN_ID = 1 << 31
+"""Token ids (ranks and special ids) are below this: tiktoken's are 32-bit, and bpeforge
+trains at most this many ranks."""
+
+
 def _special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], n_ranks: int) -> dict:
     if isinstance(special_tokens, str):
         raise TypeError("special_tokens must be a list of str or a dict of str to id, not a str")
@@ -64,14 +70,38 @@ def _special_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], n_rank
     for name, i in ids.items():
         if not isinstance(name, str) or not name:
             raise ValueError(f"special tokens must be non-empty str, got {name!r}")
-        if not isinstance(i, int) or isinstance(i, bool) or i < n_ranks:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"special token {name!r} holds a lone surrogate (not valid Unicode)") from None
+        if not isinstance(i, int) or isinstance(i, bool) or not n_ranks <= i < MAX_TOKEN_ID:
             raise ValueError(
                 f"special token {name!r} has id {i!r}; special ids must be ints from {n_ranks} "
-                f"(the number of ranks) up"
+                f"(the number of ranks) up to {MAX_TOKEN_ID - 1}"
             )
     if len(set(ids.values())) != len(ids):
         raise ValueError("two special tokens share an id")
     return ids
+
+
+def _tiktoken_failure(e: BaseException) -> BaseException:
+    """What to raise for exception ``e`` from tiktoken: itself, or for a panic in tiktoken's Rust
+    code (pyo3's PanicException, which derives from BaseException) a RuntimeError saying so."""
+    if type(e).__name__ != "PanicException":
+        return e
+    return RuntimeError(
+        f"tiktoken failed while encoding ({e}); with a custom split pattern this is usually the regex "
+        "engine's backtracking limit: simplify the pattern"
+    )
+
+
+@contextlib.contextmanager
+def tiktoken_errors() -> Iterator[None]:
+    """Raises a panic inside tiktoken as a RuntimeError (see :func:`_tiktoken_failure`)."""
+    try:
+        yield
+    except BaseException as e:
+        raise _tiktoken_failure(e) from None
 
 
 class Tokenizer:
@@ -150,15 +180,18 @@ class Tokenizer:
         """
         if isinstance(iterator, (str, bytes)):
             raise TypeError("iterator must be an iterable of texts, not a single str (wrap it in a list)")
-        if isinstance(special_tokens, str):
-            raise TypeError("special_tokens must be a list of str, not a str")
+        if isinstance(special_tokens, (str, Mapping)):
+            raise TypeError(
+                f"special_tokens must be a list of str, not a {type(special_tokens).__name__} "
+                "(their ids are given here: they follow the trained ranks)"
+            )
         specials = list(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
         if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
             raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
-        if vocab_size < 256 + len(specials):
+        if not 256 + len(specials) <= vocab_size <= MAX_TOKEN_ID:
             raise ValueError(
                 f"vocab_size must be at least 256 + {len(specials)} special tokens = "
-                f"{256 + len(specials)}, got {vocab_size}"
+                f"{256 + len(specials)} and at most {MAX_TOKEN_ID}, got {vocab_size}"
             )
         pattern = resolve_pattern(pattern)
         n_ranks = vocab_size - len(specials)
@@ -239,10 +272,16 @@ class Tokenizer:
         [[257, 256, 0], [257, 98, 0]]
         """
         if prepend is None and append is None and isinstance(text, str):
-            return self._encoding.encode_ordinary(text)
+            return self._encode_ordinary(text)
         from .chat import encode
 
         return encode(self, text, prepend, append, num_threads)
+
+    def _encode_ordinary(self, text: str) -> list[int]:
+        try:
+            return self._encoding.encode_ordinary(text)
+        except BaseException as e:
+            raise _tiktoken_failure(e) from None
 
     def encode_special(self, name: str) -> int:
         """The id of special token ``name``; KeyError names the known ones if it is not one."""

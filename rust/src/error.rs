@@ -9,6 +9,8 @@ pub enum Error {
     InvalidPattern(String),
     /// The regex engine gave up on a text (e.g. its backtracking limit was reached).
     Split(String),
+    /// The split pattern matched an empty string, at byte `at` of a text.
+    EmptyMatch { pattern: String, at: usize },
     /// A list of mergeable ranks breaks one of tiktoken's invariants.
     InvalidRanks(String),
     /// An option is out of range.
@@ -24,6 +26,11 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidPattern(e) => write!(f, "invalid split pattern: {e}"),
             Error::Split(e) => write!(f, "the split pattern failed on a text: {e}"),
+            Error::EmptyMatch { pattern, at } => write!(
+                f,
+                "the split pattern {pattern:?} matched an empty string (at byte {at} of a text); make every \
+                 alternative consume at least one character (e.g. `+` instead of `*`)"
+            ),
             Error::InvalidRanks(e) => write!(f, "invalid mergeable ranks: {e}"),
             Error::InvalidOption(e) => write!(f, "{e}"),
             Error::Interrupted => write!(f, "interrupted"),

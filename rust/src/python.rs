@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyInt};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
 
 mod arrow;
 mod feed;
@@ -284,12 +284,13 @@ impl Trainer {
 
 #[pymethods]
 impl Trainer {
-    /// Creates a trainer. `pattern=None` uses GPT-4's split pattern (as cl100k_base and
-    /// rustbpe). `num_threads=None` uses all cores.
+    /// Creates a trainer. `pattern` is a preset's name (see `PRESETS`), a regex (fancy-regex
+    /// syntax) that never matches an empty string, or None for GPT-4's split pattern (as
+    /// cl100k_base and rustbpe). `num_threads=None` uses all cores.
     #[new]
     #[pyo3(signature = (pattern=None, *, num_threads=None))]
     fn new(pattern: Option<&str>, num_threads: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let splitter = Splitter::new(pattern.unwrap_or(presets::GPT4)).map_err(to_py)?;
+        let splitter = splitter_arg(pattern.unwrap_or(presets::GPT4))?;
         let pool = match num_threads {
             None => None,
             Some(n) => {
@@ -318,8 +319,8 @@ impl Trainer {
     /// pulls (it keeps a core), on all of them once it is done or four batches wait. The
     /// iterable is consumed once and never held whole.
     /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
-    /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given, replaces
-    /// the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
+    /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given (as for the
+    /// constructor), replaces the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
     /// phase "count" after each item that filled a batch, and at the end (info: texts and
     /// bytes so far, and spans, a lower bound of the distinct spans so far: the exact number
     /// is in `stats` at the end) and phase "merge" about every 0.1% of the merges (info:
@@ -345,9 +346,14 @@ impl Trainer {
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         let min_frequency = min_frequency_arg(min_frequency)?;
         let splitter = match pattern {
-            Some(p) => Splitter::new(p).map_err(to_py)?,
+            Some(p) => splitter_arg(p)?,
             None => self.state().splitter.clone(),
         };
+        if iterator.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(
+                "expected an iterable of texts, got a str (which would be read as one text per character); pass [text]",
+            ));
+        }
         let iterator = iterator
             .try_iter()
             .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
@@ -362,7 +368,8 @@ impl Trainer {
     }
 
     /// Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
-    /// span, not split) to how often it occurs (a non-negative int below 2^64). Counts of
+    /// span, not split) to how often it occurs (a non-negative int below 2^64): a mapping, or
+    /// an iterable of (span, count) pairs. Counts of
     /// repeated spans add up. Same stopping rules and progress callback as
     /// `train_from_iterator`; pair counts are 64-bit, so counts in the billions are exact.
     #[pyo3(
@@ -380,8 +387,11 @@ impl Trainer {
         let _busy = Busy::claim(&self.busy)?;
         let vocab_size = vocab_size_arg(vocab_size)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
+        // A mapping (dict, Counter, any Mapping) gives its items; anything else must be an
+        // iterable of (span, count) pairs.
         let items = match counts.cast::<PyDict>() {
             Ok(dict) => dict.items().into_any(),
+            Err(_) if counts.is_instance(&py.import("collections.abc")?.getattr("Mapping")?)? => counts.call_method0("items")?,
             Err(_) => counts.clone(),
         };
         let mut spans = SpanCounts::new();
@@ -390,8 +400,11 @@ impl Trainer {
             let (span, n): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
                 PyTypeError::new_err(format!("item {position} of counts is {}, expected a (span, count) pair", type_name(&item)))
             })?;
+            if n.is_instance_of::<PyBool>() || !n.is_instance_of::<PyInt>() {
+                return Err(PyTypeError::new_err(format!("the count of item {position} must be an int, got {}", type_name(&n))));
+            }
             let n: u64 = n.extract().map_err(|_| {
-                PyValueError::new_err(format!("the count of item {position} must be an int in 0..2^64, got {n}"))
+                PyValueError::new_err(format!("the count of item {position} must be between 0 and 2^64-1, got {n}"))
             })?;
             if let Ok(b) = span.cast::<PyBytes>() {
                 spans.add(b.as_bytes(), n);
@@ -457,10 +470,15 @@ fn check_ranks(py: Python<'_>, ranks: Vec<(Vec<u8>, u64)>) -> PyResult<()> {
     py.detach(|| check_ranks_core(&ranks)).map_err(to_py)
 }
 
-/// Raises ValueError unless `pattern` compiles and never matches an empty string (tiktoken
-/// panics on empty matches, so such a pattern cannot encode).
-#[pyfunction]
-fn check_pattern(pattern: &str) -> PyResult<()> {
+/// The splitter of a `pattern` argument: a preset's name (see `PRESETS`) or a regex.
+fn splitter_arg(pattern: &str) -> PyResult<Splitter> {
+    let regex = presets::PRESETS.iter().find(|(name, _)| *name == pattern).map_or(pattern, |(_, regex)| regex);
+    checked_splitter(regex)
+}
+
+/// The splitter of a regex that compiles and never matches an empty string (tiktoken panics on
+/// empty matches, so such a pattern cannot encode; and training would lose text after one).
+fn checked_splitter(pattern: &str) -> PyResult<Splitter> {
     let splitter = Splitter::new(pattern).map_err(to_py)?;
     if splitter.can_match_empty() {
         return Err(PyValueError::new_err(format!(
@@ -468,7 +486,14 @@ fn check_pattern(pattern: &str) -> PyResult<()> {
              make every alternative consume at least one character (e.g. `+` instead of `*`)"
         )));
     }
-    Ok(())
+    Ok(splitter)
+}
+
+/// Raises ValueError unless `pattern` compiles and never matches an empty string (tiktoken
+/// panics on empty matches, so such a pattern cannot encode).
+#[pyfunction]
+fn check_pattern(pattern: &str) -> PyResult<()> {
+    checked_splitter(pattern).map(drop)
 }
 
 /// Splits `text` into spans with `pattern`, as training does (for tests and inspection).

@@ -431,7 +431,9 @@ ERROR_CASES = {
     "bad format": (["{bad}/ok.txt", "--input-format", "csv"], ["invalid choice: 'csv'"]),
     "duplicate special": (["{bad}/ok.txt", "--special-tokens", "<|a|>,<|a|>"], ["'<|a|>' is given twice"]),
     "bad escape": (["{bad}/ok.txt", "--doc-separator", "\\x4"], ["--doc-separator", "bad backslash escape"]),
-    "empty input": (["{bad}/empty.txt"], ["no documents to train on"]),
+    "empty input": (["{bad}/empty.txt"], ["no documents to train on: the inputs hold no text"]),
+    "all held out": (["{bad}/ok.txt", "--holdout", "1"], ["no documents to train on: all 10 were held out", "--holdout 0"]),
+    "bad preset regex char": (["{bad}/ok.txt", "--pattern", "gtp 4"], ["--pattern 'gtp 4': no such preset"]),
     "no output": (["{bad}/ok.txt", "--no-o"], []),
 }
 

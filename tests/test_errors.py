@@ -171,7 +171,7 @@ def test_tokenizer_progress_must_be_bool_or_callable():
         bpeforge.Tokenizer.train_from_iterator(["abc"], 300, progress="yes")
 
 
-@pytest.mark.parametrize("pattern", ["a*", r"\w*", "(?=x)|y", r"\s*", r"(?=x)|\w+|\s+|[^\w\s]+", ""])
+@pytest.mark.parametrize("pattern", ["a*", r"\w*", "(?=x)|y", r"\s*", r"(?=x)|\w+|\s+|[^\w\s]+", "(?:)"])
 def test_pattern_matching_empty_strings_is_refused(pattern):
     # tiktoken raises a PanicException (not an Exception) on empty matches, and after one
     # fancy-regex skips a character (the "x" of "(?=x)|\w+"): refuse them first, everywhere.
@@ -195,6 +195,20 @@ def test_an_empty_match_the_check_misses_stops_training():
     with pytest.raises(ValueError, match=r"matched an empty string \(at byte 4 of a text\)"):
         t.train_from_iterator(["ab", "123x yz"], 300)
     assert t.get_mergeable_ranks() == before  # the earlier training is kept
+
+
+@pytest.mark.parametrize("pattern", ["gtp4", "o200k", "", "hello world"])
+def test_a_pattern_with_no_regex_syntax_is_taken_for_a_misspelt_preset(pattern):
+    # It would split out nothing but copies of itself: training would learn nothing, silently.
+    with pytest.raises(ValueError, match="no such preset.*cl100k_base"):
+        bpeforge.Trainer(pattern)
+    with pytest.raises(ValueError, match="no such preset"):
+        bpeforge.Trainer().train_from_iterator(["abc"], 300, pattern=pattern)
+    with pytest.raises(ValueError, match="no such preset"):
+        bpeforge.Tokenizer.train_from_iterator(["abc"], 300, pattern=pattern)
+    with pytest.raises(ValueError, match="no such preset"):
+        bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, pattern)
+    bpeforge.Trainer(".")  # one regex character is enough
 
 
 def test_trainer_takes_preset_names():

@@ -303,7 +303,7 @@ def test_cli_text_repeated_and_stdin(files, capsys, monkeypatch):
         (lambda d: ["gpt-17", "--text", str(d / "a.txt")], "'gpt-17' is not a tiktoken encoding"),
         (lambda d: [str(d / "tok"), "--text", str(d / "latin1.txt")], "latin1.txt: not UTF-8 text"),
         (lambda d: [str(d / "tok"), "--text", str(d / "empty.txt")], "empty.txt: the file is empty"),
-        (lambda d: [str(d / "tok"), "--text", str(d / "a.txt"), "--threads", "0"], "--threads must be at least 1"),
+        (lambda d: [str(d / "tok" / "tokenizer.tiktoken") + ":gtp4", "--text", str(d / "a.txt")], "'gtp4': no such preset"),
         (lambda d: [str(d / "a.txt"), "--text", str(d / "a.txt")], "not a .tiktoken ranks file"),
     ],
 )
@@ -316,10 +316,13 @@ def test_cli_errors(files, capsys, make_argv, message):
     assert len(err.strip().splitlines()) == 1
 
 
-def test_cli_usage_errors(files):
+def test_cli_usage_errors(files, capsys):
     with pytest.raises(SystemExit) as e:
         main_eval([str(files / "tok")])  # --text is required
     assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main_eval([str(files / "tok"), "--text", str(files / "a.txt"), "--threads", "0"])
+    assert e.value.code == 2 and "--threads: must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_bpeforge_command_has_eval(files, capsys):

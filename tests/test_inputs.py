@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -69,6 +70,33 @@ def test_folders_are_walked_recursively_sorted_skipping_hidden_and_unknown(tmp_p
     ]
     only_text = [s.path.name for s in expand_inputs([str(tmp_path)], "text")]
     assert only_text == ["b.txt", "c.txt.gz"]
+
+
+def test_folders_are_walked_through_links_but_never_twice(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "x.txt").write_text("x")
+    (tmp_path / "top").mkdir()
+    (tmp_path / "top" / "y.txt").write_text("y")
+    (tmp_path / "top" / "linked").symlink_to(tmp_path / "real")
+    (tmp_path / "top" / "loop").symlink_to(tmp_path / "top")  # would walk forever
+    found = [s.path.relative_to(tmp_path).as_posix() for s in expand_inputs([str(tmp_path / "top")])]
+    assert found == ["top/y.txt", "top/linked/x.txt"]
+
+
+def test_a_folder_that_cannot_be_read_is_an_error(tmp_path, monkeypatch):
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "ok" / "a.txt").write_text("a")
+    (tmp_path / "locked").mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path).endswith("locked"):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)  # as root, chmod 000 would not stop us
+    with pytest.raises(InputError, match="locked: cannot read the folder \\(Permission denied\\)"):
+        expand_inputs([str(tmp_path)])
 
 
 def test_globs_files_and_order(tmp_path):
@@ -209,6 +237,48 @@ def test_text_reader_matches_a_reference_on_bytes(scratch_file, case, chunk_char
         assert bad.count == 0
 
 
+def test_text_gz_and_zst(tmp_path):
+    body = "".join(f"line {i} é\n" for i in range(5000))
+    with gzip.open(tmp_path / "a.txt.gz", "wt", encoding="utf-8") as f:
+        f.write(body)
+    (tmp_path / "a.txt.zst").write_bytes(zstandard.ZstdCompressor().compress(body.encode()))
+    expected = body.splitlines()
+    for name in ["a.txt.gz", "a.txt.zst"]:
+        [source] = expand_inputs([str(tmp_path / name)])
+        assert docs_of(read_text(source)) == expected
+
+
+def test_zst_with_several_frames_and_without_content_size(tmp_path):
+    c = zstandard.ZstdCompressor()
+    p = tmp_path / "multi.txt.zst"
+    p.write_bytes(b"".join(c.compress(f"frame {i}\n".encode() * 3) for i in range(4)))
+    assert docs_of(read_text(text_source(p))) == [f"frame {i}" for i in range(4) for _ in range(3)]
+    out = io.BytesIO()
+    with c.stream_writer(out, closefd=False) as w:
+        for i in range(2000):
+            w.write(f"streamed {i}\n".encode())
+    p.write_bytes(out.getvalue())
+    assert docs_of(read_text(text_source(p))) == [f"streamed {i}" for i in range(2000)]
+
+
+@pytest.mark.parametrize("name", ["a.txt.gz", "a.jsonl.gz", "a.txt.zst", "a.jsonl.zst"])
+def test_truncated_or_corrupt_compressed_files_are_input_errors(tmp_path, name):
+    body = "".join(json.dumps({"text": f"line {i} " * 20}) + "\n" for i in range(3000)).encode()
+    packed = gzip.compress(body) if name.endswith(".gz") else zstandard.ZstdCompressor().compress(body)
+    source = text_source(tmp_path / name)
+    middle = len(packed) // 2
+    broken = [packed[:middle], b"garbage" * 10]  # cut off; not compressed at all
+    if name.endswith(".gz"):
+        # Bytes of the deflate data flipped: zlib's own error ("invalid code lengths set").
+        broken.append(packed[:12] + bytes([packed[12] ^ 0xFF]) + packed[13:])
+    read = read_text if ".txt" in name else read_jsonl
+    for data in broken:
+        source.path.write_bytes(data)
+        with pytest.raises(InputError, match=re.escape(name) + r": cannot read"):
+            docs_of(read(source))
+
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     text=st.text(alphabet="ab\n|", max_size=60),
@@ -296,6 +366,7 @@ def test_jsonl_reads_the_text_field(tmp_path):
         ("[1, 2]", "expected a JSON object, got list"),
         ('{"body": "x"}', "no 'text' field (fields: body)"),
         ('{"text": 5}', "field 'text' is a int, expected a string"),
+        ("[" * 100_000, "not readable JSON (nested too deeply)"),
     ],
 )
 def test_jsonl_bad_lines_name_file_and_line(tmp_path, line, message):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import re
 import shutil
 import signal
 import sys
@@ -49,7 +50,7 @@ documents:
   to measure compression on; --holdout 0 trains on everything.
 
 output:
-  -o DIR writes DIR/ (tokenizer.tiktoken + tokenizer.json, for bpeforge.Tokenizer.load)
+  -o DIR writes DIR/ (tokenizer.tiktoken + tokenizer.json + token_bytes.npy, for bpeforge.Tokenizer.load)
   and DIR.tiktoken beside it (the ranks alone, for tiktoken.load.load_tiktoken_bpe). An -o
   ending in .tiktoken names that file, and the folder is the same name without it. Both
   appear only once training succeeded (written to a temporary folder, then renamed).
@@ -145,25 +146,22 @@ def parse_special_tokens(text: Optional[str]) -> List[str]:
     return names
 
 
-_REGEX_CHARS = set("\\[](){}|?*+^$")
-
-
 def parse_pattern(text: Optional[str]) -> Tuple[str, str]:
     """(regex, label) for a ``--pattern``: a preset name or a regex. A word that is not a preset
     is taken for a misspelt preset rather than a regex (which would match only itself)."""
     from . import _core
+
+    from .tokenizer import resolve_pattern
 
     presets = dict(_core.PRESETS)
     if text is None:
         return _core.DEFAULT_PATTERN, "gpt4 (the default)"
     if text in presets:
         return presets[text], text
-    if not (set(text) & _REGEX_CHARS):
-        raise CLIError(
-            f"--pattern {text!r}: no such preset (choose from {', '.join(presets)}); a regex needs at least one of "
-            + "\\ [ ] ( ) { } | ? * + ^ $",
-            EXIT_USAGE,
-        )
+    try:
+        resolve_pattern(text)  # refuses a word that is neither a preset nor a regex
+    except ValueError as e:
+        raise CLIError(f"--pattern {e}", EXIT_USAGE) from None
     try:
         _core.check_pattern(text)  # compiles, and never matches an empty string
     except ValueError as e:
@@ -265,7 +263,8 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
         metavar="N",
         help=f"final vocabulary size, 256 bytes + merges + special tokens (default {DEFAULT_VOCAB_SIZE})",
     )
-    p.add_argument("--input-format", choices=["text", "jsonl", "parquet"], help="format of every input (default: from the extension)")
+    p.add_argument("--input-format", choices=["text", "jsonl", "parquet"], help="format of every input file named (default: from the extension); in folders, only the files "
+                   "whose extension is of that format are read, hidden ones skipped")
     p.add_argument("--text-column", default="text", metavar="NAME", help="JSONL field / Parquet column holding the text (default: text)")
     p.add_argument("--doc-separator", metavar="SEP", help=r"split text files on SEP (escapes decoded) instead of lines; '' = one document per file")
     p.add_argument("--pattern", metavar="PRESET|REGEX", help="split pattern: a preset (gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base) or a regex (default gpt4)")
@@ -500,6 +499,11 @@ def run_train(args: argparse.Namespace) -> int:
             raise
         progress.close()
         if corpus.documents == 0:
+            if corpus.heldout:
+                raise CLIError(
+                    f"no documents to train on: all {len(corpus.heldout):,} were held out to measure compression "
+                    f"(--holdout {args.holdout}); use a larger --holdout, or --holdout 0"
+                )
             raise CLIError("no documents to train on: the inputs hold no text" + _bad_lines_note(corpus))
 
         stats = dict(trainer.stats)
@@ -749,8 +753,17 @@ class _sigint_deferred:
 
 
 def _token_text(token: bytes) -> str:
-    """A token's bytes for display: decoded as UTF-8 where it can be, else escaped."""
-    return repr(token.decode("utf-8", "backslashreplace"))
+    r"""A token's bytes for display, as a Python literal: decoded as UTF-8 where it can be, and
+    each byte that is not (part of a character cut by the token's edge) as ``\xNN``.
+
+    >>> print(_token_text(b"hi"), _token_text("é".encode()[:1]), _token_text(b"a\\udcff" + b"\xff"))
+    'hi' '\xc3' 'a\\udcff\xff'
+    """
+    # A byte that is not UTF-8 decodes to U+DC80..U+DCFF, which repr shows as \udcNN. A
+    # backslash of the text itself is doubled there, so a \udcNN after an even run of
+    # backslashes (none included) is one of those bytes.
+    shown = repr(token.decode("utf-8", "surrogateescape"))
+    return re.sub(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])", r"\1\\x\2", shown)
 
 
 def _peak_memory() -> Optional[int]:

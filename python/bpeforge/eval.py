@@ -395,10 +395,13 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("tokenizers", nargs="+", metavar="TOKENIZER", help="tokenizers to compare (see below)")
     p.add_argument(
         "--text", dest="texts", nargs="+", action="extend", required=True, metavar="FILE",
-        help="UTF-8 text files to encode, each as one text ('-' reads standard input)",
+        help="UTF-8 text files to encode, each as one text ('-' reads standard input); they take every "
+        "argument up to the next option, so give them after the tokenizers (or end them with --)",
     )
     p.add_argument("--pattern", default=None, help="split pattern for .tiktoken files given without :PATTERN (preset name or regex)")
-    p.add_argument("--threads", type=int, default=8, help="threads to encode with (default 8)")
+    from .cli import _int_at_least
+
+    p.add_argument("--threads", type=_int_at_least(1, "--threads", 1024), default=8, help="threads to encode with (default 8)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
     p.add_argument(
         "--color", choices=["auto", "always", "never"], default="auto",
@@ -452,8 +455,6 @@ def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
 def run_eval(args: argparse.Namespace) -> int:
     """Runs ``bpeforge eval`` with parsed ``args``; prints the table (or JSON) on standard
     output and returns the exit code. Problems raise the CLI's one-line error."""
-    if args.threads < 1:
-        raise _error(f"--threads must be at least 1, got {args.threads}")
     texts = _read_texts(args.texts)
     tokenizers: Dict[str, Tokenizer] = {}
     for name, spec in _named_tokenizers(args.tokenizers):

@@ -42,6 +42,7 @@ import re
 import sys
 import sysconfig
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence
@@ -108,10 +109,21 @@ def _source(path: Path, input_format: Optional[str]) -> Source:
 
 
 def _walk(folder: Path, input_format: Optional[str]) -> List[Path]:
-    """Files under ``folder`` (recursively, hidden ones skipped, sorted) of a known format, or
-    of ``input_format`` when it is given."""
+    """Files under ``folder`` (recursively, following links to folders but never into one
+    twice, hidden ones skipped, sorted) of a known format, or of ``input_format`` when it is
+    given. A folder that cannot be read is an :class:`InputError`."""
     found = []
-    for root, dirs, files in os.walk(folder):
+    seen = set()  # the real paths of the folders walked: a link back up is not walked again
+
+    def unreadable(e: OSError) -> None:
+        raise InputError(f"{e.filename}: cannot read the folder ({e.strerror or e})")
+
+    for root, dirs, files in os.walk(folder, onerror=unreadable, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         for name in sorted(files):
             if name.startswith("."):
@@ -257,7 +269,7 @@ class _ZstdReader(io.RawIOBase):
 
 
 def _decompression_errors() -> tuple:
-    errors: list = [EOFError, gzip.BadGzipFile, OSError]
+    errors: list = [EOFError, gzip.BadGzipFile, OSError, zlib.error]
     try:
         import zstandard
 
@@ -471,6 +483,8 @@ def read_jsonl(
                     problem = f"not valid UTF-8 ({e.reason} at byte {e.start})"
                 except ValueError as e:
                     problem = f"not valid JSON ({e})"
+                except RecursionError:
+                    problem = "not readable JSON (nested too deeply)"
                 else:
                     if not isinstance(obj, dict):
                         problem = f"expected a JSON object, got {type(obj).__name__}"

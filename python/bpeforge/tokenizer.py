@@ -28,18 +28,33 @@ NANOCHAT_SPECIAL_TOKENS: tuple = (
 """nanochat's nine special tokens, the default for :meth:`Tokenizer.train_from_iterator`."""
 
 
+_REGEX_CHARS = frozenset("\\[](){}|?*+^$.")
+
+
 def resolve_pattern(pattern: Optional[str]) -> str:
     """The split pattern for ``pattern``: ``None`` is GPT-4's, a preset name is that preset's,
-    anything else is taken as a regex.
+    anything else is taken as a regex. A string without any regex syntax (which would split
+    out only copies of itself) is taken for a misspelt preset name: a ValueError.
 
     >>> resolve_pattern("nanochat") == resolve_pattern(None).replace("{1,3}", "{1,2}")
     True
+    >>> resolve_pattern("gtp4")
+    Traceback (most recent call last):
+    ValueError: 'gtp4': no such preset (choose from gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base); a regex needs at least one of \\ [ ] ( ) { } | ? * + ^ $ .
     """
     if pattern is None:
         return _core.DEFAULT_PATTERN
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str or None, got {type(pattern).__name__}")
-    return dict(_core.PRESETS).get(pattern, pattern)
+    presets = dict(_core.PRESETS)
+    if pattern in presets:
+        return presets[pattern]
+    if not set(pattern) & _REGEX_CHARS:
+        raise ValueError(
+            f"{pattern!r}: no such preset (choose from {', '.join(presets)}); a regex needs at least one of "
+            + " ".join(sorted(_REGEX_CHARS, key="\\[](){}|?*+^$.".index))
+        )
+    return pattern
 
 
 def early_stop_reason(min_frequency: int) -> str:

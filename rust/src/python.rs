@@ -470,10 +470,24 @@ fn check_ranks(py: Python<'_>, ranks: Vec<(Vec<u8>, u64)>) -> PyResult<()> {
     py.detach(|| check_ranks_core(&ranks)).map_err(to_py)
 }
 
-/// The splitter of a `pattern` argument: a preset's name (see `PRESETS`) or a regex.
+/// The splitter of a `pattern` argument: a preset's name (see `PRESETS`) or a regex. A string
+/// with no regex syntax at all (which would split out only copies of itself) is taken for a
+/// misspelt preset name, as in the Python package.
 fn splitter_arg(pattern: &str) -> PyResult<Splitter> {
-    let regex = presets::PRESETS.iter().find(|(name, _)| *name == pattern).map_or(pattern, |(_, regex)| regex);
-    checked_splitter(regex)
+    if let Some((_, regex)) = presets::PRESETS.iter().find(|(name, _)| *name == pattern) {
+        return checked_splitter(regex);
+    }
+    const SYNTAX: &str = "\\[](){}|?*+^$.";
+    if !pattern.chars().any(|c| SYNTAX.contains(c)) {
+        let names: Vec<&str> = presets::PRESETS.iter().map(|(name, _)| *name).collect();
+        let syntax: Vec<String> = SYNTAX.chars().map(String::from).collect();
+        return Err(PyValueError::new_err(format!(
+            "{pattern:?}: no such preset (choose from {}); a regex needs at least one of {}",
+            names.join(", "),
+            syntax.join(" ")
+        )));
+    }
+    checked_splitter(pattern)
 }
 
 /// The splitter of a regex that compiles and never matches an empty string (tiktoken panics on

@@ -1,5 +1,7 @@
 """Every bad input gives a Python exception that names the problem, and leaves objects usable."""
 
+import re
+
 import pytest
 
 import bpeforge
@@ -375,3 +377,25 @@ def test_trainer_refuses_a_single_str():
 def test_evaluate_checks_num_threads():
     with pytest.raises(ValueError, match="num_threads must be a positive int, got 0"):
         bpeforge.evaluate([bpeforge.Tokenizer(BYTES)], ["hi"], num_threads=0)
+
+
+@pytest.mark.parametrize(
+    "ranks, kind, message",
+    [
+        ({"a": 0}, TypeError, "a token is str"),
+        ({b"a": 1.0}, TypeError, "the rank of b'a' is 1.0"),
+        ({b"a": True}, TypeError, "the rank of b'a' is True"),
+        ({**BYTES, b"ab": -1}, ValueError, "rank -1 of b'ab' is out of range: 257 ranks must be 0 to 256"),
+        ({**BYTES, b"ab": 2**70}, ValueError, "257 ranks must be 0 to 256"),
+    ],
+)
+def test_bad_ranks_name_the_problem(ranks, kind, message):
+    with pytest.raises(kind, match=re.escape(message)):
+        bpeforge.Tokenizer(ranks)
+
+
+def test_render_for_completion_needs_a_user_message():
+    tok = bpeforge.Tokenizer.train_from_iterator(["hello world"] * 3, 300)
+    conversation = [{"role": "system", "content": "be brief"}, {"role": "assistant", "content": "hi"}]
+    with pytest.raises(ValueError, match="only a system message before the assistant message"):
+        tok.render_for_completion(conversation)

@@ -332,6 +332,11 @@ def render_for_completion(tokenizer: "Tokenizer", conversation: Any, max_tokens:
         )
     if len(messages) == 1:
         raise ValueError("the conversation has no messages before the assistant message to complete")
+    if len(messages) == 2 and messages[0]["role"] == "system":
+        raise ValueError(
+            "the conversation has only a system message before the assistant message to complete: "
+            "a user message must follow the system message"
+        )
     ids, _ = render_conversation(tokenizer, messages[:-1], max_tokens)
     ids.append(tokenizer.encode_special(ASSISTANT_START))
     return ids
@@ -449,7 +454,11 @@ def read_token_bytes(path: Union[str, os.PathLike], as_numpy: bool = False) -> A
         descr, shape = header["descr"], header["shape"]
     except (ValueError, SyntaxError, KeyError, TypeError):
         raise TokenizerFileError(f"{path}: bad .npy header") from None
-    if descr != "<i4" or header.get("fortran_order") or not (isinstance(shape, tuple) and len(shape) == 1):
+    if (
+        descr != "<i4"
+        or header.get("fortran_order")
+        or not (isinstance(shape, tuple) and len(shape) == 1 and isinstance(shape[0], int) and shape[0] >= 0)
+    ):
         raise TokenizerFileError(f"{path}: expected a 1-D little-endian int32 array, got {descr} of shape {shape}")
     body = data[10 + header_len :]
     if len(body) != 4 * shape[0]:

@@ -145,6 +145,13 @@ class Tokenizer:
         name: str = "bpeforge",
     ) -> None:
         ranks = dict(mergeable_ranks)
+        for token, rank in ranks.items():
+            if not isinstance(token, bytes):
+                raise TypeError(f"mergeable_ranks must map bytes to int ranks; a token is {type(token).__name__}: {token!r}")
+            if not isinstance(rank, int) or isinstance(rank, bool):
+                raise TypeError(f"mergeable_ranks must map bytes to int ranks; the rank of {token!r} is {rank!r}")
+            if not 0 <= rank < len(ranks):
+                raise ValueError(f"invalid mergeable ranks: rank {rank} of {token!r} is out of range: {len(ranks)} ranks must be 0 to {len(ranks) - 1}")
         _core.check_ranks(list(ranks.items()))
         self._pattern = resolve_pattern(pattern)
         _core.check_pattern(self._pattern)  # a clear ValueError, before tiktoken fails or panics

@@ -76,7 +76,9 @@ pub fn check_ranks(ranks: &[(Vec<u8>, u64)]) -> Result<(), Error> {
         let slot = usize::try_from(*rank)
             .ok()
             .and_then(|r| by_rank.get_mut(r))
-            .ok_or_else(|| Error::InvalidRanks(format!("rank {rank} is out of range: {} ranks must be 0..{}", ranks.len(), ranks.len())))?;
+            .ok_or_else(|| {
+                Error::InvalidRanks(format!("rank {rank} is out of range: {} ranks must be 0 to {}", ranks.len(), ranks.len().saturating_sub(1)))
+            })?;
         if slot.is_some() {
             return Err(Error::InvalidRanks(format!("rank {rank} is given twice")));
         }

@@ -154,13 +154,16 @@ def test_encode_special_unknown_name():
 def test_tokenizer_progress_callback_and_stats():
     events = []
     tok = bpeforge.Tokenizer.train_from_iterator(
-        ["the quick brown fox jumps over the lazy dog"] * 20, 280, progress=lambda p, i: events.append((p, dict(i)))
+        ["the quick brown fox jumps over the lazy dog"] * 20, 280, progress=lambda p, i: events.append((p, dict(i))), num_threads=1
     )
     assert events[0][0] == "count" and events[0][1]["texts"] == 20
     merges = [i for p, i in events if p == "merge"]
     assert merges[-1]["done"] == merges[-1]["total"] == 280 - 256 - len(bpeforge.NANOCHAT_SPECIAL_TOKENS)
     assert tok.training_stats["texts"] == 20
     assert tok.training_stats["bytes"] == 20 * 43
+    # The last count report comes once everything is counted: here one batch, one thread.
+    counts = [i for p, i in events if p == "count"]
+    assert counts[-1]["spans"] == tok.training_stats["distinct_spans"] == 9  # "the" and " the" differ
 
 
 def test_tokenizer_progress_true_writes_to_stderr(capsys):

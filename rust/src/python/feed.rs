@@ -113,12 +113,13 @@ fn push_item(py: Python<'_>, item: &Bound<'_, PyAny>, position: u64, feeder: &mu
     Ok(())
 }
 
-/// Calls the progress callback, if any, with what was handed on so far.
-fn report_count(py: Python<'_>, progress: Option<&Py<PyAny>>, feeder: &Feeder<'_>, spans_seen: &AtomicUsize) -> PyResult<()> {
+/// Calls the progress callback, if any, with the texts and bytes handed on so far and a lower
+/// bound of the distinct spans counted so far.
+fn report_count(py: Python<'_>, progress: Option<&Py<PyAny>>, texts: u64, bytes: u64, spans: usize) -> PyResult<()> {
     report(py, progress, "count", &[
-        ("texts", feeder.out.texts.into_pyobject(py)?.into_any().unbind()),
-        ("bytes", feeder.out.bytes.into_pyobject(py)?.into_any().unbind()),
-        ("spans", spans_seen.load(Ordering::Relaxed).into_pyobject(py)?.into_any().unbind()),
+        ("texts", texts.into_pyobject(py)?.into_any().unbind()),
+        ("bytes", bytes.into_pyobject(py)?.into_any().unbind()),
+        ("spans", spans.into_pyobject(py)?.into_any().unbind()),
     ])
 }
 
@@ -130,7 +131,7 @@ pub(super) struct Counted {
 }
 
 /// Splits and counts the texts of `iterator` (see the module's comment), reporting progress
-/// after each item that filled a batch (an item may fill several) and at the end, and
+/// after each item that filled a batch (an item may fill several) and once all is counted, and
 /// stopping on Ctrl-C or on the first error.
 pub(super) fn count_iterator(
     py: Python<'_>,
@@ -179,7 +180,7 @@ pub(super) fn count_iterator(
                 if feeder.out.sent != reported {
                     reported = feeder.out.sent;
                     py.check_signals()?;
-                    report_count(py, progress, &feeder, spans_seen)?;
+                    report_count(py, progress, feeder.out.texts, feeder.out.bytes, spans_seen.load(Ordering::Relaxed))?;
                 }
             }
             // The last batch is counted on every thread: no one feeds any more.
@@ -187,8 +188,7 @@ pub(super) fn count_iterator(
             if !feeder.batch().is_empty() {
                 py.detach(|| feeder.flush());
             }
-            py.check_signals()?;
-            report_count(py, progress, &feeder, spans_seen)
+            py.check_signals()
         })();
         if fed.is_err() {
             stop.store(true, Ordering::SeqCst); // don't finish counting what no one will use
@@ -200,6 +200,10 @@ pub(super) fn count_iterator(
             .detach(|| worker.join())
             .map_err(|_| PyRuntimeError::new_err("internal error while counting (a bpeforge bug: please report it)"))?;
         fed?;
-        Ok(Counted { counts: counted.map_err(to_py)?, texts, bytes })
+        let counts = counted.map_err(to_py)?;
+        // The last report comes once everything is counted, so its spans are those of the
+        // whole corpus (as a lower bound: the threads' tables are not joined yet).
+        report_count(py, progress, texts, bytes, counts.len_at_least())?;
+        Ok(Counted { counts, texts, bytes })
     })
 }

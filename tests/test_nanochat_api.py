@@ -44,6 +44,27 @@ def test_nanochat_method_names_exist(tok):
         assert callable(getattr(tok, name)), name
 
 
+def test_nanochat_attributes_and_lookups(tok):
+    import fractions
+
+    assert tok.enc is tok.encoding and tok.bos_token_id == tok.get_bos_token_id()
+    # encode_special is tiktoken's encode_single_token there: any single token's text or bytes.
+    assert tok.encode_special("a") == tok.encode_special(b"a") == ord("a")
+    assert tok.encode_special(b"<|bos|>") == tok.get_bos_token_id()
+    assert tok.encode("x", prepend="a") == [ord("a"), ord("x")]
+    with pytest.raises(KeyError, match="not a special token"):
+        tok.encode_special("not one token at all")
+
+    class Index:  # as a NumPy integer or a 0-d tensor: an int by __index__
+        def __index__(self):
+            return ord("h")
+
+    assert tok.id_to_token(Index()) == "h"
+    with pytest.raises(TypeError, match="got Fraction"):
+        tok.id_to_token(fractions.Fraction(1, 2))
+    assert tok.encode(["ab", "c"], num_threads=None) == tok.encode(["ab", "c"])  # tiktoken's default
+
+
 def test_vocab_and_special_tokens(tok):
     assert tok.get_vocab_size() == tok.n_vocab == 320
     assert tok.get_special_tokens() == set(bpeforge.NANOCHAT_SPECIAL_TOKENS)

@@ -34,6 +34,7 @@ tokens, never the special token.
 from __future__ import annotations
 
 import ast
+import operator
 import os
 import struct
 from pathlib import Path
@@ -112,14 +113,15 @@ def encode(
     for i, t in enumerate(text):
         if not isinstance(t, str):
             raise TypeError(f"text[{i}] must be a str, got {type(t).__name__}")
-    if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-        raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
+    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
+        raise ValueError(f"num_threads must be a positive int or None (tiktoken's default), got {num_threads!r}")
     if not text:
         return []
     from .tokenizer import tiktoken_errors
 
+    threads = {} if num_threads is None else {"num_threads": num_threads}
     with tiktoken_errors():
-        batch = enc.encode_ordinary_batch(list(text), num_threads=num_threads)
+        batch = enc.encode_ordinary_batch(list(text), **threads)
     head = [] if prepend_id is None else [prepend_id]
     tail = [] if append_id is None else [append_id]
     if head or tail:
@@ -138,9 +140,14 @@ def bos_token_id(tokenizer: "Tokenizer") -> int:
 
 
 def id_to_token(tokenizer: "Tokenizer", token_id: int) -> str:
-    """The text of one token (U+FFFD where its bytes are not whole UTF-8 characters)."""
-    if isinstance(token_id, bool) or not isinstance(token_id, int):
-        raise TypeError(f"a token id must be an int, got {type(token_id).__name__}")
+    """The text of one token (U+FFFD where its bytes are not whole UTF-8 characters). The id may
+    be any integer type (a NumPy integer, a 0-d tensor: whatever has ``__index__``)."""
+    if isinstance(token_id, bool):
+        raise TypeError("a token id must be an int, got bool")
+    try:
+        token_id = operator.index(token_id)
+    except TypeError:
+        raise TypeError(f"a token id must be an int, got {type(token_id).__name__}") from None
     if not 0 <= token_id < tokenizer.n_vocab:
         raise KeyError(f"token id {token_id} is out of range: ids run from 0 to {tokenizer.n_vocab - 1}")
     return tokenizer.encoding.decode([token_id])

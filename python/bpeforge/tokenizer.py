@@ -305,12 +305,18 @@ class Tokenizer:
         except BaseException as e:
             raise _tiktoken_failure(e) from None
 
-    def encode_special(self, name: str) -> int:
-        """The id of special token ``name``; KeyError names the known ones if it is not one."""
+    def encode_special(self, name: Union[str, bytes]) -> int:
+        """The id of special token ``name``. As nanochat's (tiktoken's ``encode_single_token``),
+        the text (or bytes) of any single token gives its id too. KeyError names the special
+        tokens if ``name`` is no token."""
         try:
             return self._special_tokens[name]
-        except KeyError:
-            raise KeyError(f"{name!r} is not a special token; known: {sorted(self._special_tokens)}") from None
+        except (KeyError, TypeError):
+            pass
+        try:
+            return self._encoding.encode_single_token(name)
+        except (KeyError, TypeError):
+            raise KeyError(f"{name!r} is not a special token (nor a single token); special tokens: {sorted(self._special_tokens)}") from None
 
     def decode(self, ids: Sequence[int]) -> str:
         """Decodes ids to text (invalid UTF-8 from partial sequences becomes U+FFFD)."""
@@ -388,6 +394,16 @@ class Tokenizer:
         from .chat import id_to_token
 
         return id_to_token(self, id)
+
+    @property
+    def enc(self) -> tiktoken.Encoding:
+        """nanochat's name for :attr:`encoding`."""
+        return self._encoding
+
+    @property
+    def bos_token_id(self) -> int:
+        """nanochat's attribute for :meth:`get_bos_token_id`."""
+        return self.get_bos_token_id()
 
     def get_bos_token_id(self) -> int:
         """The id of ``<|bos|>`` (or of ``<|endoftext|>`` for a tokenizer without ``<|bos|>``)."""

@@ -188,6 +188,16 @@ def test_text_not_utf8_is_an_error_naming_the_line_or_skipped(tmp_path):
     assert "document 5: not valid UTF-8 (byte 0xed)" in bad.examples[1]
 
 
+@pytest.mark.parametrize("chunk_bytes", [3, 7, 64, None])
+def test_the_line_of_a_byte_that_is_not_utf8_is_exact_across_chunks(tmp_path, chunk_bytes):
+    p = tmp_path / "a.txt"
+    p.write_bytes("".join(f"line {i} é\r\n" for i in range(1, 1000)).encode() + b"caf\xe9\nmore\n")
+    with pytest.raises(InputError, match=r"a\.txt:1000: not valid UTF-8 \(byte 0xe9\)"):
+        docs_of(read_text(text_source(p), chunk_bytes=chunk_bytes))
+    with pytest.raises(InputError, match=r"a\.txt:1000: not valid UTF-8"):
+        docs_of(read_text(text_source(p), "\r\n", chunk_bytes=chunk_bytes))
+
+
 @st.composite
 def text_bytes_and_separator(draw):
     """File bytes made of UTF-8 text, separators, \r\n, bytes that are not UTF-8 and a byte-order
@@ -219,12 +229,12 @@ def reference_documents(data: bytes, sep: str) -> list:
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=text_bytes_and_separator(), chunk_chars=st.integers(1, 9))
-def test_text_reader_matches_a_reference_on_bytes(scratch_file, case, chunk_chars):
+@given(case=text_bytes_and_separator(), chunk_bytes=st.integers(1, 9))
+def test_text_reader_matches_a_reference_on_bytes(scratch_file, case, chunk_bytes):
     data, sep = case
     scratch_file.write_bytes(data)
     bad = inputs.BadLines()
-    got = docs_of(read_text(text_source(scratch_file), sep, chunk_chars=chunk_chars, skip_bad_lines=True, bad_lines=bad))
+    got = docs_of(read_text(text_source(scratch_file), sep, chunk_bytes=chunk_bytes, skip_bad_lines=True, bad_lines=bad))
     assert got == reference_documents(data, sep)
     not_utf8 = data[3:] if data.startswith(b"\xef\xbb\xbf") else data
     try:
@@ -232,7 +242,7 @@ def test_text_reader_matches_a_reference_on_bytes(scratch_file, case, chunk_char
     except UnicodeDecodeError:
         assert bad.count > 0
         with pytest.raises(InputError, match="not valid UTF-8"):
-            docs_of(read_text(text_source(scratch_file), sep, chunk_chars=chunk_chars))
+            docs_of(read_text(text_source(scratch_file), sep, chunk_bytes=chunk_bytes))
     else:
         assert bad.count == 0
 
@@ -295,11 +305,11 @@ def test_separator_straddling_chunks_after_a_short_document(tmp_path):
     # The first 1 MiB chunk ends with "<|endoftext|>abc<|endo": the unfinished document "abc<|endo"
     # is shorter than the separator, which the next chunk completes.
     sep = "<|endoftext|>"
-    head = "x" * (inputs.CHUNK_CHARS - len(sep + "abc<|endo")) + sep + "abc<|endo"
-    assert len(head) == inputs.CHUNK_CHARS
+    head = "x" * (inputs.CHUNK_BYTES - len(sep + "abc<|endo")) + sep + "abc<|endo"
+    assert len(head) == inputs.CHUNK_BYTES
     p = tmp_path / "a.txt"
     p.write_text(head + "ftext|>def")
-    assert docs_of(read_text(text_source(p), sep)) == ["x" * (inputs.CHUNK_CHARS - 22), "abc", "def"]
+    assert docs_of(read_text(text_source(p), sep)) == ["x" * (inputs.CHUNK_BYTES - 22), "abc", "def"]
 
 
 # No \r: one document per line reads \r\n as \n (checked above); no U+FEFF, dropped at the start.
@@ -327,18 +337,18 @@ def scratch_file(tmp_path_factory):
 
 
 @settings(max_examples=300, deadline=None)
-@given(case=text_and_separator(), chunk_chars=st.integers(1, 16))
-@example(case=("1234567<|endoftext|>abc<|endoftext|>def", "<|endoftext|>"), chunk_chars=7)
-@example(case=("<|endoftext|>abc<|endoftext|>def", "<|endoftext|>"), chunk_chars=22)
-def test_chunked_reader_matches_str_split(scratch_file, case, chunk_chars):
+@given(case=text_and_separator(), chunk_bytes=st.integers(1, 16))
+@example(case=("1234567<|endoftext|>abc<|endoftext|>def", "<|endoftext|>"), chunk_bytes=7)
+@example(case=("<|endoftext|>abc<|endoftext|>def", "<|endoftext|>"), chunk_bytes=22)
+def test_chunked_reader_matches_str_split(scratch_file, case, chunk_bytes):
     text, sep = case
     scratch_file.write_bytes(text.encode("utf-8"))
-    got = docs_of(read_text(text_source(scratch_file), sep, chunk_chars=chunk_chars))
+    got = docs_of(read_text(text_source(scratch_file), sep, chunk_bytes=chunk_bytes))
     assert got == [d for d in text.split(sep) if d]  # empty documents are skipped
 
 
 def test_long_document_across_many_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(inputs, "CHUNK_CHARS", 16)
+    monkeypatch.setattr(inputs, "CHUNK_BYTES", 16)
     p = tmp_path / "a.txt"
     p.write_text("x" * 1000 + "\n" + "y" * 10)
     assert docs_of(read_text(text_source(p))) == ["x" * 1000, "y" * 10]

@@ -1,6 +1,6 @@
 """Reading training documents: text, JSONL and Parquet files, folders and globs, ``.gz``/``.zst``.
 
-Everything streams: text is read in 1 MB chunks, JSONL line by line, Parquet by record batches
+Everything streams: text is read in 1 MiB chunks, JSONL line by line, Parquet by record batches
 (through pyarrow), so memory stays bounded whatever the size of the corpus. Readers yield
 *batches* (lists of str, or for Parquet with ``arrow=True`` pyarrow string arrays), which
 :meth:`bpeforge.Trainer.train_from_iterator` takes as they are: an Arrow array reaches Rust
@@ -33,6 +33,7 @@ Conventions:
 
 from __future__ import annotations
 
+import codecs
 import glob
 import gzip
 import io
@@ -58,7 +59,7 @@ EXTENSIONS = {
 }
 COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 
-CHUNK_CHARS = 1 << 20  # text is read this many characters at a time
+CHUNK_BYTES = 1 << 20  # text is read this many bytes at a time
 BATCH_DOCS = 1024  # documents per batch handed on (JSONL lines, Parquet rows)
 BATCH_CHARS = 4 << 20  # ... or fewer, once a batch holds this many characters
 
@@ -324,97 +325,135 @@ def _split_stream(chunks: Iterator[str], sep: str) -> Iterator[List[str]]:
 
 
 # Bytes that are not UTF-8, as the "surrogateescape" error handler decodes them (U+DC80..U+DCFF;
-# a strict UTF-8 decoder gives no other surrogate, so any surrogate here is such a byte).
+# a strict UTF-8 decoder gives no other surrogate, so any surrogate here is such a byte). Only
+# searched for in text known to hold some: the search is slow next to decoding.
 _NOT_UTF8 = re.compile("[\udc80-\udcff]")
-
-
-def _crlf_as_lf(chunks: Iterator[str]) -> Iterator[str]:
-    """The chunks with each ``\r\n`` read as ``\n`` (also where a chunk ends between the two);
-    a lone ``\r`` stays."""
-    carry = ""
-    for chunk in chunks:
-        chunk = carry + chunk
-        carry = ""
-        if chunk.endswith("\r"):
-            carry, chunk = "\r", chunk[:-1]
-        if "\r\n" in chunk:
-            chunk = chunk.replace("\r\n", "\n")
-        yield chunk
-    if carry:
-        yield carry
 
 
 def _not_utf8_byte(char: str) -> str:
     return f"0x{ord(char) - 0xDC00:02x}"
 
 
+def _newlines_in_first(source: Source, n: int) -> int:
+    """How many ``\n`` the first ``n`` bytes of ``source`` hold (read again: only for an error
+    message, so that reading need not count lines)."""
+    count = 0
+    with open_binary(source) as f:
+        while n > 0:
+            data = f.read(min(n, CHUNK_BYTES))
+            if not data:
+                break
+            count += data.count(b"\n")
+            n -= len(data)
+    return count
+
+
+class _Decoder:
+    """Decodes a text file's bytes, chunk by chunk, as UTF-8: strictly (the fast path), and where
+    a chunk holds bytes that are not UTF-8 either raising :class:`InputError` naming the line
+    or (``lenient``) decoding them as U+DC80..U+DCFF and counting them in :attr:`unseen`. A
+    UTF-8 byte-order mark opening the file is dropped, and with ``crlf`` each ``\r\n`` is read
+    as ``\n`` (on the bytes, where finding a ``\r`` costs next to nothing)."""
+
+    def __init__(self, source: Source, lenient: bool, crlf: bool) -> None:
+        self.source, self.lenient, self.crlf = source, lenient, crlf
+        self.unseen = 0  # bytes that are not UTF-8, decoded and not yet found in a document
+        self._read = 0  # bytes read before the current chunk
+        self._carry = b""  # the unfinished end of the last chunk: part of a character, or a \r
+        self._start = True
+        # Standard input cannot be read again for an error's line number: count as it comes.
+        self._lines = 0 if str(source.path) == "-" else None
+
+    def decode(self, chunk: bytes, final: bool = False) -> str:
+        read_before, self._read = self._read, self._read + len(chunk)
+        data = self._carry + chunk if self._carry else chunk
+        if self._start:
+            if len(data) < 3 and not final and b"\xef\xbb\xbf".startswith(data):
+                self._carry = data  # maybe the start of a byte-order mark: wait for more
+                return ""
+            self._start = False
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+        held = b""
+        if self.crlf and b"\r" in data:
+            if data.endswith(b"\r") and not final:
+                data, held = data[:-1], b"\r"  # maybe the first half of a \r\n
+            data = data.replace(b"\r\n", b"\n")
+        try:
+            text, used = codecs.utf_8_decode(data, "strict", final)
+        except UnicodeDecodeError as e:
+            if not self.lenient:
+                # The carried bytes hold no \n: the lines before are those of the bytes read.
+                before = self._lines if self._lines is not None else _newlines_in_first(self.source, read_before)
+                line = before + data.count(b"\n", 0, e.start) + 1
+                raise InputError(
+                    f"{self.source.path}:{line}: not valid UTF-8 (byte 0x{data[e.start]:02x}); convert the file to UTF-8, "
+                    "or use --skip-bad-lines to skip the documents that hold such bytes"
+                ) from None
+            text, used = codecs.utf_8_decode(data, "surrogateescape", final)
+            self.unseen += len(_NOT_UTF8.findall(text))
+        self._carry = data[used:] + held
+        if self._lines is not None:
+            self._lines += data.count(b"\n", 0, used)
+        return text
+
+
 def read_text(
     source: Source,
     doc_separator: str = "\n",
-    chunk_chars: Optional[int] = None,
+    chunk_bytes: Optional[int] = None,
     skip_bad_lines: bool = False,
     bad_lines: Optional[BadLines] = None,
 ) -> Iterator[List[str]]:
     """Documents of a text file: one per line, or split on ``doc_separator``, or (``""``) the
-    whole file. The file is read ``chunk_chars`` characters at a time (default
-    :data:`CHUNK_CHARS`); the documents do not depend on it.
+    whole file. The file is read ``chunk_bytes`` bytes at a time (default
+    :data:`CHUNK_BYTES`); the documents do not depend on it.
 
     The text is read as it is, but for a UTF-8 byte-order mark opening the file (dropped) and,
     one document per line, the line endings ``\n`` and ``\r\n``. Bytes that are not UTF-8
     raise :class:`InputError` naming the file and line; with ``skip_bad_lines`` the documents
     holding them are skipped instead and counted in ``bad_lines``."""
-    size = CHUNK_CHARS if chunk_chars is None else chunk_chars
+    size = CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+    decoder = _Decoder(source, skip_bad_lines, crlf=doc_separator == "\n")
     with open_binary(source) as raw:
-        with io.TextIOWrapper(raw, encoding="utf-8-sig", errors="surrogateescape", newline="") as f:
-            try:
-                chunks = iter(lambda: f.read(size), "")
-                lines = 0  # lines before the chunk, for the error message
+        try:
 
-                def checked(chunks: Iterator[str]) -> Iterator[str]:
-                    nonlocal lines, unseen
-                    for chunk in chunks:
-                        bad = _NOT_UTF8.search(chunk)
-                        if bad is not None:
-                            if not skip_bad_lines:
-                                line = lines + chunk.count("\n", 0, bad.start()) + 1
-                                raise InputError(
-                                    f"{source.path}:{line}: not valid UTF-8 (byte {_not_utf8_byte(bad.group())}); "
-                                    "convert the file to UTF-8, or use --skip-bad-lines to skip the documents that hold such bytes"
-                                )
-                            unseen += len(_NOT_UTF8.findall(chunk))
-                        lines += chunk.count("\n")
-                        yield chunk
+            def decoded() -> Iterator[str]:
+                for data in iter(lambda: raw.read(size), b""):
+                    text = decoder.decode(data)
+                    if text:
+                        yield text
+                text = decoder.decode(b"", final=True)
+                if text:
+                    yield text
 
-                # Bytes that are not UTF-8 read and not yet found in a document (skip_bad_lines):
-                # while there are, documents are looked at one by one.
-                unseen = 0
-                documents = 0
-                if doc_separator == "":
-                    text = "".join(checked(chunks))
-                    batches: Iterator[List[str]] = iter([[text]] if text else [])
+            chunks = decoded()
+            documents = 0
+            if doc_separator == "":
+                text = "".join(chunks)
+                batches: Iterator[List[str]] = iter([[text]] if text else [])
+            else:
+                batches = _rebatch(_split_stream(chunks, doc_separator))
+            for batch in batches:
+                if decoder.unseen:
+                    # Some document read so far holds bytes that are not UTF-8: look at each.
+                    kept = []
+                    for doc in batch:
+                        documents += 1
+                        found = _NOT_UTF8.findall(doc)
+                        if not found:
+                            kept.append(doc)
+                            continue
+                        decoder.unseen -= len(found)
+                        if bad_lines is not None:
+                            bad_lines.add(f"{source.path}: document {documents}: not valid UTF-8 (byte {_not_utf8_byte(found[0])})")
+                    batch = kept
                 else:
-                    if doc_separator == "\n":
-                        chunks = _crlf_as_lf(chunks)
-                    batches = _rebatch(_split_stream(checked(chunks), doc_separator))
-                for batch in batches:
-                    if unseen:
-                        kept = []
-                        for doc in batch:
-                            documents += 1
-                            found = _NOT_UTF8.findall(doc)
-                            if not found:
-                                kept.append(doc)
-                                continue
-                            unseen -= len(found)
-                            if bad_lines is not None:
-                                bad_lines.add(f"{source.path}: document {documents}: not valid UTF-8 (byte {_not_utf8_byte(found[0])})")
-                        batch = kept
-                    else:
-                        documents += len(batch)
-                    if batch:
-                        yield batch
-            except _decompression_errors() as e:
-                raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
+                    documents += len(batch)
+                if batch:
+                    yield batch
+        except _decompression_errors() as e:
+            raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
 
 
 def _rebatch(batches: Iterator[List[str]]) -> Iterator[List[str]]:

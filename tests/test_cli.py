@@ -406,9 +406,9 @@ ERROR_CASES = {
     "existing output": (["{bad}/ok.txt", "-o", "{bad}/existing"], ["already exists (use --force"]),
     # Found before training, not after it.
     "output under a file": (["{bad}/ok.txt", "-o", "{bad}/ok.txt/sub/tok"], ["cannot write the output", "ok.txt is not a folder"]),
-    "not a tokenizer folder": (["{bad}/ok.txt", "-o", "{bad}/precious", "--force"], ["holds more than a tokenizer bpeforge saved"]),
-    "model folder": (["{bad}/ok.txt", "-o", "{bad}/hf-model", "--force"], ["hf-model exists and holds more than a tokenizer"]),
-    "foreign tokenizer": (["{bad}/ok.txt", "-o", "{bad}/hf-tokenizer", "--force"], ["hf-tokenizer exists and holds more than"]),
+    "not a tokenizer folder": (["{bad}/ok.txt", "-o", "{bad}/precious", "--force"], ["holds something other than a tokenizer bpeforge saved"]),
+    "model folder": (["{bad}/ok.txt", "-o", "{bad}/hf-model", "--force"], ["hf-model exists and holds something other than a tokenizer"]),
+    "foreign tokenizer": (["{bad}/ok.txt", "-o", "{bad}/hf-tokenizer", "--force"], ["hf-tokenizer exists and holds something other than"]),
     "bad preset": (["{bad}/ok.txt", "--pattern", "gtp4"], ["--pattern 'gtp4': no such preset", "cl100k_base"]),
     "bad regex": (["{bad}/ok.txt", "--pattern", "(unclosed"], ["--pattern: invalid split pattern"]),
     # Checked before the inputs are even looked at (nope.txt does not exist).
@@ -629,3 +629,28 @@ def test_ctrl_c_while_merging(tmp_path, how):
     assert p.returncode == 130
     assert elapsed < (1.0 if how == "program" else 2.0)
     assert no_outputs_in(tmp_path / "out") == []
+
+
+def test_default_corpus_skips_stdlib_files_that_are_not_utf8(tmp_path, monkeypatch, capsys):
+    # CPython's test suite holds a few deliberately non-UTF-8 sources (test_source_encoding.py,
+    # encoded_modules/module_iso_8859_1.py, ...): the default corpus must still train.
+    from bpeforge import inputs
+
+    root = tmp_path / "lib"
+    root.mkdir()
+    (root / "a.py").write_text("def main():\n    return 0\n" * 20)
+    (root / "latin1.py").write_bytes("# -*- coding: latin-1 -*-\ns = 'café'\n".encode("latin-1"))
+    sources = [inputs.Source(root / n, "text", None) for n in ("a.py", "latin1.py")]
+    monkeypatch.setattr(inputs, "stdlib_sources", lambda: (root, sources))
+    assert cli.main(["train", "-o", str(tmp_path / "tok"), "--vocab-size", "300", "--special-tokens", "none"]) == 0
+    out, err = capsys.readouterr()
+    assert "skipped" not in err and "UTF-8" not in err and report_int(out, "documents") == 1
+
+
+def test_force_ignores_what_an_interrupted_save_left(corpus, tmp_path):
+    d, _ = corpus
+    assert run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok").returncode == 0
+    (tmp_path / "tok" / f".tokenizer.json.{12345}.tmp").write_text("{")  # a save cut off
+    r = run("train", d / "docs.txt", "--vocab-size", 350, "-o", tmp_path / "tok", "--force")
+    assert r.returncode == 0, r.stderr
+    assert check_saved(tmp_path / "tok").n_vocab == 350

@@ -402,3 +402,27 @@ def test_render_for_completion_needs_a_user_message():
     conversation = [{"role": "system", "content": "be brief"}, {"role": "assistant", "content": "hi"}]
     with pytest.raises(ValueError, match="only a system message before the assistant message"):
         tok.render_for_completion(conversation)
+
+
+class Int:
+    """An integer that is not an int, as NumPy's are: it has __index__."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+def test_integer_types_other_than_int_are_taken():
+    counts = {"hello": 5, " world": 3}
+    t = bpeforge.Trainer()
+    t.train_from_counts({k: Int(v) for k, v in counts.items()}, Int(260), min_frequency=Int(1))
+    expected = bpeforge.Trainer()
+    expected.train_from_counts(counts, 260)
+    assert t.get_merges() == expected.get_merges()
+    tok = bpeforge.Tokenizer({bytes([i]): Int(i) for i in range(256)})
+    assert tok.mergeable_ranks == BYTES and tok.encode("hi") == [104, 105]
+    for bad in (True, 1.0, "1"):
+        with pytest.raises(TypeError):
+            bpeforge.Trainer().train_from_counts({"ab": 1}, 300, min_frequency=bad)

@@ -198,6 +198,33 @@ def test_the_line_of_a_byte_that_is_not_utf8_is_exact_across_chunks(tmp_path, ch
         docs_of(read_text(text_source(p), "\r\n", chunk_bytes=chunk_bytes))
 
 
+def test_not_utf8_in_a_pipe_names_the_line_without_reading_it_again(tmp_path):
+    import threading
+
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    data = "".join(f"line {i}\n" for i in range(1, 200_000)).encode() + b"caf\xe9\n"
+
+    def write():
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    with pytest.raises(InputError, match=r"pipe\.txt:200000: not valid UTF-8"):
+        docs_of(read_text(text_source(fifo)))
+    writer.join(10)
+
+
+@pytest.mark.parametrize("data", [b"\xef", b"\xef\xbb", b"\xef\xbbX"])
+def test_part_of_a_byte_order_mark_is_not_utf8(tmp_path, data):
+    p = tmp_path / "a.txt"
+    p.write_bytes(data)
+    for chunk_bytes in (1, None):
+        with pytest.raises(InputError, match="not valid UTF-8"):
+            docs_of(read_text(text_source(p), chunk_bytes=chunk_bytes))
+
+
 @st.composite
 def text_bytes_and_separator(draw):
     """File bytes made of UTF-8 text, separators, \r\n, bytes that are not UTF-8 and a byte-order

@@ -43,7 +43,8 @@ inputs:
 documents:
   text     one document per line; --doc-separator SEP splits on the exact string SEP
            instead, after decoding backslash escapes: '\\n\\n' splits blank-line-separated
-           paragraphs, '<|endoftext|>' a custom marker, '' makes each file one document.
+           paragraphs ('\\r\\n\\r\\n' in a file with CRLF line ends: text is read as it is),
+           '<|endoftext|>' a custom marker, '' makes each file one document.
   jsonl    the --text-column field of each line's object (null: skipped).
   parquet  the --text-column column, read by record batches (bounded memory).
   Empty documents are skipped. Every 100th document (up to 1 MB) is held out of training
@@ -198,7 +199,10 @@ def _looks_like_tokenizer_folder(folder: Path) -> bool:
         names = {p.name for p in folder.iterdir()}
     except OSError:
         return False
-    if not names <= {CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE}:
+    # A save cut off leaves ".NAME.PID.tmp" files behind (see io._write_atomic).
+    ours = (CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE)
+    names = {n for n in names if not (n.endswith(".tmp") and any(n.startswith(f".{f}.") for f in ours))}
+    if not names <= set(ours):
         return False
     if CONFIG_FILE in names:
         try:
@@ -233,7 +237,7 @@ def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
             raise CLIError(f"output folder {folder} already exists (use --force to replace it)")
         if not _looks_like_tokenizer_folder(folder):
             raise CLIError(
-                f"output folder {folder} exists and holds more than a tokenizer bpeforge saved; not replacing it, even with --force"
+                f"output folder {folder} exists and holds something other than a tokenizer bpeforge saved; not replacing it, even with --force"
             )
     if tiktoken_file.exists():
         if tiktoken_file.is_dir():
@@ -474,7 +478,9 @@ def run_train(args: argparse.Namespace) -> int:
         max_chars=args.max_chars,
         holdout_every=args.holdout,
         holdout_max_bytes=HOLDOUT_MAX_BYTES,
-        skip_bad_lines=args.skip_bad_lines,
+        # The standard library's test suite holds a few source files that are deliberately not
+        # UTF-8: the default corpus skips them.
+        skip_bad_lines=args.skip_bad_lines or stdlib_root is not None,
         on_read=on_read if show_progress else None,
         arrow=True,  # Parquet batches reach Rust as Arrow arrays, without a str per document
     )
@@ -517,8 +523,8 @@ def run_train(args: argparse.Namespace) -> int:
         if len(ranks) < n_ranks:
             reason = early_stop_reason(args.min_frequency)
             warnings.append(f"training stopped at {len(ranks):,} ranks of the {n_ranks:,} asked for ({reason}); the vocabulary has {tokenizer.n_vocab:,} tokens")
-        if corpus.bad_lines.count:
-            warnings.append(f"skipped {corpus.bad_lines.count:,} bad line{'s' if corpus.bad_lines.count != 1 else ''}, e.g. {corpus.bad_lines.examples[0]}")
+        if corpus.bad_lines.count and stdlib_root is None:
+            warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
 
         t_eval = time.perf_counter()
         heldout = corpus.heldout
@@ -621,7 +627,7 @@ def _sized_stream(corpus) -> Tuple[Iterable, int]:
 def _bad_lines_note(corpus) -> str:
     if not corpus.bad_lines.count:
         return ""
-    return f" ({corpus.bad_lines.count:,} bad lines skipped, e.g. {corpus.bad_lines.examples[0]})"
+    return f" ({corpus.bad_lines.describe()} skipped, e.g. {corpus.bad_lines.examples[0]})"
 
 
 def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool) -> None:
@@ -753,17 +759,16 @@ class _sigint_deferred:
 
 
 def _token_text(token: bytes) -> str:
-    r"""A token's bytes for display, as a Python literal: decoded as UTF-8 where it can be, and
-    each byte that is not (part of a character cut by the token's edge) as ``\xNN``.
+    r"""A token's bytes for display: as a str literal when they are UTF-8, else as a bytes
+    literal (so that a lone byte never looks like a character).
 
-    >>> print(_token_text(b"hi"), _token_text("é".encode()[:1]), _token_text(b"a\\udcff" + b"\xff"))
-    'hi' '\xc3' 'a\\udcff\xff'
+    >>> print(_token_text(b"hi"), _token_text("é".encode()[:1]), _token_text(b"\xc2\xa0"))
+    'hi' b'Ã' ' '
     """
-    # A byte that is not UTF-8 decodes to U+DC80..U+DCFF, which repr shows as \udcNN. A
-    # backslash of the text itself is doubled there, so a \udcNN after an even run of
-    # backslashes (none included) is one of those bytes.
-    shown = repr(token.decode("utf-8", "surrogateescape"))
-    return re.sub(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])", r"\1\\x\2", shown)
+    try:
+        return repr(token.decode("utf-8"))
+    except UnicodeDecodeError:
+        return repr(token)
 
 
 def _peak_memory() -> Optional[int]:

@@ -148,8 +148,8 @@ def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[s
     from . import _core
     from .io import read_tiktoken
 
-    regex = resolve_pattern(pattern)
     try:
+        regex = resolve_pattern(pattern)
         _core.check_pattern(regex)
     except ValueError as e:
         raise EvalError(f"{path}: bad pattern {pattern!r}: {e}") from None
@@ -440,12 +440,12 @@ def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
             data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
         except OSError as e:
             raise _error(f"{path}: {e.strerror or e}") from None
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]  # a byte-order mark, not text
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a byte-order mark, not text
         try:
-            text = data.decode("utf-8")
+            text = data[bom:].decode("utf-8")
         except UnicodeDecodeError as e:
-            raise _error(f"{path}: not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r})") from None
+            at = bom + e.start
+            raise _error(f"{path}: not UTF-8 text (byte {at}: {data[at:at + 1]!r})") from None
         if not text:
             raise _error(f"{path}: the file is empty")
         texts.append(("<stdin>" if path == "-" else path, text))

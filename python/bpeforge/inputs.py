@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import sysconfig
 import time
@@ -334,6 +335,15 @@ def _not_utf8_byte(char: str) -> str:
     return f"0x{ord(char) - 0xDC00:02x}"
 
 
+def _is_regular_file(path: Path) -> bool:
+    if str(path) == "-":
+        return False
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _newlines_in_first(source: Source, n: int) -> int:
     """How many ``\n`` the first ``n`` bytes of ``source`` hold (read again: only for an error
     message, so that reading need not count lines)."""
@@ -361,8 +371,9 @@ class _Decoder:
         self._read = 0  # bytes read before the current chunk
         self._carry = b""  # the unfinished end of the last chunk: part of a character, or a \r
         self._start = True
-        # Standard input cannot be read again for an error's line number: count as it comes.
-        self._lines = 0 if str(source.path) == "-" else None
+        # Only a regular file can be read again for an error's line number (not standard input,
+        # a pipe, a device): otherwise count lines as they come.
+        self._lines = None if _is_regular_file(source.path) else 0
 
     def decode(self, chunk: bytes, final: bool = False) -> str:
         read_before, self._read = self._read, self._read + len(chunk)
@@ -446,7 +457,7 @@ def read_text(
                             continue
                         decoder.unseen -= len(found)
                         if bad_lines is not None:
-                            bad_lines.add(f"{source.path}: document {documents}: not valid UTF-8 (byte {_not_utf8_byte(found[0])})")
+                            bad_lines.add(f"{source.path}: document {documents}: not valid UTF-8 (byte {_not_utf8_byte(found[0])})", document=True)
                     batch = kept
                 else:
                     documents += len(batch)
@@ -487,18 +498,32 @@ def _lone_surrogate(text: str, field: str) -> Optional[str]:
 
 
 class BadLines:
-    """Counts the bad JSONL lines skipped with ``skip_bad_lines`` and keeps the first few messages."""
+    """Counts the bad JSONL lines and text documents that are not UTF-8 skipped with
+    ``skip_bad_lines``, and keeps the first few messages."""
 
     def __init__(self, keep: int = 5) -> None:
         self.count = 0
+        self.documents = 0  # of count: text documents (the rest are JSONL lines)
         self.examples: List[str] = []
         self._keep = keep
 
-    def add(self, message: str) -> None:
-        """Counts one skipped line, keeping its message if fewer than ``keep`` are kept."""
+    def add(self, message: str, document: bool = False) -> None:
+        """Counts one skipped line (or text ``document``), keeping its message if fewer than
+        ``keep`` are kept."""
         self.count += 1
+        self.documents += document
         if len(self.examples) < self._keep:
             self.examples.append(message)
+
+    def describe(self) -> str:
+        """What was skipped, e.g. "2 bad lines and 1 text document that is not UTF-8"."""
+        lines, documents = self.count - self.documents, self.documents
+        parts = []
+        if lines:
+            parts.append(f"{lines:,} bad line{'s' if lines != 1 else ''}")
+        if documents:
+            parts.append(f"{documents:,} text document{'s that are' if documents != 1 else ' that is'} not UTF-8")
+        return " and ".join(parts)
 
 
 def read_jsonl(

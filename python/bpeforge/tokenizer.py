@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import operator
 import os
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -145,11 +146,16 @@ class Tokenizer:
         name: str = "bpeforge",
     ) -> None:
         ranks = dict(mergeable_ranks)
-        for token, rank in ranks.items():
+        for token, rank in list(ranks.items()):
             if not isinstance(token, bytes):
                 raise TypeError(f"mergeable_ranks must map bytes to int ranks; a token is {type(token).__name__}: {token!r}")
             if not isinstance(rank, int) or isinstance(rank, bool):
-                raise TypeError(f"mergeable_ranks must map bytes to int ranks; the rank of {token!r} is {rank!r}")
+                try:  # any integer type (NumPy's too), but not bool
+                    if isinstance(rank, bool):
+                        raise TypeError
+                    ranks[token] = rank = operator.index(rank)
+                except TypeError:
+                    raise TypeError(f"mergeable_ranks must map bytes to int ranks; the rank of {token!r} is {rank!r}") from None
             if not 0 <= rank < len(ranks):
                 raise ValueError(f"invalid mergeable ranks: rank {rank} of {token!r} is out of range: {len(ranks)} ranks must be 0 to {len(ranks) - 1}")
         _core.check_ranks(list(ranks.items()))
@@ -204,8 +210,8 @@ class Tokenizer:
             raise TypeError("iterator must be an iterable of texts, not a single str (wrap it in a list)")
         if isinstance(special_tokens, (str, Mapping)):
             raise TypeError(
-                f"special_tokens must be a list of str, not a {type(special_tokens).__name__} "
-                "(their ids are given here: they follow the trained ranks)"
+                f"special_tokens must be a list of str, not a {type(special_tokens).__name__}: training numbers "
+                "them after the trained ranks, so no ids are taken here"
             )
         specials = list(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
         if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):

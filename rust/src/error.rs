@@ -28,7 +28,7 @@ impl fmt::Display for Error {
             Error::Split(e) => write!(f, "the split pattern failed on a text: {e}"),
             Error::EmptyMatch { pattern, at } => write!(
                 f,
-                "the split pattern {pattern:?} matched an empty string (at byte {at} of a text); make every \
+                "the split pattern '{pattern}' matched an empty string (at byte {at} of a text); make every \
                  alternative consume at least one character (e.g. `+` instead of `*`)"
             ),
             Error::InvalidRanks(e) => write!(f, "invalid mergeable ranks: {e}"),

@@ -106,13 +106,19 @@ impl Stop {
 
 /// An int argument within `lo..=hi`, or an error naming it.
 fn int_arg(value: &Bound<'_, PyAny>, name: &str, lo: i64, hi: i64) -> PyResult<i64> {
-    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+    if !is_integer(value)? {
         return Err(PyTypeError::new_err(format!("{name} must be an int, got {}", type_name(value))));
     }
     match value.extract::<i64>() {
         Ok(v) if (lo..=hi).contains(&v) => Ok(v),
         _ => Err(PyValueError::new_err(format!("{name} must be between {lo} and {hi}, got {value}"))),
     }
+}
+
+/// Whether `value` is an integer: an int or any type with `__index__` (NumPy's integers), but
+/// not a bool.
+fn is_integer(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(!value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyInt>() || value.hasattr("__index__")?))
 }
 
 /// `min_frequency`, 1 (never stop early) if not given.
@@ -400,7 +406,7 @@ impl Trainer {
             let (span, n): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
                 PyTypeError::new_err(format!("item {position} of counts is {}, expected a (span, count) pair", type_name(&item)))
             })?;
-            if n.is_instance_of::<PyBool>() || !n.is_instance_of::<PyInt>() {
+            if !is_integer(&n)? {
                 return Err(PyTypeError::new_err(format!("the count of item {position} must be an int, got {}", type_name(&n))));
             }
             let n: u64 = n.extract().map_err(|_| {
@@ -482,7 +488,7 @@ fn splitter_arg(pattern: &str) -> PyResult<Splitter> {
         let names: Vec<&str> = presets::PRESETS.iter().map(|(name, _)| *name).collect();
         let syntax: Vec<String> = SYNTAX.chars().map(String::from).collect();
         return Err(PyValueError::new_err(format!(
-            "{pattern:?}: no such preset (choose from {}); a regex needs at least one of {}",
+            "'{pattern}': no such preset (choose from {}); a regex needs at least one of {}",
             names.join(", "),
             syntax.join(" ")
         )));
@@ -496,7 +502,7 @@ fn checked_splitter(pattern: &str) -> PyResult<Splitter> {
     let splitter = Splitter::new(pattern).map_err(to_py)?;
     if splitter.can_match_empty() {
         return Err(PyValueError::new_err(format!(
-            "the split pattern {pattern:?} can match an empty string, which tiktoken cannot encode with; \
+            "the split pattern '{pattern}' can match an empty string, which tiktoken cannot encode with; \
              make every alternative consume at least one character (e.g. `+` instead of `*`)"
         )));
     }

@@ -9,6 +9,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -654,3 +655,11 @@ def test_force_ignores_what_an_interrupted_save_left(corpus, tmp_path):
     r = run("train", d / "docs.txt", "--vocab-size", 350, "-o", tmp_path / "tok", "--force")
     assert r.returncode == 0, r.stderr
     assert check_saved(tmp_path / "tok").n_vocab == 350
+    # Only such files: a folder of that name, or another name, is the user's.
+    for name in (".tokenizer.json.123.tmp", ".tokenizer.json.notes.tmp"):
+        (tmp_path / "tok" / name).mkdir()
+        (tmp_path / "tok" / name / "thesis.txt").write_text("precious")
+        r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok", "--force")
+        assert r.returncode == 1 and "holds something other than a tokenizer" in r.stderr
+        assert (tmp_path / "tok" / name / "thesis.txt").read_text() == "precious"
+        shutil.rmtree(tmp_path / "tok" / name)

@@ -423,6 +423,17 @@ def test_integer_types_other_than_int_are_taken():
     assert t.get_merges() == expected.get_merges()
     tok = bpeforge.Tokenizer({bytes([i]): Int(i) for i in range(256)})
     assert tok.mergeable_ranks == BYTES and tok.encode("hi") == [104, 105]
-    for bad in (True, 1.0, "1"):
-        with pytest.raises(TypeError):
+    tok = bpeforge.Tokenizer.train_from_iterator(["ab ab"] * 3, Int(260), special_tokens=[], min_frequency=Int(1))
+    assert tok.n_vocab == 258  # and the early stop's warning read min_frequency
+
+    class FloatLike:  # a NumPy 0-d float array: __index__ refuses
+        def __index__(self):
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+
+    for bad in (True, 1.0, "1", FloatLike()):
+        with pytest.raises(TypeError, match="min_frequency must be an int"):
             bpeforge.Trainer().train_from_counts({"ab": 1}, 300, min_frequency=bad)
+        with pytest.raises(TypeError, match="the count of item 0 must be an int"):
+            bpeforge.Trainer().train_from_counts({"ab": bad}, 300)
+        with pytest.raises(TypeError, match="vocab_size must be an int"):
+            bpeforge.Tokenizer.train_from_iterator(["ab"], bad)

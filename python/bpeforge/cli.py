@@ -201,7 +201,8 @@ def _looks_like_tokenizer_folder(folder: Path) -> bool:
         return False
     # A save cut off leaves ".NAME.PID.tmp" files behind (see io._write_atomic).
     ours = (CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE)
-    names = {n for n in names if not (n.endswith(".tmp") and any(n.startswith(f".{f}.") for f in ours))}
+    leftover = re.compile(r"\.(?:%s)\.\d+\.tmp" % "|".join(map(re.escape, ours)))
+    names = {n for n in names if not (leftover.fullmatch(n) and (folder / n).is_file() and not (folder / n).is_symlink())}
     if not names <= set(ours):
         return False
     if CONFIG_FILE in names:
@@ -763,7 +764,7 @@ def _token_text(token: bytes) -> str:
     literal (so that a lone byte never looks like a character).
 
     >>> print(_token_text(b"hi"), _token_text("é".encode()[:1]), _token_text(b"\xc2\xa0"))
-    'hi' b'Ã' ' '
+    'hi' b'\xc3' '\xa0'
     """
     try:
         return repr(token.decode("utf-8"))

@@ -58,6 +58,16 @@ def resolve_pattern(pattern: Optional[str]) -> str:
     return pattern
 
 
+def _as_int(value: Any, name: str) -> int:
+    """``value`` as an int: an int or another integer type (NumPy's), not a bool; else TypeError."""
+    if not isinstance(value, bool) and type(value).__name__ != "bool_":
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+
+
 def early_stop_reason(min_frequency: int) -> str:
     """Why training made fewer ranks than asked, given its ``min_frequency``.
 
@@ -151,9 +161,7 @@ class Tokenizer:
                 raise TypeError(f"mergeable_ranks must map bytes to int ranks; a token is {type(token).__name__}: {token!r}")
             if not isinstance(rank, int) or isinstance(rank, bool):
                 try:  # any integer type (NumPy's too), but not bool
-                    if isinstance(rank, bool):
-                        raise TypeError
-                    ranks[token] = rank = operator.index(rank)
+                    ranks[token] = rank = _as_int(rank, "a rank")
                 except TypeError:
                     raise TypeError(f"mergeable_ranks must map bytes to int ranks; the rank of {token!r} is {rank!r}") from None
             if not 0 <= rank < len(ranks):
@@ -214,8 +222,8 @@ class Tokenizer:
                 "them after the trained ranks, so no ids are taken here"
             )
         specials = list(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
-        if not isinstance(vocab_size, int) or isinstance(vocab_size, bool):
-            raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+        vocab_size = _as_int(vocab_size, "vocab_size")
+        min_frequency = _as_int(min_frequency, "min_frequency")
         if not 256 + len(specials) <= vocab_size <= MAX_TOKEN_ID:
             raise ValueError(
                 f"vocab_size must be at least 256 + {len(specials)} special tokens = "

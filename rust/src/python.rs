@@ -106,19 +106,28 @@ impl Stop {
 
 /// An int argument within `lo..=hi`, or an error naming it.
 fn int_arg(value: &Bound<'_, PyAny>, name: &str, lo: i64, hi: i64) -> PyResult<i64> {
-    if !is_integer(value)? {
+    let Some(int) = as_int(value) else {
         return Err(PyTypeError::new_err(format!("{name} must be an int, got {}", type_name(value))));
-    }
-    match value.extract::<i64>() {
+    };
+    match int.extract::<i64>() {
         Ok(v) if (lo..=hi).contains(&v) => Ok(v),
         _ => Err(PyValueError::new_err(format!("{name} must be between {lo} and {hi}, got {value}"))),
     }
 }
 
-/// Whether `value` is an integer: an int or any type with `__index__` (NumPy's integers), but
-/// not a bool.
-fn is_integer(value: &Bound<'_, PyAny>) -> PyResult<bool> {
-    Ok(!value.is_instance_of::<PyBool>() && (value.is_instance_of::<PyInt>() || value.hasattr("__index__")?))
+/// `value` as a Python int, if it is an integer: an int, or another integer type (NumPy's), by
+/// `operator.index`; not a bool (Python's or NumPy's), nor anything `operator.index` refuses.
+fn as_int<'py>(value: &Bound<'py, PyAny>) -> Option<Bound<'py, PyAny>> {
+    if value.is_instance_of::<PyBool>() {
+        return None;
+    }
+    if value.is_instance_of::<PyInt>() {
+        return Some(value.clone());
+    }
+    if matches!(type_name(value).as_str(), "bool_" | "bool") {
+        return None; // numpy.bool_ still has __index__
+    }
+    value.py().import("operator").ok()?.call_method1("index", (value,)).ok()
 }
 
 /// `min_frequency`, 1 (never stop early) if not given.
@@ -406,10 +415,10 @@ impl Trainer {
             let (span, n): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
                 PyTypeError::new_err(format!("item {position} of counts is {}, expected a (span, count) pair", type_name(&item)))
             })?;
-            if !is_integer(&n)? {
+            let Some(int) = as_int(&n) else {
                 return Err(PyTypeError::new_err(format!("the count of item {position} must be an int, got {}", type_name(&n))));
-            }
-            let n: u64 = n.extract().map_err(|_| {
+            };
+            let n: u64 = int.extract().map_err(|_| {
                 PyValueError::new_err(format!("the count of item {position} must be between 0 and 2^64-1, got {n}"))
             })?;
             if let Ok(b) = span.cast::<PyBytes>() {

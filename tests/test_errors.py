@@ -213,7 +213,15 @@ def test_a_pattern_with_no_regex_syntax_is_taken_for_a_misspelt_preset(pattern):
         bpeforge.Tokenizer.train_from_iterator(["abc"], 300, pattern=pattern)
     with pytest.raises(ValueError, match="no such preset"):
         bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, pattern)
+    with pytest.raises(ValueError, match="no such preset"):
+        bpeforge.split("abc", pattern)
     bpeforge.Trainer(".")  # one regex character is enough
+
+
+def test_split_takes_preset_names():
+    for name, regex in bpeforge.PATTERNS.items():
+        text = "Hello world's 12345  \n\n x"
+        assert bpeforge.split(text, name) == bpeforge.split(text, regex) == bpeforge.split(text, name, fast=False)
 
 
 def test_trainer_takes_preset_names():

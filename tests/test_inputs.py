@@ -99,6 +99,14 @@ def test_a_folder_that_cannot_be_read_is_an_error(tmp_path, monkeypatch):
         expand_inputs([str(tmp_path)])
 
 
+def test_a_glob_of_folders_without_known_files_is_an_error(tmp_path):
+    (tmp_path / "emptyd1").mkdir()
+    (tmp_path / "emptyd2").mkdir()
+    (tmp_path / "emptyd2" / "notes.md").write_text("x")
+    with pytest.raises(InputError, match=r"emptyd\*: matches only folders with no files of a known format"):
+        expand_inputs([str(tmp_path / "emptyd*")])
+
+
 def test_globs_files_and_order(tmp_path):
     for name in ["s2.txt", "s10.txt", "s1.txt", "other.jsonl"]:
         (tmp_path / name).write_text("x")

@@ -278,7 +278,7 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--doc-cap", type=_int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
     p.add_argument("--max-chars", type=_int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
     p.add_argument("--holdout", type=_int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document (up to 1 MB) to measure compression; 0 = none (default {HOLDOUT_EVERY})")
-    p.add_argument("--threads", type=_int_at_least(1, "--threads", MAX_THREADS), metavar="N", help="threads for counting (default: all cores)")
+    p.add_argument("--threads", type=_int_at_least(1, "--threads", MAX_THREADS), metavar="N", help="threads for training: counting, and merging (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder / .tiktoken file")
     p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed JSONL lines, and text documents that are not UTF-8 (counted and reported), instead of stopping")
     verbosity = p.add_mutually_exclusive_group()

@@ -479,7 +479,8 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def main_eval(argv: Optional[Sequence[str]] = None) -> int:
     """``bpeforge eval`` on its own (``python -m bpeforge.eval ...``): parses ``argv`` and runs
-    :func:`run_eval`; an error is one line on standard error and exit code 1 (2 for a bad option)."""
+    :func:`run_eval`; an error is one line on standard error and exit code 1 (a bad option:
+    argparse's usage and error, exit code 2). ``python -m bpeforge eval`` is the same command."""
     parser = argparse.ArgumentParser(
         prog="bpeforge eval",
         description="Compare how tokenizers compress texts.",

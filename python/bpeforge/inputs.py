@@ -139,7 +139,8 @@ def _walk(folder: Path, input_format: Optional[str]) -> List[Path]:
 def expand_inputs(inputs: Sequence[str], input_format: Optional[str] = None) -> List[Source]:
     """The input files for ``inputs`` (files, folders, globs, ``-`` for standard input), in the
     order given; a folder or a glob contributes its files sorted by path. Raises :class:`InputError` for a missing file, a
-    glob that matches nothing, a folder with no known file, or an unknown extension."""
+    glob that matches nothing (or only folders with no known file), a folder with no known file,
+    or an unknown extension."""
     if input_format is not None and input_format not in FORMATS:
         raise InputError(f"unknown input format {input_format!r} (choose from {', '.join(FORMATS)})")
     sources: List[Source] = []
@@ -164,12 +165,16 @@ def expand_inputs(inputs: Sequence[str], input_format: Optional[str] = None) -> 
             matches = sorted(glob.glob(arg, recursive=True))
             if not matches:
                 raise InputError(f"{arg}: no file matches this pattern")
+            before = len(sources)
             for m in matches:
                 mp = Path(m)
                 if mp.is_dir():
                     sources.extend(_source(f, input_format) for f in _walk(mp, input_format))
                 elif mp.is_file():
                     sources.append(_source(mp, input_format))
+            if len(sources) == before:
+                what = input_format or "known"
+                raise InputError(f"{arg}: matches only folders with no files of a {what} format")
         else:
             raise InputError(f"{arg}: no such file or folder")
     return sources
@@ -696,8 +701,8 @@ class Corpus:
     :attr:`heldout` until it holds ``holdout_max_bytes`` bytes. The first ``holdout_max_bytes``
     of training text are also kept in :attr:`sample`, to measure compression on when too few
     documents were read to hold any out. Counts (``documents``, ``chars``, ``bytes``, and the
-    same for held-out text) are kept as it goes; ``on_read(corpus, source)`` is called after
-    each batch. Iterate once.
+    same for held-out text) are kept as it goes; ``on_read(corpus, source)`` is called as
+    each file starts and after each of its batches. Iterate once.
     """
 
     def __init__(

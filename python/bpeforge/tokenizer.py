@@ -204,8 +204,8 @@ class Tokenizer:
         (with a warning) when no pair is left or the best pair occurs fewer than
         ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
 
-        ``progress=True`` shows progress on stderr (bars on a terminal, log lines otherwise,
-        including one line per 1% of the merges); a callable is called as
+        ``progress=True`` shows progress on stderr (bars on a terminal, and log lines, one per
+        1% of the merges); a callable is called as
         ``progress(phase, info)`` (see ``bpeforge.Trainer.train_from_iterator``). The figures of
         the run (texts, bytes, distinct spans, seconds per phase) are kept in
         :attr:`training_stats`.
@@ -292,7 +292,7 @@ class Tokenizer:
         text: Union[str, Sequence[str]],
         prepend: Optional[Union[str, int]] = None,
         append: Optional[Union[str, int]] = None,
-        num_threads: int = 8,
+        num_threads: Optional[int] = 8,
     ) -> Union[list[int], list[list[int]]]:
         """Encodes ordinary text: special-token text such as ``<|bos|>`` is encoded as text.
         Lone surrogates are replaced by U+FFFD, as tiktoken does.
@@ -447,7 +447,7 @@ class Tokenizer:
 
         return visualize_tokenization(self, ids, mask, with_token_id)
 
-    def token_bytes(self, as_numpy: bool = False) -> Sequence[int]:
+    def token_bytes(self, as_numpy: bool = False) -> Any:
         """For every id, the number of bytes it stands for (0 for special tokens): a list, or an
         int32 NumPy array with ``as_numpy=True``. See :func:`bpeforge.chat.token_bytes`."""
         from .chat import token_bytes

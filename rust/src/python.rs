@@ -386,7 +386,7 @@ impl Trainer {
     /// span, not split) to how often it occurs (a non-negative int below 2^64): a mapping, or
     /// an iterable of (span, count) pairs. Counts of
     /// repeated spans add up. Same stopping rules and progress callback as
-    /// `train_from_iterator`; pair counts are 64-bit, so counts in the billions are exact.
+    /// `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
     #[pyo3(
         signature = (counts, vocab_size, *, min_frequency=None, progress=None),
         text_signature = "(self, counts, vocab_size, *, min_frequency=1, progress=None)"
@@ -485,12 +485,12 @@ fn check_ranks(py: Python<'_>, ranks: Vec<(Vec<u8>, u64)>) -> PyResult<()> {
     py.detach(|| check_ranks_core(&ranks)).map_err(to_py)
 }
 
-/// The splitter of a `pattern` argument: a preset's name (see `PRESETS`) or a regex. A string
-/// with no regex syntax at all (which would split out only copies of itself) is taken for a
-/// misspelt preset name, as in the Python package.
-fn splitter_arg(pattern: &str) -> PyResult<Splitter> {
+/// The regex of a `pattern` argument: a preset's name (see `PRESETS`) or a regex. A string with
+/// no regex syntax at all (which would split out only copies of itself) is taken for a misspelt
+/// preset name, as in the Python package.
+fn pattern_regex(pattern: &str) -> PyResult<&str> {
     if let Some((_, regex)) = presets::PRESETS.iter().find(|(name, _)| *name == pattern) {
-        return checked_splitter(regex);
+        return Ok(regex);
     }
     const SYNTAX: &str = "\\[](){}|?*+^$.";
     if !pattern.chars().any(|c| SYNTAX.contains(c)) {
@@ -502,7 +502,13 @@ fn splitter_arg(pattern: &str) -> PyResult<Splitter> {
             syntax.join(" ")
         )));
     }
-    checked_splitter(pattern)
+    Ok(pattern)
+}
+
+/// The splitter of a `pattern` argument (see [`pattern_regex`]) that never matches an empty
+/// string.
+fn splitter_arg(pattern: &str) -> PyResult<Splitter> {
+    checked_splitter(pattern_regex(pattern)?)
 }
 
 /// The splitter of a regex that compiles and never matches an empty string (tiktoken panics on
@@ -525,12 +531,14 @@ fn check_pattern(pattern: &str) -> PyResult<()> {
     checked_splitter(pattern).map(drop)
 }
 
-/// Splits `text` into spans with `pattern`, as training does (for tests and inspection).
-/// Preset patterns use the fast scanner unless `fast=False`, which forces fancy-regex.
+/// Splits `text` into spans with `pattern` (a preset's name or a regex), as training does (for
+/// tests and inspection). Preset patterns use the fast scanner unless `fast=False`, which forces
+/// fancy-regex.
 #[pyfunction]
 #[pyo3(signature = (text, pattern, *, fast=true))]
 fn split(text: &str, pattern: &str, fast: bool) -> PyResult<Vec<String>> {
-    let splitter = if fast { Splitter::new(pattern) } else { Splitter::with_regex(pattern) }.map_err(to_py)?;
+    let regex = pattern_regex(pattern)?;
+    let splitter = if fast { Splitter::new(regex) } else { Splitter::with_regex(regex) }.map_err(to_py)?;
     Ok(splitter.spans(text).map_err(to_py)?.into_iter().map(str::to_owned).collect())
 }
 

@@ -29,9 +29,6 @@ NANOCHAT_SPECIAL_TOKENS: tuple = (
 """nanochat's nine special tokens, the default for :meth:`Tokenizer.train_from_iterator`."""
 
 
-_REGEX_CHARS = frozenset("\\[](){}|?*+^$.")
-
-
 def resolve_pattern(pattern: Optional[str]) -> str:
     """The split pattern for ``pattern``: ``None`` is GPT-4's, a preset name is that preset's,
     anything else is taken as a regex. A string without any regex syntax (which would split
@@ -47,15 +44,7 @@ def resolve_pattern(pattern: Optional[str]) -> str:
         return _core.DEFAULT_PATTERN
     if not isinstance(pattern, str):
         raise TypeError(f"pattern must be a str or None, got {type(pattern).__name__}")
-    presets = dict(_core.PRESETS)
-    if pattern in presets:
-        return presets[pattern]
-    if not set(pattern) & _REGEX_CHARS:
-        raise ValueError(
-            f"{pattern!r}: no such preset (choose from {', '.join(presets)}); a regex needs at least one of "
-            + " ".join(sorted(_REGEX_CHARS, key="\\[](){}|?*+^$.".index))
-        )
-    return pattern
+    return _core.resolve_pattern(pattern)  # the same check as Trainer's
 
 
 def _as_int(value: Any, name: str) -> int:

@@ -487,7 +487,9 @@ fn check_ranks(py: Python<'_>, ranks: Vec<(Vec<u8>, u64)>) -> PyResult<()> {
 
 /// The regex of a `pattern` argument: a preset's name (see `PRESETS`) or a regex. A string with
 /// no regex syntax at all (which would split out only copies of itself) is taken for a misspelt
-/// preset name, as in the Python package.
+/// preset name: a ValueError. (The Python package's `resolve_pattern` calls this too.)
+#[pyfunction]
+#[pyo3(name = "resolve_pattern")]
 fn pattern_regex(pattern: &str) -> PyResult<&str> {
     if let Some((_, regex)) = presets::PRESETS.iter().find(|(name, _)| *name == pattern) {
         return Ok(regex);
@@ -548,6 +550,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
     m.add_function(wrap_pyfunction!(check_pattern, m)?)?;
+    m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add("DEFAULT_PATTERN", presets::GPT4)?;
     m.add("PRESETS", presets::PRESETS.iter().map(|(n, p)| (*n, *p)).collect::<Vec<_>>())?;
     Ok(())

@@ -34,7 +34,6 @@ tokens, never the special token.
 from __future__ import annotations
 
 import ast
-import operator
 import os
 import struct
 from pathlib import Path
@@ -142,12 +141,9 @@ def bos_token_id(tokenizer: "Tokenizer") -> int:
 def id_to_token(tokenizer: "Tokenizer", token_id: int) -> str:
     """The text of one token (U+FFFD where its bytes are not whole UTF-8 characters). The id may
     be any integer type (a NumPy integer, a 0-d tensor: whatever has ``__index__``)."""
-    if isinstance(token_id, bool):
-        raise TypeError("a token id must be an int, got bool")
-    try:
-        token_id = operator.index(token_id)
-    except TypeError:
-        raise TypeError(f"a token id must be an int, got {type(token_id).__name__}") from None
+    from .tokenizer import _as_int
+
+    token_id = _as_int(token_id, "a token id")
     if not 0 <= token_id < tokenizer.n_vocab:
         raise KeyError(f"token id {token_id} is out of range: ids run from 0 to {tokenizer.n_vocab - 1}")
     return tokenizer.encoding.decode([token_id])

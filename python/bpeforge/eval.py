@@ -146,7 +146,7 @@ def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[s
     import tiktoken
 
     from . import _core
-    from .io import read_tiktoken
+    from .io import missing_single_bytes, read_tiktoken
 
     try:
         regex = resolve_pattern(pattern)
@@ -156,7 +156,7 @@ def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[s
     ranks = read_tiktoken(path)  # ranks 0..n-1 in order, distinct tokens
     # Files from elsewhere (OpenAI's) order the single bytes their own way, so only what tiktoken
     # cannot do without is required here: every single byte is a token (else it panics).
-    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    missing = missing_single_bytes(ranks)
     if missing:
         raise EvalError(f"{path}: {len(missing)} single bytes are not tokens (e.g. {bytes([missing[0]])!r}); tiktoken needs all 256")
     encoding = tiktoken.Encoding(name=Path(path).stem, pat_str=regex, mergeable_ranks=ranks, special_tokens={})

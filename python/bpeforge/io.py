@@ -148,17 +148,23 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
     from . import _core
 
     try:
-        _core.check_ranks(list(ranks.items()))
-    except ValueError:
-        # Ranks saved from a tiktoken encoding (``Tokenizer.from_encoding``; OpenAI's order the
-        # single bytes their own way) are read back as they were saved, as long as tiktoken can
-        # encode with them: every single byte a token.
-        if all(bytes([b]) in ranks for b in range(256)):
-            return _load_foreign(directory, ranks, pattern, specials)
-    try:
-        return Tokenizer(ranks, pattern, specials)
+        return Tokenizer(ranks, pattern, specials)  # checks the ranks (once, on this path)
     except ValueError as e:
-        raise TokenizerFileError(f"{directory}: {e}") from None
+        error = e
+    # Ranks saved from a tiktoken encoding (``Tokenizer.from_encoding``; OpenAI's order the
+    # single bytes their own way) are read back as they were saved, as long as tiktoken can
+    # encode with them: every single byte a token.
+    if not missing_single_bytes(ranks):
+        try:
+            _core.check_ranks(list(ranks.items()))
+        except ValueError:
+            return _load_foreign(directory, ranks, pattern, specials)
+    raise TokenizerFileError(f"{directory}: {error}")
+
+
+def missing_single_bytes(ranks: dict) -> list:
+    """The bytes 0..255 that are not tokens of ``ranks`` (tiktoken panics without all of them)."""
+    return [b for b in range(256) if bytes([b]) not in ranks]
 
 
 def _load_foreign(directory: Path, ranks: dict, pattern: str, specials: dict) -> "Tokenizer":

@@ -1,5 +1,6 @@
 """Robustness: no panic reaches Python, Ctrl-C stops training, threads, hostile inputs, big counts."""
 
+import os
 import re
 import subprocess
 import sys
@@ -105,6 +106,44 @@ def test_ctrl_c_while_merging_stops_quickly(threads):
     assert "finished" not in lines, "training finished before the signal: make it longer"
     assert reaction is not None and reaction < 1.5, lines
     assert lines[-1] == "size 256", "an interrupted training must leave the trainer as it was"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_training_in_a_forked_child_after_the_parent_trained():
+    """A child made by fork() has none of the parent's pool threads: training there, on a
+    trainer of its own or on one copied from the parent, must start new ones, not wait forever
+    for the copied ones (as multiprocessing's "fork" workers would)."""
+    script = textwrap.dedent(
+        """
+        import os, sys, time, bpeforge
+        texts = [f"document {i} has words, numbers {i * 7} and more" for i in range(20_000)]
+        def train(trainer):
+            trainer.train_from_iterator(texts, 400)
+            return trainer.get_mergeable_ranks()
+        shared, own = bpeforge.Trainer(), bpeforge.Trainer(num_threads=2)
+        expected = train(shared)
+        assert train(own) == expected
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:
+            results = [train(shared), train(own), train(bpeforge.Trainer()), train(bpeforge.Trainer(num_threads=3))]
+            os.write(write, b"same" if all(r == expected for r in results) else b"different")
+            os._exit(0)
+        deadline = time.monotonic() + 60
+        while os.waitpid(child, os.WNOHANG) == (0, 0):
+            if time.monotonic() > deadline:
+                os.kill(child, 9)
+                print("the child hung")
+                sys.exit(0)
+            time.sleep(0.05)
+        os.close(write)
+        print("child:", os.read(read, 100).decode())
+        print("parent again:", "same" if train(shared) == expected else "different")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["child: same", "parent again: same"], out.stdout
 
 
 CORPUS = [f"line {i}: the quick brown fox {i % 13} jumps over the lazy dog {i % 7}\n" for i in range(3000)]

@@ -14,11 +14,13 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
 
 mod arrow;
 mod feed;
+mod pool;
 
 use crate::merge::{learn, LearnOptions, Merge};
 use crate::pretokenize::presets;
 use crate::vocab::check_ranks as check_ranks_core;
 use feed::{count_iterator, text_of, Counted};
+use pool::Pool;
 use crate::{Error, SpanCounts, Splitter, Vocab};
 
 /// Token ids are u32 in tiktoken; keep the vocabulary well inside that.
@@ -34,7 +36,8 @@ fn to_py(e: Error) -> PyErr {
 /// Trains byte-level BPE ranks from text, as rustbpe does, exactly and deterministically.
 #[pyclass(module = "bpeforge._core")]
 pub struct Trainer {
-    pool: Option<rayon::ThreadPool>,
+    /// Its own pool if made with `num_threads`, else `None` for the pool trainers share.
+    pool: Option<Pool>,
     /// Set while a training runs; a second one on the same trainer is refused.
     busy: AtomicBool,
     /// The last successful training (or the initial state): readable while a training runs,
@@ -147,14 +150,6 @@ fn vocab_size_arg(value: &Bound<'_, PyAny>) -> PyResult<usize> {
     })
 }
 
-/// Runs `work` on the trainer's own thread pool if it has one, else on Rayon's global pool.
-fn in_pool<R: Send>(pool: &Option<rayon::ThreadPool>, work: impl FnOnce() -> R + Send) -> R {
-    match pool {
-        Some(pool) => pool.install(work),
-        None => work(),
-    }
-}
-
 /// How often the merge loop reports progress: every `step` merges (about 0.1% of the total) or
 /// every quarter second, whichever comes first.
 struct Pacer {
@@ -212,7 +207,7 @@ struct LearnRun {
 /// the worker (or on a pool thread) would never see them.
 fn learn_from(
     py: Python<'_>,
-    pool: &Option<rayon::ThreadPool>,
+    pool: &rayon::ThreadPool,
     counts: SpanCounts,
     vocab_size: usize,
     min_frequency: u64,
@@ -232,7 +227,7 @@ fn learn_from(
                 // A panic here would be a bug; catch it so Python sees a RuntimeError, which
                 // `except Exception` handles, rather than pyo3's PanicException.
                 let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    in_pool(pool, || {
+                    pool.install(|| {
                         // Any order: the merges do not depend on it.
                         let spans = counts.into_spans();
                         distinct_spans.store(spans.len(), Ordering::Relaxed);
@@ -295,6 +290,14 @@ impl Trainer {
     fn state(&self) -> MutexGuard<'_, Trained> {
         self.trained.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// The threads training runs on: the trainer's own pool, or the shared one.
+    fn threads(&self) -> PyResult<std::sync::Arc<rayon::ThreadPool>> {
+        match &self.pool {
+            Some(pool) => pool.get(),
+            None => Pool::shared().get(),
+        }
+    }
 }
 
 #[pymethods]
@@ -309,13 +312,9 @@ impl Trainer {
         let pool = match num_threads {
             None => None,
             Some(n) => {
-                let n = int_arg(n, "num_threads", 1, 1024)?;
-                Some(
-                    rayon::ThreadPoolBuilder::new()
-                        .num_threads(n as usize)
-                        .build()
-                        .map_err(|e| PyRuntimeError::new_err(format!("cannot start {n} threads: {e}")))?,
-                )
+                let pool = Pool::new(Some(int_arg(n, "num_threads", 1, 1024)? as usize));
+                pool.get()?; // started now, so that a trainer that cannot start them is refused
+                Some(pool)
             }
         };
         let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default() };
@@ -372,11 +371,12 @@ impl Trainer {
         let iterator = iterator
             .try_iter()
             .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
+        let pool = self.threads()?;
         let started = Instant::now();
         let Counted { counts, texts, bytes } =
-            count_iterator(py, iterator, &splitter, &self.pool, buffer_size, progress.as_ref())?;
+            count_iterator(py, iterator, &splitter, &pool, buffer_size, progress.as_ref())?;
         let count_seconds = started.elapsed().as_secs_f64();
-        let run = learn_from(py, &self.pool, counts, vocab_size, min_frequency, progress.as_ref())?;
+        let run = learn_from(py, &pool, counts, vocab_size, min_frequency, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
         *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats };
         Ok(())
@@ -428,7 +428,8 @@ impl Trainer {
                 spans.add(text.as_bytes(), n);
             }
         }
-        let run = learn_from(py, &self.pool, spans, vocab_size, min_frequency, progress.as_ref())?;
+        let pool = self.threads()?;
+        let run = learn_from(py, &pool, spans, vocab_size, min_frequency, progress.as_ref())?;
         let mut state = self.state();
         state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
         state.vocab = run.vocab;

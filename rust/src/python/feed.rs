@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList, PyString};
 
-use super::{arrow, in_pool, report, to_py, type_name};
+use super::{arrow, report, to_py, type_name};
 use crate::count::{Batch, BatchSize, Filler, HandOn};
 use crate::{Error, SpanCounts, Splitter};
 
@@ -137,7 +137,7 @@ pub(super) fn count_iterator(
     py: Python<'_>,
     iterator: Bound<'_, PyIterator>,
     splitter: &Splitter,
-    pool: &Option<rayon::ThreadPool>,
+    pool: &rayon::ThreadPool,
     buffer_size: usize,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<Counted> {
@@ -158,7 +158,7 @@ pub(super) fn count_iterator(
             while let Ok(batch) = batches.recv() {
                 let behind = queued.fetch_sub(1, Ordering::SeqCst) > QUEUED_BATCHES;
                 if behind || !feeding.load(Ordering::SeqCst) {
-                    in_pool(pool, || counts.add_batch(&batch, splitter, stop))?;
+                    pool.install(|| counts.add_batch(&batch, splitter, stop))?;
                 } else {
                     counts.add_batch_here(&batch, splitter, stop)?;
                 }

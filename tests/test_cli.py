@@ -651,12 +651,12 @@ def test_default_corpus_skips_stdlib_files_that_are_not_utf8(tmp_path, monkeypat
 def test_force_ignores_what_an_interrupted_save_left(corpus, tmp_path):
     d, _ = corpus
     assert run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok").returncode == 0
-    (tmp_path / "tok" / f".tokenizer.json.{12345}.tmp").write_text("{")  # a save cut off
+    (tmp_path / "tok" / f".tokenizer.json.{12345}.{67890}.tmp").write_text("{")  # a save cut off
     r = run("train", d / "docs.txt", "--vocab-size", 350, "-o", tmp_path / "tok", "--force")
     assert r.returncode == 0, r.stderr
     assert check_saved(tmp_path / "tok").n_vocab == 350
     # Only such files: a folder of that name, or another name, is the user's.
-    for name in (".tokenizer.json.123.tmp", ".tokenizer.json.notes.tmp"):
+    for name in (".tokenizer.json.123.456.tmp", ".tokenizer.json.notes.tmp"):
         (tmp_path / "tok" / name).mkdir()
         (tmp_path / "tok" / name / "thesis.txt").write_text("precious")
         r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok", "--force")

@@ -6,6 +6,7 @@ import pytest
 import tiktoken.load
 
 import bpeforge
+from bpeforge.chat import read_token_bytes
 from bpeforge.io import CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE
 
 SAMPLE = "The quick brown fox; jumps over 12345 lazy dogs!\n\tdon't STOP — ünïcödé 日本語 🎉"
@@ -128,4 +129,116 @@ def test_a_save_cut_off_between_files_is_caught(tok, tmp_path):
     data["n_ranks"] = len(other.mergeable_ranks)
     (tmp_path / CONFIG_FILE).write_text(json.dumps(data))
     with pytest.raises(bpeforge.TokenizerFileError, match="does not match"):
+        bpeforge.Tokenizer.load(tmp_path)
+
+
+def test_token_bytes_from_another_save_are_caught(tok, tmp_path):
+    tok.save(tmp_path)
+    other = bpeforge.Tokenizer.train_from_iterator(["completely different text " * 30], 300)
+    other.save(tmp_path / "other")
+    # As two saves into one folder at once can leave it: the other's token bytes with our config.
+    (tmp_path / TOKEN_BYTES_FILE).write_bytes((tmp_path / "other" / TOKEN_BYTES_FILE).read_bytes())
+    with pytest.raises(bpeforge.TokenizerFileError, match="token_bytes.npy does not match"):
+        bpeforge.Tokenizer.load(tmp_path)
+    with pytest.raises(bpeforge.TokenizerFileError, match="does not match"):
+        read_token_bytes(tmp_path)
+    (tmp_path / TOKEN_BYTES_FILE).unlink()
+    with pytest.raises(bpeforge.TokenizerFileError, match="is missing"):
+        bpeforge.Tokenizer.load(tmp_path)
+
+
+def test_saves_into_one_folder_from_two_threads(tmp_path):
+    """Each save writes its own temporary files, and what the folder ends up holding is one
+    tokenizer, whole, or a mix that load refuses: never a mix that loads."""
+    import threading
+
+    tokenizers = [
+        bpeforge.Tokenizer.train_from_iterator([text * 40], 270 + 5 * i)
+        for i, text in enumerate(["first corpus of words ", "zweites Korpus aus Wörtern "])
+    ]
+    for round in range(20):
+        errors = []
+
+        def save(t):
+            try:
+                t.save(tmp_path)
+            except Exception as e:  # noqa: BLE001 - any error fails the test below
+                errors.append(e)
+
+        threads = [threading.Thread(target=save, args=(t,)) for t in tokenizers]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        assert errors == [], f"round {round}: {errors}"
+        try:
+            loaded = bpeforge.Tokenizer.load(tmp_path)
+        except bpeforge.TokenizerFileError:
+            continue
+        assert loaded.mergeable_ranks in [t.mergeable_ranks for t in tokenizers]
+        assert read_token_bytes(tmp_path) == loaded.token_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([RANKS_FILE, CONFIG_FILE, TOKEN_BYTES_FILE])
+
+
+def byte_ranks():
+    return {bytes([i]): i for i in range(256)}
+
+
+@pytest.mark.parametrize(
+    "ranks, pattern, specials, message",
+    [
+        ({**byte_ranks(), b"ab": 300}, r"\S+|\s+", {}, "no token has rank 256"),
+        ({**byte_ranks(), b"ab": 256}, r"\S+|\s+", {"<|bos|>": 100}, "special token '<|bos|>' has id 100"),
+        (byte_ranks(), r"\S*|\s+", {}, "empty"),
+    ],
+)
+def test_save_refuses_what_load_would_refuse_and_leaves_the_folder(tok, tmp_path, ranks, pattern, specials, message):
+    import tiktoken
+
+    tok.save(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    wrapped = bpeforge.Tokenizer.from_encoding(
+        tiktoken.Encoding("odd", pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+    )
+    with pytest.raises(ValueError, match=message):
+        wrapped.save(tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_save_that_fails_leaves_the_folder_as_it_was(tok, tmp_path, monkeypatch):
+    import bpeforge.chat
+
+    tok.save(tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    other = bpeforge.Tokenizer.train_from_iterator(["completely different text " * 30], 280)
+
+    def too_big(tokenizer):
+        raise MemoryError()
+
+    monkeypatch.setattr(bpeforge.chat, "token_bytes_npy", too_big)
+    with pytest.raises(MemoryError, match=r"one entry per id up to \d+ \(the largest special token id\)"):
+        other.save(tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c.update(version=True), "version True is not supported"),
+        (lambda c: c.update(n_ranks="340"), "n_ranks"),
+    ],
+)
+def test_config_fields_of_the_wrong_type(tok, tmp_path, edit, message):
+    _, config = saved(tok, tmp_path)
+    data = json.loads(config.read_text())
+    edit(data)
+    config.write_text(json.dumps(data))
+    with pytest.raises(bpeforge.TokenizerFileError, match=message):
+        bpeforge.Tokenizer.load(tmp_path)
+
+
+def test_config_nested_too_deeply(tok, tmp_path):
+    _, config = saved(tok, tmp_path)
+    config.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(bpeforge.TokenizerFileError, match="nested too deeply"):
         bpeforge.Tokenizer.load(tmp_path)

@@ -9,6 +9,7 @@ import base64
 import binascii
 import json
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
@@ -37,7 +38,9 @@ def _sha256(data: bytes) -> str:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     # Write beside the target, then rename: a crash leaves the old file or the new one, never half.
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # The name is this thread's own (the process and the thread), so that two saves into one
+    # folder at once never write the same temporary file.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with open(tmp, "wb") as f:
             f.write(data)
@@ -90,9 +93,19 @@ def read_tiktoken(path: Union[str, os.PathLike]) -> dict:
 def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     """Writes the ranks, the config and the token byte lengths of ``tokenizer`` into
     ``directory`` (created if needed), each file atomically."""
+    from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
+
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    check_savable(tokenizer)
+    # Every file's contents first: a save that fails leaves the folder as it was.
     ranks = ranks_to_tiktoken(tokenizer.mergeable_ranks)
+    try:
+        token_bytes = token_bytes_npy(tokenizer)
+    except MemoryError:
+        raise MemoryError(
+            f"cannot save: {TOKEN_BYTES_FILE} would hold one entry per id up to {tokenizer.n_vocab - 1:,} "
+            f"(the largest special token id), more than fits in memory"
+        ) from None
     config = {
         "format": FORMAT,
         "version": VERSION,
@@ -100,14 +113,33 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
         "special_tokens": tokenizer.special_tokens,
         "n_ranks": len(tokenizer.mergeable_ranks),
         "ranks_sha256": _sha256(ranks),
+        "token_bytes_sha256": _sha256(token_bytes),
     }
-    from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
-
-    # Each file is replaced atomically, the config last: it names the ranks it goes with, so a
-    # save cut off between two files is caught by load rather than mixing two tokenizers.
+    directory.mkdir(parents=True, exist_ok=True)
+    # Each file is replaced atomically, the config last: it names the files it goes with (by
+    # their checksums), so a save cut off between two files, or two saves into one folder at
+    # once, are caught by load rather than mixing two tokenizers.
     _write_atomic(directory / RANKS_FILE, ranks)
-    _write_atomic(directory / TOKEN_BYTES_FILE, token_bytes_npy(tokenizer))
+    _write_atomic(directory / TOKEN_BYTES_FILE, token_bytes)
     _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def check_savable(tokenizer: "Tokenizer") -> None:
+    """Raises ValueError if :func:`load` would refuse what :func:`save` writes for ``tokenizer``
+    (possible for one wrapped by ``Tokenizer.from_encoding``, whose encoding is taken as it is):
+    ranks with gaps, special ids among the ranks, or a pattern that can match empty text."""
+    from . import _core
+    from .tokenizer import _special_ids
+
+    ranks = tokenizer.mergeable_ranks
+    if sorted(ranks.values()) != list(range(len(ranks))):
+        missing = next(i for i, r in enumerate(sorted(ranks.values())) if i != r)
+        raise ValueError(f"cannot save: the ranks do not run 0 to {len(ranks) - 1} without gaps (no token has rank {missing})")
+    try:
+        _special_ids(tokenizer.special_tokens, len(ranks))
+        _core.check_pattern(tokenizer.pattern)
+    except ValueError as e:
+        raise ValueError(f"cannot save: {e}") from None
 
 
 def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
@@ -124,9 +156,11 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
         raise FileNotFoundError(f"{config_path} is missing: {directory} is not a saved bpeforge tokenizer") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise TokenizerFileError(f"{config_path}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise TokenizerFileError(f"{config_path}: not a bpeforge tokenizer config (nested too deeply)") from None
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise TokenizerFileError(f"{config_path}: not a bpeforge tokenizer config (no \"format\": \"{FORMAT}\")")
-    if config.get("version") != VERSION:
+    if type(config.get("version")) is not int or config["version"] != VERSION:
         raise TokenizerFileError(
             f"{config_path}: format version {config.get('version')!r} is not supported (this bpeforge reads {VERSION})"
         )
@@ -137,14 +171,12 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
         raise TokenizerFileError(f"{config_path}: \"special_tokens\" must map names to integer ids")
     ranks_path = directory / RANKS_FILE
     ranks = read_tiktoken(ranks_path)
-    if isinstance(n_ranks, int) and len(ranks) != n_ranks:
+    if n_ranks is not None and type(n_ranks) is not int:
+        raise TokenizerFileError(f"{config_path}: \"n_ranks\" must be an integer")
+    if n_ranks is not None and len(ranks) != n_ranks:
         raise TokenizerFileError(f"{ranks_path}: {len(ranks)} ranks, the config says {n_ranks} (truncated?)")
-    checksum = config.get("ranks_sha256")
-    if checksum is not None and _sha256(ranks_path.read_bytes()) != checksum:
-        raise TokenizerFileError(
-            f"{ranks_path} does not match {config_path} (its checksum differs): the files come from "
-            f"different saves, or one was cut off or edited"
-        )
+    check_checksum(directory, RANKS_FILE, config.get("ranks_sha256"))
+    check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"))
     from . import _core
 
     try:
@@ -160,6 +192,23 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
         except ValueError:
             return _load_foreign(directory, ranks, pattern, specials)
     raise TokenizerFileError(f"{directory}: {error}")
+
+
+def check_checksum(directory: Path, name: str, checksum: object) -> None:
+    """Raises :class:`TokenizerFileError` unless file ``name`` of ``directory`` has the checksum
+    its config gives (configs of earlier versions give none for some files: nothing to check)."""
+    if checksum is None:
+        return
+    path = directory / name
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise TokenizerFileError(f"{path} is missing, though {directory / CONFIG_FILE} names it") from None
+    if _sha256(data) != checksum:
+        raise TokenizerFileError(
+            f"{path} does not match {directory / CONFIG_FILE} (its checksum differs): the files come from "
+            f"different saves, or one was cut off or edited"
+        )
 
 
 def missing_single_bytes(ranks: dict) -> list:

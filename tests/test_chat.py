@@ -290,10 +290,33 @@ def test_render_errors(tok, conversation, message):
         tok.render_conversation(conversation)
 
 
-@pytest.mark.parametrize("max_tokens", [-1, 1.5, "10", True])
-def test_bad_max_tokens(tok, max_tokens):
-    with pytest.raises(ValueError, match="max_tokens"):
+@pytest.mark.parametrize("max_tokens, error", [(-1, ValueError), (1.5, TypeError), ("10", TypeError), (True, TypeError)])
+def test_bad_max_tokens(tok, max_tokens, error):
+    with pytest.raises(error, match="max_tokens"):
         tok.render_conversation([U()], max_tokens=max_tokens)
+
+
+def test_max_tokens_of_any_integer_type(tok):
+    class Index:
+        def __index__(self):
+            return 3
+
+    assert tok.render_conversation([U(), A()], max_tokens=Index()) == tok.render_conversation([U(), A()], max_tokens=3)
+    assert len(tok.render_for_completion([U(), A()], max_tokens=Index())) == 4
+
+
+def test_markers_must_be_special_tokens():
+    """A tokenizer without the chat's special tokens but with ordinary tokens of the same text
+    (learned from text that holds them) must not render with those: they are what a user who
+    types the text gets."""
+    markers = ["<|user_start|>", "<|user_end|>", "<|assistant_start|>", "<|assistant_end|>"]
+    plain = bpeforge.Tokenizer.train_from_iterator(
+        [" ".join(markers) + " hi"] * 50, vocab_size=285, special_tokens=["<|bos|>"], pattern=r"\S+|\s+"
+    )
+    assert plain.encode("<|user_start|>") == [plain.encode_special("<|user_start|>")]  # one ordinary token
+    for render in (plain.render_conversation, plain.render_for_completion):
+        with pytest.raises(KeyError, match="no special token '<\\|user_start\\|>'"):
+            render([U(), A()])
 
 
 @pytest.mark.parametrize(

@@ -379,3 +379,14 @@ def test_text_with_no_tokens_is_a_clear_error(tmp_path):
     # Some of the text, not all: the comparison would credit the tokenizer with bytes it drops.
     with pytest.raises(EvalError, match="encodes only 2 of the 16 bytes of text 'words'.*skips the rest"):
         bpeforge.evaluate([digits_only], {"words": "no digits but 42"})
+
+
+def test_surrogate_pairs_are_counted_as_tiktoken_reads_them():
+    """tiktoken reads a str holding surrogates through UTF-16: a pair is one character of 4
+    bytes, a lone surrogate U+FFFD (3 bytes). The counts follow what was encoded."""
+    tok = bpeforge.Tokenizer.train_from_iterator(["hello world 😀"] * 10, vocab_size=270, special_tokens=[])
+    paired, lone = "\ud83d\ude00 hi", "a\ud800b"
+    rows = bpeforge.evaluate([tok], [paired, lone])
+    assert (rows[0].bytes, rows[0].chars) == (len("😀 hi".encode()), len("😀 hi"))
+    assert (rows[1].bytes, rows[1].chars) == (len("a\ufffdb".encode()), 3)
+    assert rows[0].tokens == len(tok.encode("😀 hi"))

@@ -118,6 +118,16 @@ def test_batch_equals_one_by_one(tok):
     assert tok.encode(big, num_threads=4) == [tok.encode(t) for t in big]
 
 
+class Index:
+    """An integer type that is not int (as NumPy's and 0-d tensors are): it has __index__."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
 def test_prepend_append_names_and_ids(tok):
     bos, end = tok.encode_special("<|bos|>"), tok.encode_special("<|assistant_end|>")
     text = "The quick brown fox."
@@ -128,6 +138,7 @@ def test_prepend_append_names_and_ids(tok):
     assert tok.encode(text, "<|bos|>", "<|assistant_end|>") == [bos] + base + [end]  # positional, as nanochat
     assert tok(text, prepend=bos) == [bos] + base
     assert tok.encode(text, prepend=ord("x")) == [ord("x")] + base  # any id, not only special ones
+    assert tok.encode(text, prepend=Index(bos), append=b"x") == [bos] + base + [ord("x")]  # any integer type
     batch = tok.encode(TEXTS, prepend="<|bos|>", append=end)
     assert batch == [[bos] + tok.encode(t) + [end] for t in TEXTS]
     assert tok.encode([""], prepend=bos) == [[bos]]

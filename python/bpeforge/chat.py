@@ -71,10 +71,14 @@ def special_id(tokenizer: "Tokenizer", token: SpecialToken) -> int:
     >>> special_id(tok, "<|bos|>"), special_id(tok, 7)
     (257, 7)
     """
-    if isinstance(token, str):
+    from .tokenizer import _as_int
+
+    if isinstance(token, (str, bytes)):
         return tokenizer.encode_special(token)
-    if isinstance(token, bool) or not isinstance(token, int):
-        raise TypeError(f"a special token must be a name (str) or an id (int), got {type(token).__name__}")
+    try:
+        token = _as_int(token, "a special token")
+    except TypeError:
+        raise TypeError(f"a special token must be a name (str) or an id (int), got {type(token).__name__}") from None
     if not 0 <= token < tokenizer.n_vocab:
         raise ValueError(f"token id {token} is out of range: ids run from 0 to {tokenizer.n_vocab - 1}")
     return token
@@ -136,6 +140,19 @@ def bos_token_id(tokenizer: "Tokenizer") -> int:
         if name in specials:
             return specials[name]
     raise KeyError(f"the tokenizer has neither {BOS!r} nor {ENDOFTEXT!r}; its special tokens: {sorted(specials)}")
+
+
+def marker_id(tokenizer: "Tokenizer", name: str) -> int:
+    """The id of chat marker ``name`` (``<|user_start|>``, ...), which must be a special token:
+    an ordinary token with the same text is what a user typing it gets, so it never marks a
+    turn."""
+    specials = tokenizer.special_tokens
+    if name not in specials:
+        raise KeyError(
+            f"the tokenizer has no special token {name!r}, which conversations need (train with "
+            f"special_tokens=bpeforge.NANOCHAT_SPECIAL_TOKENS); its special tokens: {sorted(specials)}"
+        )
+    return specials[name]
 
 
 def id_to_token(tokenizer: "Tokenizer", token_id: int) -> str:
@@ -246,11 +263,16 @@ def normalize_messages(conversation: Any) -> List[Tuple[int, str, Any]]:
     return out
 
 
-def _check_max_tokens(max_tokens: Optional[int]) -> None:
+def _check_max_tokens(max_tokens: Any) -> Optional[int]:
+    """``max_tokens`` as an int (any integer type) or None; TypeError or ValueError otherwise."""
+    from .tokenizer import _as_int
+
     if max_tokens is None:
-        return
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 0:
+        return None
+    max_tokens = _as_int(max_tokens, "max_tokens")
+    if max_tokens < 0:
         raise ValueError(f"max_tokens must be a non-negative int or None, got {max_tokens!r}")
+    return max_tokens
 
 
 def render_conversation(
@@ -272,10 +294,12 @@ def render_conversation(
     >>> print(visualize_tokenization(tok, ids, mask).replace(GREEN, "+").replace(RED, "-").replace(RESET, ""))
     -<|bos|>|-<|user_start|>|-2|-+|-2|-?|-<|user_end|>|-<|assistant_start|>|+<|python_start|>|+2|++|+2|+<|python_end|>|-<|output_start|>|-4|-<|output_end|>|+4|+<|assistant_end|>
     """
-    _check_max_tokens(max_tokens)
+    max_tokens = _check_max_tokens(max_tokens)
     messages = normalize_messages(conversation)
     encode_ordinary = tokenizer._encode_ordinary
-    special = tokenizer.encode_special
+    def special(name: str) -> int:
+        return marker_id(tokenizer, name)
+
     ids: List[int] = [bos_token_id(tokenizer)]
     mask: List[int] = [0]
 
@@ -323,7 +347,7 @@ def render_for_completion(tokenizer: "Tokenizer", conversation: Any, max_tokens:
     >>> [tok.id_to_token(i) for i in ids]
     ['<|bos|>', '<|user_start|>', 'H', 'i', '<|user_end|>', '<|assistant_start|>']
     """
-    _check_max_tokens(max_tokens)
+    max_tokens = _check_max_tokens(max_tokens)
     messages = _messages(conversation)
     if not messages:
         raise ValueError("the conversation has no messages")
@@ -341,7 +365,7 @@ def render_for_completion(tokenizer: "Tokenizer", conversation: Any, max_tokens:
             "a user message must follow the system message"
         )
     ids, _ = render_conversation(tokenizer, messages[:-1], max_tokens)
-    ids.append(tokenizer.encode_special(ASSISTANT_START))
+    ids.append(marker_id(tokenizer, ASSISTANT_START))
     return ids
 
 
@@ -427,6 +451,21 @@ def write_token_bytes(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]
     return path
 
 
+def _check_against_config(directory: Path) -> None:
+    """Raises TokenizerFileError if ``directory`` is a saved tokenizer whose config names
+    another token-bytes file than the one there (two saves into the folder at once)."""
+    import json
+
+    from .io import CONFIG_FILE, check_checksum
+
+    try:
+        config = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return  # no config (a folder of write_token_bytes alone), or one load would refuse
+    if isinstance(config, dict):
+        check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"))
+
+
 def read_token_bytes(path: Union[str, os.PathLike], as_numpy: bool = False) -> Any:
     """Reads a token-bytes file (a saved tokenizer folder, or the ``.npy`` file itself) as a list,
     or as a NumPy array with ``as_numpy=True``. Only what :func:`token_bytes_npy` writes is read
@@ -443,6 +482,7 @@ def read_token_bytes(path: Union[str, os.PathLike], as_numpy: bool = False) -> A
 
     path = Path(path)
     if path.is_dir():
+        _check_against_config(path)
         path = path / TOKEN_BYTES_FILE
     if as_numpy:
         import numpy as np

@@ -253,7 +253,18 @@ def _named_texts(texts: Any) -> List[Tuple[str, str]]:
             raise EvalError(f"text {name!r} must be a str, got {type(text).__name__}")
         if not text:
             raise EvalError(f"text {name!r} is empty")
-    return list(zip(_unique([n for n, _ in items]), [t for _, t in items]))
+    return list(zip(_unique([n for n, _ in items]), [_as_tiktoken_reads(t) for _, t in items]))
+
+
+def _as_tiktoken_reads(text: str) -> str:
+    """``text`` as tiktoken encodes it: a str that is not valid Unicode (surrogates) is read
+    through UTF-16, so a surrogate pair becomes its character and a lone surrogate U+FFFD. Its
+    bytes and characters are then counted on what was encoded."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def evaluate(
@@ -288,7 +299,7 @@ def evaluate(
             encoded = tok.encoding.encode_ordinary_batch(bodies, num_threads=num_threads)
         for (text_name, text), ids in zip(named_texts, encoded):
             covered = len(tok.encoding.decode_bytes(ids))
-            n_bytes = len(text.encode("utf-8", "surrogatepass"))
+            n_bytes = len(text.encode("utf-8"))
             if covered != n_bytes:
                 raise EvalError(
                     f"tokenizer {tok_name!r} encodes only {covered:,} of the {n_bytes:,} bytes of text {text_name!r}: "
@@ -297,7 +308,7 @@ def evaluate(
         counts.append([len(ids) for ids in encoded])
     rows = []
     for j, (text_name, text) in enumerate(named_texts):
-        n_bytes, n_chars = len(text.encode("utf-8", "surrogatepass")), len(text)
+        n_bytes, n_chars = len(text.encode("utf-8")), len(text)
         if n_chars == 0:
             raise EvalError(f"text {text_name!r} is empty")
         first = counts[0][j]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -38,6 +39,8 @@ def main(argv=None):
     ap.add_argument("--preload", action="store_true", help="read the corpus into memory before timing (default: stream it)")
     ap.add_argument("--buffer-size", type=int, default=8192, help="buffer_size for rustbpe and bpeforge (default 8192)")
     ap.add_argument("--keep-ranks", metavar="DIR", help="keep the ranks files (tiktoken format) in DIR")
+    ap.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="keep N other processes spinning on the cores throughout, as on a shared machine (default 0)")
     args = ap.parse_args(argv)
 
     import bpeforge
@@ -56,9 +59,12 @@ def main(argv=None):
     print(f"corpus: {bl.describe_corpus(corpus)}{' (preloaded)' if args.preload else ' (streamed)'}")
     print(f"vocab_size: {args.vocab_size}, pattern: {args.pattern if args.pattern in bpeforge.PATTERNS else 'custom'} {pattern!r}")
     print(f"trainers (sequential, one fresh process each): {', '.join(names)}; repeat {args.repeat}")
+    if args.busy:
+        print(f"busy: {args.busy} other process(es) spinning (pure Python loops) throughout, reader alone included")
     print(flush=True)
 
     workdir = tempfile.mkdtemp(prefix="bpeforge-compare-")
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.busy)]
     try:
         # The reader alone, once: its peak RSS is part of every trainer's (see report()).
         reader = bl.run_child(bl.READER, corpus, args.vocab_size, pattern, workdir, "reader", preload=args.preload)
@@ -74,6 +80,9 @@ def main(argv=None):
                         shutil.copy(r["ranks_path"], os.path.join(args.keep_ranks, f"{n}-{k}.tiktoken"))
             print(f"\nranks files kept in {args.keep_ranks}")
     finally:
+        for p in busy:
+            p.kill()
+            p.wait()
         shutil.rmtree(workdir, ignore_errors=True)
     return 1 if failed else 0
 

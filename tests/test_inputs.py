@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -633,3 +634,27 @@ def test_public_names_have_docstrings():
                 if not attr.startswith("_") and callable(member) and not member.__doc__:
                     missing.append(f"{name}.{attr}")
     assert missing == []
+
+
+def test_a_broken_pyarrow_is_not_called_missing(monkeypatch):
+    class Broken:
+        def find_spec(self, name, path=None, target=None):
+            if name == "pyarrow" or name.startswith("pyarrow."):
+                raise ImportError("compiled against another NumPy")
+            return None
+
+    for name in [m for m in sys.modules if m == "pyarrow" or m.startswith("pyarrow.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setattr(sys, "meta_path", [Broken(), *sys.meta_path])
+    with pytest.raises(inputs.InputError, match="installed but fails to import: compiled against another NumPy"):
+        inputs._pyarrow()
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # not installed
+    with pytest.raises(inputs.InputError, match=r"needs pyarrow \(pip install 'bpeforge\[parquet\]'\)"):
+        inputs._pyarrow()
+
+
+def test_numpy_missing_names_the_extra(monkeypatch):
+    tok = bpeforge.Tokenizer.train_from_iterator(["ab ab"], vocab_size=260, special_tokens=[])
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    with pytest.raises(ModuleNotFoundError, match=r"bpeforge\[numpy\]"):
+        tok.token_bytes(as_numpy=True)

@@ -1,13 +1,17 @@
-"""Type stubs for the compiled core (`bpeforge._core`)."""
+"""Type stubs for the compiled core (`bpeforge._core`). The docstrings are the runtime's (a test
+checks they match), so that editors show them."""
 
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union, final
+
+__all__ = ["Trainer", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
 
-ProgressCallback = Callable[[str, dict[str, Any]], None]
+_ProgressCallback = Callable[[str, dict[str, Any]], None]
+_Span = Union[str, bytes]
 
-class ArrowArrayExportable(Protocol):
+class _ArrowArrayExportable(Protocol):
     """An Arrow array exported through the Arrow PyCapsule interface (a pyarrow ``Array``, the
     chunks of a ``ChunkedArray``, ...). ``train_from_iterator`` takes those of type utf8
     (``string``), large_utf8 (``large_string``) or utf8_view (``string_view``); it reads them
@@ -15,37 +19,89 @@ class ArrowArrayExportable(Protocol):
 
     def __arrow_c_array__(self, requested_schema: Optional[object] = None) -> tuple[object, object]: ...
 
+@final
 class Trainer:
-    """Trains byte-level BPE ranks from text, exactly and deterministically."""
+    """Trains byte-level BPE ranks from text, as rustbpe does, exactly and deterministically."""
 
     def __init__(self, pattern: Optional[str] = None, *, num_threads: Optional[int] = None) -> None: ...
     def train_from_iterator(
         self,
-        iterator: Iterable[Union[str, list[str], ArrowArrayExportable]],
+        iterator: Iterable[Union[str, list[str], _ArrowArrayExportable]],
         vocab_size: int,
         buffer_size: int = 8192,
         pattern: Optional[str] = None,
         *,
         min_frequency: int = 1,
-        progress: Optional[ProgressCallback] = None,
-    ) -> None: ...
+        progress: Optional[_ProgressCallback] = None,
+    ) -> None:
+        """Trains on an iterable whose items are str, lists of str, or Arrow string arrays (any
+        object with `__arrow_c_array__` of type utf8, large_utf8 or utf8_view, such as a pyarrow
+        `StringArray` or the chunks of a `ChunkedArray`), replacing any earlier training. Lists
+        and arrays are cheap ways to hand over batches; an array's strings are copied straight
+        from its buffers, without a Python str per text, and its null entries are skipped (each
+        non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
+        (more while a batch holds under 1 MiB of text, fewer once it holds 2 MiB, even in the
+        middle of a list or array, so that memory stays bounded whatever an item holds) and split and
+        counted without the GIL while the next batches are pulled: on one thread while Python
+        pulls (it keeps a core), on all of them once it is done or four batches wait. The
+        iterable is consumed once and never held whole.
+        `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
+        the best pair occurs fewer than `min_frequency` times. `pattern`, if given (as for the
+        constructor), replaces the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
+        phase "count" after each item that filled a batch, and at the end (info: texts and
+        bytes so far, and spans, a lower bound of the distinct spans so far: the exact number
+        is in `stats` at the end) and phase "merge" about every 0.1% of the merges (info:
+        done, total, pair, token, count). An exception raised by the
+        callback or the iterator stops training and propagates; the trainer keeps its old state.
+        """
     def train_from_counts(
         self,
-        counts: Union[Mapping[Union[str, bytes], int], Iterable[tuple[Union[str, bytes], int]]],
+        counts: Union[Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
         vocab_size: int,
         *,
         min_frequency: int = 1,
-        progress: Optional[ProgressCallback] = None,
-    ) -> None: ...
-    def get_pattern(self) -> str: ...
-    def get_mergeable_ranks(self) -> list[tuple[bytes, int]]: ...
-    def get_merges(self) -> list[tuple[int, int, int, int]]: ...
+        progress: Optional[_ProgressCallback] = None,
+    ) -> None:
+        """Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
+        span, not split) to how often it occurs (a non-negative int below 2^64): a mapping, or
+        an iterable of (span, count) pairs. Counts of
+        repeated spans add up. Same stopping rules and progress callback as
+        `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
+        """
+    def get_pattern(self) -> str:
+        """The split pattern."""
+    def get_mergeable_ranks(self) -> list[tuple[bytes, int]]:
+        """The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order."""
+    def get_merges(self) -> list[tuple[int, int, int, int]]:
+        """Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
+        `256 + k`.
+        """
     @property
-    def vocab_size(self) -> int: ...
+    def vocab_size(self) -> int:
+        """Number of ranks: 256 byte tokens + learned tokens."""
     @property
-    def stats(self) -> dict[str, Any]: ...
+    def stats(self) -> dict[str, Any]:
+        """Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds."""
 
-def check_pattern(pattern: str) -> None: ...
-def resolve_pattern(pattern: str) -> str: ...
-def check_ranks(ranks: list[tuple[bytes, int]]) -> None: ...
-def split(text: str, pattern: str, *, fast: bool = True) -> list[str]: ...
+def check_pattern(pattern: str) -> None:
+    """Raises ValueError unless `pattern` compiles and never matches an empty string (tiktoken
+    panics on empty matches, so such a pattern cannot encode).
+    """
+
+def resolve_pattern(pattern: str) -> str:
+    """The regex of a `pattern` argument: a preset's name (see `PRESETS`) or a regex. A string with
+    no regex syntax at all (which would split out only copies of itself) is taken for a misspelt
+    preset name: a ValueError. (The Python package's `resolve_pattern` calls this too.)
+    """
+
+def check_ranks(ranks: Sequence[tuple[bytes, int]]) -> None:
+    """Raises ValueError unless `ranks` (a list of `(bytes, rank)`) satisfies tiktoken's
+    invariants: ranks 0..n, the single bytes first, distinct bytes, and every later token the
+    concatenation of two lower-ranked tokens.
+    """
+
+def split(text: str, pattern: str, *, fast: bool = True) -> list[str]:
+    """Splits `text` into spans with `pattern` (a preset's name or a regex), as training does (for
+    tests and inspection). Preset patterns use the fast scanner unless `fast=False`, which forces
+    fancy-regex.
+    """

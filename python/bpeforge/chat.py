@@ -57,7 +57,7 @@ PART_TYPES = ("text", "python", "python_output")
 
 RED, GREEN, GRAY, RESET = "\033[91m", "\033[92m", "\033[90m", "\033[0m"
 
-SpecialToken = Union[str, int]
+SpecialToken = Union[str, bytes, int]
 
 
 # ------------------------------------------------------------------------------ encoding
@@ -89,7 +89,7 @@ def encode(
     text: Union[str, Sequence[str]],
     prepend: Optional[SpecialToken] = None,
     append: Optional[SpecialToken] = None,
-    num_threads: int = 8,
+    num_threads: Optional[int] = 8,
 ) -> Union[List[int], List[List[int]]]:
     """Encodes ``text`` (a str, or a list of str encoded in parallel on ``num_threads`` threads)
     as ordinary text, with ``prepend``/``append`` (a special token name or id) added to each
@@ -415,10 +415,18 @@ def token_bytes(tokenizer: "Tokenizer", as_numpy: bool = False) -> Any:
     for token, rank in tokenizer.encoding._mergeable_ranks.items():
         values[rank] = len(token)
     if as_numpy:
-        import numpy as np
-
-        return np.asarray(values, dtype=np.int32)
+        return _numpy().asarray(values, dtype=_numpy().int32)
     return values
+
+
+def _numpy() -> Any:
+    try:
+        import numpy
+    except ModuleNotFoundError as e:
+        if e.name != "numpy":
+            raise
+        raise ModuleNotFoundError("as_numpy=True needs NumPy (pip install 'bpeforge[numpy]')", name="numpy") from None
+    return numpy
 
 
 def token_bytes_npy(tokenizer: "Tokenizer") -> bytes:
@@ -485,9 +493,7 @@ def read_token_bytes(path: Union[str, os.PathLike], as_numpy: bool = False) -> A
         _check_against_config(path)
         path = path / TOKEN_BYTES_FILE
     if as_numpy:
-        import numpy as np
-
-        return np.load(path, allow_pickle=False)
+        return _numpy().load(path, allow_pickle=False)
     data = path.read_bytes()
     if data[:8] != b"\x93NUMPY\x01\x00" or len(data) < 10:
         raise TokenizerFileError(f"{path}: not a .npy file (format 1.0)")

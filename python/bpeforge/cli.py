@@ -335,12 +335,8 @@ def _add_broken_subcommand(subparsers, module_name: str, error: BaseException) -
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``bpeforge`` argument parser: ``--version``, ``train`` and the contributed subcommands."""
-    try:
-        from importlib.metadata import version as _version
+    from . import __version__ as version
 
-        version = _version("bpeforge")
-    except Exception:  # noqa: BLE001 - not installed as a distribution
-        version = "unknown"
     parser = _Parser(prog=PROG, description="bpeforge: exact, fast byte-level BPE tokenizer training.")
     parser.add_argument("--version", action="version", version=f"{PROG} {version}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

@@ -186,7 +186,7 @@ def stdlib_sources() -> "tuple[Path, List[Source]]":
     root = Path(sysconfig.get_paths()["stdlib"])
     skip = {"site-packages", "dist-packages", "__pycache__"}
     other = {Path(p).resolve() for key in ("purelib", "platlib") for p in [sysconfig.get_paths().get(key)] if p}
-    files = []
+    files: List[Path] = []
     for dirpath, dirs, names in os.walk(root):
         dirs[:] = sorted(
             d for d in dirs if d not in skip and not d.startswith(".") and (Path(dirpath) / d).resolve() not in other
@@ -593,8 +593,11 @@ def _pyarrow():
     try:
         import pyarrow
         import pyarrow.parquet
-    except ImportError:
-        raise InputError("reading Parquet files needs pyarrow (pip install 'bpeforge[parquet]')") from None
+    except ImportError as e:
+        if isinstance(e, ModuleNotFoundError) and e.name in ("pyarrow", "pyarrow.parquet"):
+            raise InputError("reading Parquet files needs pyarrow (pip install 'bpeforge[parquet]')") from None
+        # Installed, but broken (built for another NumPy, say): saying it is missing would mislead.
+        raise InputError(f"reading Parquet files needs pyarrow, which is installed but fails to import: {e}") from None
     return pyarrow
 
 

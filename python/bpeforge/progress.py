@@ -79,8 +79,8 @@ class ConsoleProgress:
         self.bars = (tty if bars is None else bars) and _tqdm is not None
         self.log = (tty if log is None else log)
         self.log_interval = log_interval
-        self._read_bar = None
-        self._merge_bar = None
+        self._read_bar: Any = None  # tqdm bars, made when first needed
+        self._merge_bar: Any = None
         self._t0: Optional[float] = None
         self._docs = 0
         self._bytes = 0

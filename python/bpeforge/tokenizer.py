@@ -6,7 +6,7 @@ import contextlib
 import operator
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union, overload
 
 from . import _core
 
@@ -15,7 +15,9 @@ if TYPE_CHECKING:
     # load it: a lighter import, and a lower peak memory for the merge loop.
     import tiktoken
 
-NANOCHAT_SPECIAL_TOKENS: tuple = (
+    from .progress import ConsoleProgress
+
+NANOCHAT_SPECIAL_TOKENS: tuple[str, ...] = (
     "<|bos|>",
     "<|user_start|>",
     "<|user_end|>",
@@ -181,7 +183,7 @@ class Tokenizer:
         min_frequency: int = 1,
         buffer_size: int = 8192,
         num_threads: Optional[int] = None,
-        progress: Union[bool, Callable[[str, dict], None]] = False,
+        progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
     ) -> "Tokenizer":
         """Trains a tokenizer on an iterable of str (consumed once, in batches). Items may also be
         lists of str or Arrow string arrays (see ``bpeforge.Trainer.train_from_iterator``).
@@ -224,7 +226,8 @@ class Tokenizer:
         _core.check_pattern(pattern)
         _special_ids(specials, n_ranks)
         trainer = _core.Trainer(pattern, num_threads=num_threads)
-        callback, console = None, None
+        callback: Optional[Callable[[str, dict[str, Any]], None]] = None
+        console: Optional["ConsoleProgress"] = None
         if progress is True:
             from .progress import ConsoleProgress
 
@@ -262,12 +265,12 @@ class Tokenizer:
         return self._pattern
 
     @property
-    def mergeable_ranks(self) -> dict:
+    def mergeable_ranks(self) -> dict[bytes, int]:
         """A copy of the ranks: token bytes -> rank."""
         return dict(self._encoding._mergeable_ranks)
 
     @property
-    def special_tokens(self) -> dict:
+    def special_tokens(self) -> dict[str, int]:
         """A copy of the special tokens: name -> id."""
         return dict(self._special_tokens)
 
@@ -276,11 +279,23 @@ class Tokenizer:
         """Number of token ids: ranks plus special tokens."""
         return self._encoding.n_vocab
 
+    @overload
+    def encode(  # type: ignore[overload-overlap]  # a str is a Sequence[str] too: it matches first
+        self, text: str, prepend: Optional[Union[str, bytes, int]] = None, append: Optional[Union[str, bytes, int]] = None,
+        num_threads: Optional[int] = 8,
+    ) -> list[int]: ...
+
+    @overload
+    def encode(
+        self, text: Sequence[str], prepend: Optional[Union[str, bytes, int]] = None,
+        append: Optional[Union[str, bytes, int]] = None, num_threads: Optional[int] = 8,
+    ) -> list[list[int]]: ...
+
     def encode(
         self,
         text: Union[str, Sequence[str]],
-        prepend: Optional[Union[str, int]] = None,
-        append: Optional[Union[str, int]] = None,
+        prepend: Optional[Union[str, bytes, int]] = None,
+        append: Optional[Union[str, bytes, int]] = None,
         num_threads: Optional[int] = 8,
     ) -> Union[list[int], list[list[int]]]:
         """Encodes ordinary text: special-token text such as ``<|bos|>`` is encoded as text.

@@ -1,0 +1,75 @@
+"""The package's type information is honest: the stubs of the compiled core carry its docstrings
+and names, the README's Python examples type-check against them, and so does the package."""
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+import bpeforge
+from bpeforge import _core
+
+mypy_api = pytest.importorskip("mypy.api", reason="mypy is in the [test] extra")
+
+ROOT = Path(__file__).resolve().parent.parent
+STUB = Path(bpeforge.__file__).parent / "_core.pyi"
+
+
+def stub_docstrings():
+    """{qualified name: docstring} of every function and class of the stub that has one."""
+    tree = ast.parse(STUB.read_text())
+    found = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+            found[node.name] = ast.get_docstring(node)
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and not item.name.startswith("_"):
+                        found[f"{node.name}.{item.name}"] = ast.get_docstring(item)
+    return found
+
+
+def test_the_stub_has_the_runtime_docstrings_and_names():
+    stub = stub_docstrings()
+    runtime = {}
+    for name in _core.__all__:
+        obj = getattr(_core, name)
+        if inspect.isclass(obj) or callable(obj):
+            runtime[name] = inspect.cleandoc(obj.__doc__)
+        if inspect.isclass(obj):
+            for attr, value in vars(obj).items():
+                if not attr.startswith("_"):
+                    runtime[f"{name}.{attr}"] = inspect.cleandoc(value.__doc__)
+    assert stub == runtime
+    stub_all = next(
+        node.value for node in ast.parse(STUB.read_text()).body
+        if isinstance(node, ast.Assign) and node.targets[0].id == "__all__"  # type: ignore[attr-defined]
+    )
+    assert sorted(ast.literal_eval(stub_all)) == sorted(_core.__all__)
+
+
+def mypy(*args):
+    out, err, status = mypy_api.run(["--no-incremental", "--show-error-codes", *args])
+    return status, out + err
+
+
+def test_readme_python_examples_type_check(tmp_path):
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+    assert len(blocks) >= 3
+    script = tmp_path / "readme_examples.py"
+    script.write_text("texts: list[str] = ['hello world']\n" + "\n".join(blocks))
+    status, out = mypy("--strict", str(script))
+    assert status == 0, out
+
+
+def test_the_package_type_checks():
+    status, out = mypy("--config-file", str(ROOT / "pyproject.toml"), str(ROOT / "python" / "bpeforge"))
+    assert status == 0, out
+
+
+def test_version_is_the_installed_distributions():
+    from importlib.metadata import version
+
+    assert bpeforge.__version__ == version("bpeforge") != "unknown"

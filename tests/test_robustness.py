@@ -81,6 +81,58 @@ def test_ctrl_c_while_counting_stops_quickly_and_trainer_stays_usable():
     assert lines[-1] == "reused [b'ab', b'abc']"
 
 
+@pytest.mark.parametrize(
+    "setup, call",
+    [
+        # One item that is a list of a gigabyte of text (one str, repeated): it is read without
+        # returning to the iterator loop.
+        ("texts = [('word ' * 100 + '\\n') * 2] * 1_000_000", "t.train_from_iterator([texts], 50_000)"),
+        # Millions of counts, read from a dict before any merge.
+        ("counts = {f'span{i}': i for i in range(3_000_000)}", "t.train_from_counts(counts, 50_000)"),
+    ],
+    ids=["one-huge-list", "many-counts"],
+)
+def test_ctrl_c_inside_one_long_read_stops_quickly(setup, call):
+    lines, reaction = run_and_interrupt(
+        f"""
+        import bpeforge
+        {setup}
+        t = bpeforge.Trainer()
+        print("reading", flush=True)
+        try:
+            {call}
+            print("finished", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        print("size", t.vocab_size, flush=True)
+        """,
+        "reading",
+    )
+    assert "finished" not in lines, "training finished before the signal: make it longer"
+    assert reaction is not None and reaction < 1.0, lines
+    assert lines[-1] == "size 256"
+
+
+def test_merge_progress_runs_on_the_callers_thread_in_its_context():
+    """The progress callback sees the caller's thread, context variables and thread-locals in
+    both phases (the merge loop's reports were made from one of its own threads)."""
+    import contextvars
+
+    var = contextvars.ContextVar("run")
+    var.set("mine")
+    local = threading.local()
+    local.x = 1
+    seen = set()
+
+    def progress(phase, info):
+        seen.add((phase, threading.get_ident(), var.get("unset"), getattr(local, "x", "unset")))
+
+    t = bpeforge.Trainer()
+    t.train_from_iterator(CORPUS, 600, progress=progress)
+    me = threading.get_ident()
+    assert seen == {("count", me, "mine", 1), ("merge", me, "mine", 1)}
+
+
 @pytest.mark.parametrize("threads", [None, 2])
 def test_ctrl_c_while_merging_stops_quickly(threads):
     lines, reaction = run_and_interrupt(

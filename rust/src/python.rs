@@ -202,9 +202,12 @@ struct LearnRun {
     seconds: f64,
 }
 
-/// The merge loop on counted spans, on a worker thread without the GIL, while this thread
-/// watches for Ctrl-C: Python runs signal handlers only on its main thread, so a check made on
-/// the worker (or on a pool thread) would never see them.
+/// The merge loop on counted spans, on a worker thread without the GIL, while this thread (the
+/// caller's) watches for Ctrl-C and reports progress. Both are done here: Python runs signal
+/// handlers only on its main thread, so a check made on the worker (or on a pool thread) would
+/// never see them; and the progress callback then runs on the caller's thread, in its context
+/// (context variables, thread-locals), as in the count phase. The worker never touches Python:
+/// it leaves its reports for this thread, which makes them in order, and goes on merging.
 fn learn_from(
     py: Python<'_>,
     pool: &rayon::ThreadPool,
@@ -219,10 +222,22 @@ fn learn_from(
     let total = vocab_size.saturating_sub(256);
     let stop = Stop::default();
     let done = AtomicBool::new(false);
+    // The worker's reports not yet made, in order: (merges done, the last merge).
+    let pending: Mutex<Vec<(usize, Merge)>> = Mutex::new(Vec::new());
+    let take_pending = || std::mem::take(&mut *pending.lock().unwrap_or_else(PoisonError::into_inner));
+    // Merges done at the last report made (`usize::MAX` for none yet).
+    let delivered = AtomicUsize::new(usize::MAX);
+    let deliver = |py: Python<'_>, reports: Vec<(usize, Merge)>| -> PyResult<()> {
+        for (at, merge) in reports {
+            delivered.store(at, Ordering::Relaxed);
+            report_merge(py, progress, at, total, &merge)?;
+        }
+        Ok(())
+    };
     let outcome = py.detach(|| {
         let watcher = std::thread::current();
         std::thread::scope(|scope| {
-            let worker = scope.spawn(|| {
+            let worker = std::thread::Builder::new().name("bpeforge-learn".into()).spawn_scoped(scope, || {
                 let mut pacer = Pacer::new(total);
                 // A panic here would be a bug; catch it so Python sees a RuntimeError, which
                 // `except Exception` handles, rather than pyo3's PanicException.
@@ -236,12 +251,10 @@ fn learn_from(
                             if stop.requested() {
                                 return ControlFlow::Break(());
                             }
-                            let done = vocab.len() - 256;
-                            if progress.is_some() && pacer.due(done, total) {
-                                if let Err(e) = Python::attach(|py| report_merge(py, progress, done, total, merge)) {
-                                    stop.fail(e);
-                                    return ControlFlow::Break(());
-                                }
+                            let at = vocab.len() - 256;
+                            if progress.is_some() && pacer.due(at, total) {
+                                pending.lock().unwrap_or_else(PoisonError::into_inner).push((at, *merge));
+                                watcher.unpark();
                             }
                             ControlFlow::Continue(())
                         });
@@ -253,29 +266,37 @@ fn learn_from(
                 // before waking the watcher, or it could go back to sleep for a full period.
                 done.store(true, Ordering::SeqCst);
                 watcher.unpark();
-                (learned, pacer.last_done)
-            });
+                learned
+            })?;
             while !done.load(Ordering::SeqCst) {
                 std::thread::park_timeout(Duration::from_millis(100));
                 if !done.load(Ordering::SeqCst) {
-                    if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    let reports = take_pending();
+                    if let Err(e) = Python::attach(|py| {
+                        py.check_signals()?;
+                        deliver(py, reports)
+                    }) {
                         stop.fail(e);
                     }
                 }
             }
-            worker.join()
+            Ok::<_, std::io::Error>(worker.join())
         })
     });
+    let outcome = outcome.map_err(|e| PyRuntimeError::new_err(format!("cannot start the merge loop's thread: {e}")))?;
     if let Some(e) = stop.failure() {
         return Err(e);
     }
     let internal = || PyRuntimeError::new_err("internal error in the merge loop (a bpeforge bug: please report it)");
-    let (learned, last_reported) = outcome.map_err(|_| internal())?;
-    let learned = learned.map_err(|_| internal())?.map_err(to_py)?;
-    let done = learned.vocab.len() - 256;
-    if let Some(last) = learned.merges.last().filter(|_| progress.is_some() && last_reported != done) {
-        // The loop stopped early (no pair left): close the progress with where it ended.
-        report_merge(py, progress, done, total, last)?;
+    let learned = outcome.map_err(|_| internal())?.map_err(|_| internal())?.map_err(to_py)?;
+    if progress.is_some() {
+        // The reports the worker left since this thread last woke; then, if the loop stopped
+        // early (no pair left), one that closes the progress where it ended.
+        deliver(py, take_pending())?;
+        let at = learned.vocab.len() - 256;
+        if let Some(&last) = learned.merges.last().filter(|_| delivered.load(Ordering::Relaxed) != at) {
+            deliver(py, vec![(at, last)])?;
+        }
     }
     let distinct_spans = distinct_spans.load(Ordering::Relaxed);
     Ok(LearnRun { vocab: learned.vocab, merges: learned.merges, distinct_spans, seconds: started.elapsed().as_secs_f64() })
@@ -402,15 +423,16 @@ impl Trainer {
         let _busy = Busy::claim(&self.busy)?;
         let vocab_size = vocab_size_arg(vocab_size)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
-        // A mapping (dict, Counter, any Mapping) gives its items; anything else must be an
-        // iterable of (span, count) pairs.
-        let items = match counts.cast::<PyDict>() {
-            Ok(dict) => dict.items().into_any(),
-            Err(_) if counts.is_instance(&py.import("collections.abc")?.getattr("Mapping")?)? => counts.call_method0("items")?,
-            Err(_) => counts.clone(),
-        };
+        // A mapping (dict, Counter, any Mapping) gives its items (as a view, read as it goes:
+        // a dict's list of items would be made whole first); anything else must be an iterable
+        // of (span, count) pairs.
+        let mapping = counts.is_instance_of::<PyDict>() || counts.is_instance(&py.import("collections.abc")?.getattr("Mapping")?)?;
+        let items = if mapping { counts.call_method0("items")? } else { counts.clone() };
         let mut spans = SpanCounts::new();
         for (position, item) in items.try_iter()?.enumerate() {
+            if position % (1 << 16) == (1 << 16) - 1 {
+                py.check_signals()?; // Ctrl-C while reading millions of counts
+            }
             let item = item?;
             let (span, n): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
                 PyTypeError::new_err(format!("item {position} of counts is {}, expected a (span, count) pair", type_name(&item)))

@@ -57,8 +57,11 @@ struct ToWorker<'a> {
     texts: u64,
     bytes: u64,
     sent: u64,
-    /// The worker stopped (on an error, which it reports): what comes now is dropped.
+    /// The worker stopped (on an error, which it reports), or a signal handler raised: what
+    /// comes now is dropped.
     gone: bool,
+    /// What a signal handler (Ctrl-C's) raised when checked after a batch was handed on.
+    interrupted: Option<PyErr>,
 }
 
 /// Waits while the queue is full (so call it without the GIL).
@@ -75,6 +78,12 @@ impl HandOn for ToWorker<'_> {
         // `QUEUED_BATCHES` means this thread waits on a full queue.
         self.queued.fetch_add(1, Ordering::SeqCst);
         if self.to_worker.send(full).is_err() {
+            self.gone = true;
+        }
+        // Between two batches, even in the middle of an item (a list or an Arrow array of
+        // gigabytes is read without returning to the iterator loop), Ctrl-C stops the reading.
+        if let Err(e) = Python::attach(|py| py.check_signals()) {
+            self.interrupted = Some(e);
             self.gone = true;
         }
         fresh
@@ -153,7 +162,7 @@ pub(super) fn count_iterator(
     let feeding = AtomicBool::new(true);
     std::thread::scope(|scope| -> PyResult<Counted> {
         let (stop, spans_seen, queued, feeding) = (&stop, &spans_seen, &queued, &feeding);
-        let worker = scope.spawn(move || -> Result<SpanCounts, Error> {
+        let worker = std::thread::Builder::new().name("bpeforge-count".into()).spawn_scoped(scope, move || -> Result<SpanCounts, Error> {
             let mut counts = SpanCounts::new();
             while let Ok(batch) = batches.recv() {
                 let behind = queued.fetch_sub(1, Ordering::SeqCst) > QUEUED_BATCHES;
@@ -167,13 +176,17 @@ pub(super) fn count_iterator(
             }
             Ok(counts)
         });
+        let worker = worker.map_err(|e| PyRuntimeError::new_err(format!("cannot start the counting thread: {e}")))?;
         let size = BatchSize { texts: buffer_size, min_bytes: MIN_BATCH_BYTES, max_bytes: MAX_BATCH_BYTES };
-        let out = ToWorker { to_worker, emptied, queued, texts: 0, bytes: 0, sent: 0, gone: false };
+        let out = ToWorker { to_worker, emptied, queued, texts: 0, bytes: 0, sent: 0, gone: false, interrupted: None };
         let mut feeder = Filler::new(size, out);
         let fed = (|| -> PyResult<()> {
             let mut reported = 0;
             for (position, item) in iterator.enumerate() {
                 push_item(py, &item?, position as u64, &mut feeder)?;
+                if let Some(e) = feeder.out.interrupted.take() {
+                    return Err(e);
+                }
                 if feeder.out.gone {
                     return Ok(()); // the worker stopped on an error, reported below
                 }
@@ -187,6 +200,9 @@ pub(super) fn count_iterator(
             feeding.store(false, Ordering::SeqCst);
             if !feeder.batch().is_empty() {
                 py.detach(|| feeder.flush());
+            }
+            if let Some(e) = feeder.out.interrupted.take() {
+                return Err(e);
             }
             py.check_signals()
         })();

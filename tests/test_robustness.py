@@ -113,6 +113,43 @@ def test_ctrl_c_inside_one_long_read_stops_quickly(setup, call):
     assert lines[-1] == "size 256"
 
 
+@pytest.mark.parametrize("phase", ["count", "merge", "iterator"])
+def test_interpreter_exit_while_a_daemon_thread_trains(phase):
+    """The main thread ends while a daemon thread trains (in the iterator, counting or merging).
+    Python's finalization ends such threads when they take the GIL again, which unwound through
+    the extension and aborted the process; it must exit normally."""
+    script = textwrap.dedent(
+        f"""
+        import gc, threading, time, bpeforge
+        texts = [f"doc {{i}} word{{i % 977}} other{{i % 131}}" for i in range(20000)]
+        started = threading.Event()
+        def progress(phase, info):
+            if phase == "{phase}":
+                started.set()
+                time.sleep(0.2)
+        def gen():
+            for i, x in enumerate(texts):
+                if "{phase}" == "iterator" and i == 1000:
+                    started.set()
+                    time.sleep(0.2)
+                yield x
+        threading.Thread(target=lambda: bpeforge.Trainer().train_from_iterator(gen(), 1000, progress=progress), daemon=True).start()
+        started.wait()
+        class SlowToCollect:  # finalization takes a moment, as with many modules loaded
+            def __del__(self, sleep=time.sleep):
+                sleep(0.5)
+        gc.disable()
+        a = SlowToCollect()
+        a.self = a
+        del a
+        print("main thread done", flush=True)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (out.returncode, out.stdout) == (0, "main thread done\n"), out.stderr[-2000:]
+    assert "Fatal" not in out.stderr and "FATAL" not in out.stderr, out.stderr[-2000:]
+
+
 def test_merge_progress_runs_on_the_callers_thread_in_its_context():
     """The progress callback sees the caller's thread, context variables and thread-locals in
     both phases (the merge loop's reports were made from one of its own threads)."""

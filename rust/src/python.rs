@@ -15,6 +15,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
 mod arrow;
 mod feed;
 mod pool;
+mod shutdown;
 
 use crate::merge::{learn, LearnOptions, Merge};
 use crate::pretokenize::presets;
@@ -105,6 +106,15 @@ impl Stop {
     fn failure(self) -> Option<PyErr> {
         self.failure.into_inner().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// Counts a training as running for [`shutdown`]; one started while Python is exiting (on a
+/// daemon thread) stops for good at once.
+fn running(py: Python<'_>) -> shutdown::Running {
+    if shutdown::exiting() {
+        py.detach(|| shutdown::stop_for_good());
+    }
+    shutdown::Running::start()
 }
 
 /// An int argument within `lo..=hi`, or an error naming it.
@@ -229,6 +239,9 @@ fn learn_from(
     let delivered = AtomicUsize::new(usize::MAX);
     let deliver = |py: Python<'_>, reports: Vec<(usize, Merge)>| -> PyResult<()> {
         for (at, merge) in reports {
+            if shutdown::exiting() {
+                break; // Python is about to finalize: progress no longer matters
+            }
             delivered.store(at, Ordering::Relaxed);
             report_merge(py, progress, at, total, &merge)?;
         }
@@ -270,6 +283,9 @@ fn learn_from(
             })?;
             while !done.load(Ordering::SeqCst) {
                 std::thread::park_timeout(Duration::from_millis(100));
+                if shutdown::exiting() {
+                    shutdown::stop_for_good(); // Python is about to finalize: never attach again
+                }
                 if !done.load(Ordering::SeqCst) {
                     let reports = take_pending();
                     if let Err(e) = Python::attach(|py| {
@@ -377,6 +393,7 @@ impl Trainer {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
+        let _running = running(py);
         let vocab_size = vocab_size_arg(vocab_size)?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         let min_frequency = min_frequency_arg(min_frequency)?;
@@ -421,6 +438,7 @@ impl Trainer {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
+        let _running = running(py);
         let vocab_size = vocab_size_arg(vocab_size)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
         // A mapping (dict, Counter, any Mapping) gives its items (as a view, read as it goes:
@@ -432,6 +450,9 @@ impl Trainer {
         for (position, item) in items.try_iter()?.enumerate() {
             if position % (1 << 16) == (1 << 16) - 1 {
                 py.check_signals()?; // Ctrl-C while reading millions of counts
+                if shutdown::exiting() {
+                    py.detach(|| shutdown::stop_for_good());
+                }
             }
             let item = item?;
             let (span, n): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
@@ -576,5 +597,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add("DEFAULT_PATTERN", presets::GPT4)?;
     m.add("PRESETS", presets::PRESETS.iter().map(|(n, p)| (*n, *p)).collect::<Vec<_>>())?;
+    shutdown::register(m)?;
     Ok(())
 }

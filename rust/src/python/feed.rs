@@ -11,7 +11,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList, PyString};
 
-use super::{arrow, report, to_py, type_name};
+use super::{arrow, report, shutdown, to_py, type_name};
 use crate::count::{Batch, BatchSize, Filler, HandOn};
 use crate::{Error, SpanCounts, Splitter};
 
@@ -82,6 +82,10 @@ impl HandOn for ToWorker<'_> {
         }
         // Between two batches, even in the middle of an item (a list or an Arrow array of
         // gigabytes is read without returning to the iterator loop), Ctrl-C stops the reading.
+        // (This runs without the GIL; when Python is about to finalize, never take it again.)
+        if shutdown::exiting() {
+            shutdown::stop_for_good();
+        }
         if let Err(e) = Python::attach(|py| py.check_signals()) {
             self.interrupted = Some(e);
             self.gone = true;
@@ -183,6 +187,9 @@ pub(super) fn count_iterator(
         let fed = (|| -> PyResult<()> {
             let mut reported = 0;
             for (position, item) in iterator.enumerate() {
+                if shutdown::exiting() {
+                    py.detach(|| shutdown::stop_for_good()); // see shutdown.rs
+                }
                 push_item(py, &item?, position as u64, &mut feeder)?;
                 if let Some(e) = feeder.out.interrupted.take() {
                     return Err(e);

@@ -150,6 +150,26 @@ def test_interpreter_exit_while_a_daemon_thread_trains(phase):
     assert "Fatal" not in out.stderr and "FATAL" not in out.stderr, out.stderr[-2000:]
 
 
+def test_training_in_a_later_atexit_hook_still_runs():
+    """bpeforge's exit hook stops trainings of daemon threads, not one that the exiting thread
+    itself runs in a hook registered earlier (so run later): that one must finish, not hang."""
+    script = textwrap.dedent(
+        """
+        import atexit
+        def train_at_exit():
+            import bpeforge
+            t = bpeforge.Trainer()
+            t.train_from_iterator(["hello world"] * 1000, 260, progress=lambda phase, info: None)
+            t.train_from_counts({"hello": 5, "world": 3}, 260)
+            print("trained at exit", t.vocab_size, flush=True)
+        atexit.register(train_at_exit)
+        import bpeforge  # registers its hook after ours: it runs first
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout) == (0, "trained at exit 260\n"), out.stderr[-2000:]
+
+
 def test_merge_progress_runs_on_the_callers_thread_in_its_context():
     """The progress callback sees the caller's thread, context variables and thread-locals in
     both phases (the merge loop's reports were made from one of its own threads)."""

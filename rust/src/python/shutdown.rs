@@ -9,6 +9,8 @@
 //! ends. Non-daemon threads are joined before `atexit` hooks run, so only daemon threads stop.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -39,9 +41,14 @@ impl Drop for Running {
     }
 }
 
-/// Whether the interpreter is about to finalize: a training must then [`stop_for_good`].
+/// The thread that ran the hook (the one finalizing Python, which goes on running it: a later
+/// `atexit` hook may even train, and must not be stopped).
+static EXIT_THREAD: OnceLock<ThreadId> = OnceLock::new();
+
+/// Whether the interpreter is about to finalize and this thread would be ended by it: a
+/// training must then [`stop_for_good`].
 pub(super) fn exiting() -> bool {
-    EXITING.load(Ordering::Relaxed)
+    EXITING.load(Ordering::Relaxed) && EXIT_THREAD.get() != Some(&std::thread::current().id())
 }
 
 /// Stops this training's thread for good (until the process ends), without the GIL. Call it
@@ -56,6 +63,7 @@ pub(super) fn stop_for_good() -> ! {
 /// The `atexit` hook: raises the flag, then lets the running trainings reach a safe point.
 #[pyfunction]
 fn _before_exit(py: Python<'_>) {
+    let _ = EXIT_THREAD.set(std::thread::current().id()); // (set once: there is one exit)
     EXITING.store(true, Ordering::SeqCst);
     py.detach(|| {
         let since = Instant::now();

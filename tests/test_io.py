@@ -190,6 +190,8 @@ def byte_ranks():
         ({**byte_ranks(), b"ab": 300}, r"\S+|\s+", {}, "no token has rank 256"),
         ({**byte_ranks(), b"ab": 256}, r"\S+|\s+", {"<|bos|>": 100}, "special token '<|bos|>' has id 100"),
         (byte_ranks(), r"\S*|\s+", {}, "empty"),
+        ({**{bytes([i]): i for i in range(255)}, b"ab": 255}, r"\S+|\s+", {}, "byte 0xff is not a token"),
+        ({**byte_ranks(), b"": 256}, r"\S+|\s+", {}, "the empty token has rank 256"),
     ],
 )
 def test_save_refuses_what_load_would_refuse_and_leaves_the_folder(tok, tmp_path, ranks, pattern, specials, message):
@@ -241,4 +243,32 @@ def test_config_nested_too_deeply(tok, tmp_path):
     _, config = saved(tok, tmp_path)
     config.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(bpeforge.TokenizerFileError, match="nested too deeply"):
+        bpeforge.Tokenizer.load(tmp_path)
+
+
+def test_load_checks_the_ranks_it_parsed(tmp_path, monkeypatch):
+    """load parses the ranks file and checks its checksum on the same bytes: a save that
+    replaces the file in between cannot pair one save's ranks with another's config."""
+    import bpeforge.io as io
+
+    a, b = (
+        bpeforge.Tokenizer.train_from_iterator([text * 40], 270, special_tokens=specials)
+        for text, specials in [("first corpus of words ", ["<|a|>"]), ("zweites Korpus aus Wörtern ", ["<|b|>"])]
+    )
+    assert len(a.mergeable_ranks) == len(b.mergeable_ranks)
+    b.save(tmp_path / "b")
+    a.save(tmp_path / "a")
+    b.save(tmp_path)
+    # As a save of A had written its ranks but not yet its config...
+    (tmp_path / RANKS_FILE).write_bytes((tmp_path / "a" / RANKS_FILE).read_bytes())
+    parse = io.read_tiktoken
+
+    def parse_then_save_b(*args, **kwargs):
+        ranks = parse(*args, **kwargs)
+        # ... and a save of B then put its ranks back, right after load parsed A's.
+        (tmp_path / RANKS_FILE).write_bytes((tmp_path / "b" / RANKS_FILE).read_bytes())
+        return ranks
+
+    monkeypatch.setattr(io, "read_tiktoken", parse_then_save_b)
+    with pytest.raises(bpeforge.TokenizerFileError, match="does not match"):
         bpeforge.Tokenizer.load(tmp_path)

@@ -139,6 +139,7 @@ def test_prepend_append_names_and_ids(tok):
     assert tok(text, prepend=bos) == [bos] + base
     assert tok.encode(text, prepend=ord("x")) == [ord("x")] + base  # any id, not only special ones
     assert tok.encode(text, prepend=Index(bos), append=b"x") == [bos] + base + [ord("x")]  # any integer type
+    assert tok.encode([text], num_threads=Index(2)) == [base]
     batch = tok.encode(TEXTS, prepend="<|bos|>", append=end)
     assert batch == [[bos] + tok.encode(t) + [end] for t in TEXTS]
     assert tok.encode([""], prepend=bos) == [[bos]]

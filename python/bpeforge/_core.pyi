@@ -23,7 +23,7 @@ class _ArrowArrayExportable(Protocol):
 class Trainer:
     """Trains byte-level BPE ranks from text, as rustbpe does, exactly and deterministically."""
 
-    def __init__(self, pattern: Optional[str] = None, *, num_threads: Optional[int] = None) -> None: ...
+    def __new__(cls, pattern: Optional[str] = None, *, num_threads: Optional[int] = None) -> Trainer: ...
     def train_from_iterator(
         self,
         iterator: Iterable[Union[str, list[str], _ArrowArrayExportable]],

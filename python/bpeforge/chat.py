@@ -116,8 +116,15 @@ def encode(
     for i, t in enumerate(text):
         if not isinstance(t, str):
             raise TypeError(f"text[{i}] must be a str, got {type(t).__name__}")
-    if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1):
-        raise ValueError(f"num_threads must be a positive int or None (tiktoken's default), got {num_threads!r}")
+    if num_threads is not None:
+        from .tokenizer import _as_int
+
+        try:
+            num_threads = _as_int(num_threads, "num_threads")
+        except TypeError:
+            raise TypeError(f"num_threads must be a positive int or None (tiktoken's default), got {num_threads!r}") from None
+        if num_threads < 1:
+            raise ValueError(f"num_threads must be a positive int or None (tiktoken's default), got {num_threads!r}")
     if not text:
         return []
     from .tokenizer import tiktoken_errors
@@ -269,7 +276,10 @@ def _check_max_tokens(max_tokens: Any) -> Optional[int]:
 
     if max_tokens is None:
         return None
-    max_tokens = _as_int(max_tokens, "max_tokens")
+    try:
+        max_tokens = _as_int(max_tokens, "max_tokens")
+    except TypeError:
+        raise TypeError(f"max_tokens must be a non-negative int or None, got {max_tokens!r}") from None
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be a non-negative int or None, got {max_tokens!r}")
     return max_tokens
@@ -459,9 +469,9 @@ def write_token_bytes(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]
     return path
 
 
-def _check_against_config(directory: Path) -> None:
+def _check_against_config(directory: Path, data: bytes) -> None:
     """Raises TokenizerFileError if ``directory`` is a saved tokenizer whose config names
-    another token-bytes file than the one there (two saves into the folder at once)."""
+    another token-bytes file than ``data``, the one there (two saves into the folder at once)."""
     import json
 
     from .io import CONFIG_FILE, check_checksum
@@ -471,7 +481,7 @@ def _check_against_config(directory: Path) -> None:
     except (OSError, ValueError, RecursionError):
         return  # no config (a folder of write_token_bytes alone), or one load would refuse
     if isinstance(config, dict):
-        check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"))
+        check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"), data)
 
 
 def read_token_bytes(path: Union[str, os.PathLike], as_numpy: bool = False) -> Any:
@@ -489,12 +499,17 @@ def read_token_bytes(path: Union[str, os.PathLike], as_numpy: bool = False) -> A
     from .io import TokenizerFileError
 
     path = Path(path)
-    if path.is_dir():
-        _check_against_config(path)
+    folder = path if path.is_dir() else None
+    if folder is not None:
         path = path / TOKEN_BYTES_FILE
-    if as_numpy:
-        return _numpy().load(path, allow_pickle=False)
+    # Read once: checked and parsed as the same bytes, even if a save replaces the file meanwhile.
     data = path.read_bytes()
+    if folder is not None:
+        _check_against_config(folder, data)
+    if as_numpy:
+        import io
+
+        return _numpy().load(io.BytesIO(data), allow_pickle=False)
     if data[:8] != b"\x93NUMPY\x01\x00" or len(data) < 10:
         raise TokenizerFileError(f"{path}: not a .npy file (format 1.0)")
     (header_len,) = struct.unpack("<H", data[8:10])

@@ -199,9 +199,10 @@ def _looks_like_tokenizer_folder(folder: Path) -> bool:
         names = {p.name for p in folder.iterdir()}
     except OSError:
         return False
-    # A save cut off leaves ".NAME.PID.THREAD.tmp" files behind (see io._write_atomic).
+    # A save cut off leaves ".NAME.PID.THREAD.tmp" files behind (see io._write_atomic; saves
+    # before the thread was in the name left ".NAME.PID.tmp"). ASCII digits only.
     ours = (CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE)
-    leftover = re.compile(r"\.(?:%s)\.\d+\.\d+\.tmp" % "|".join(map(re.escape, ours)))
+    leftover = re.compile(r"\.(?:%s)\.[0-9]+(?:\.[0-9]+)?\.tmp" % "|".join(map(re.escape, ours)))
     names = {n for n in names if not (leftover.fullmatch(n) and (folder / n).is_file() and not (folder / n).is_symlink())}
     if not names <= set(ours):
         return False

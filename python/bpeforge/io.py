@@ -11,7 +11,7 @@ import json
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 if TYPE_CHECKING:
     from .tokenizer import Tokenizer
@@ -58,33 +58,35 @@ def ranks_to_tiktoken(ranks: dict) -> bytes:
     return b"".join(line + b"\n" for line in lines)
 
 
-def read_tiktoken(path: Union[str, os.PathLike]) -> dict:
+def read_tiktoken(path: Union[str, os.PathLike], data: Optional[bytes] = None) -> dict:
     """Reads a ``.tiktoken`` ranks file strictly: every line must be ``base64 rank``, ranks in order.
-    Raises FileNotFoundError or :class:`TokenizerFileError` naming the file and line."""
+    Raises FileNotFoundError or :class:`TokenizerFileError` naming the file and line. ``data``, if
+    given, is the file's contents, already read (``path`` then only names it in errors)."""
     path = Path(path)
+    if data is None:
+        data = path.read_bytes()
     ranks: dict = {}
-    with open(path, "rb") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 2:
-                raise TokenizerFileError(f"{path}:{lineno}: expected 'base64-token rank', got {line[:80]!r}")
-            try:
-                token = base64.b64decode(parts[0], validate=True)
-            except (binascii.Error, ValueError):
-                raise TokenizerFileError(f"{path}:{lineno}: bad base64 {parts[0][:60]!r}") from None
-            try:
-                rank = int(parts[1])
-            except ValueError:
-                raise TokenizerFileError(f"{path}:{lineno}: bad rank {parts[1][:30]!r}") from None
-            if token in ranks:
-                raise TokenizerFileError(f"{path}:{lineno}: token {token!r} already has rank {ranks[token]}")
-            if rank != len(ranks):
-                raise TokenizerFileError(
-                    f"{path}:{lineno}: rank {rank} where {len(ranks)} was expected (ranks must run 0, 1, 2, ... in order)"
-                )
-            ranks[token] = rank
+    for lineno, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise TokenizerFileError(f"{path}:{lineno}: expected 'base64-token rank', got {line[:80]!r}")
+        try:
+            token = base64.b64decode(parts[0], validate=True)
+        except (binascii.Error, ValueError):
+            raise TokenizerFileError(f"{path}:{lineno}: bad base64 {parts[0][:60]!r}") from None
+        try:
+            rank = int(parts[1])
+        except ValueError:
+            raise TokenizerFileError(f"{path}:{lineno}: bad rank {parts[1][:30]!r}") from None
+        if token in ranks:
+            raise TokenizerFileError(f"{path}:{lineno}: token {token!r} already has rank {ranks[token]}")
+        if rank != len(ranks):
+            raise TokenizerFileError(
+                f"{path}:{lineno}: rank {rank} where {len(ranks)} was expected (ranks must run 0, 1, 2, ... in order)"
+            )
+        ranks[token] = rank
     if not ranks:
         raise TokenizerFileError(f"{path}: the file is empty")
     return ranks
@@ -135,6 +137,11 @@ def check_savable(tokenizer: "Tokenizer") -> None:
     if sorted(ranks.values()) != list(range(len(ranks))):
         missing = next(i for i, r in enumerate(sorted(ranks.values())) if i != r)
         raise ValueError(f"cannot save: the ranks do not run 0 to {len(ranks) - 1} without gaps (no token has rank {missing})")
+    if b"" in ranks:
+        raise ValueError(f"cannot save: the empty token has rank {ranks[b'']} (a .tiktoken line cannot hold it)")
+    absent = missing_single_bytes(ranks)
+    if absent:
+        raise ValueError(f"cannot save: byte 0x{absent[0]:02x} is not a token (every single byte must be one)")
     try:
         _special_ids(tokenizer.special_tokens, len(ranks))
         _core.check_pattern(tokenizer.pattern)
@@ -170,12 +177,14 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
     if not isinstance(specials, dict) or not all(isinstance(v, int) for v in specials.values()):
         raise TokenizerFileError(f"{config_path}: \"special_tokens\" must map names to integer ids")
     ranks_path = directory / RANKS_FILE
-    ranks = read_tiktoken(ranks_path)
+    # Read once: checked and parsed as the same bytes, even if a save replaces the file meanwhile.
+    ranks_data = ranks_path.read_bytes()
+    ranks = read_tiktoken(ranks_path, ranks_data)
     if n_ranks is not None and type(n_ranks) is not int:
         raise TokenizerFileError(f"{config_path}: \"n_ranks\" must be an integer")
     if n_ranks is not None and len(ranks) != n_ranks:
         raise TokenizerFileError(f"{ranks_path}: {len(ranks)} ranks, the config says {n_ranks} (truncated?)")
-    check_checksum(directory, RANKS_FILE, config.get("ranks_sha256"))
+    check_checksum(directory, RANKS_FILE, config.get("ranks_sha256"), ranks_data)
     check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"))
     from . import _core
 
@@ -194,14 +203,16 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
     raise TokenizerFileError(f"{directory}: {error}")
 
 
-def check_checksum(directory: Path, name: str, checksum: object) -> None:
-    """Raises :class:`TokenizerFileError` unless file ``name`` of ``directory`` has the checksum
-    its config gives (configs of earlier versions give none for some files: nothing to check)."""
+def check_checksum(directory: Path, name: str, checksum: object, data: Optional[bytes] = None) -> None:
+    """Raises :class:`TokenizerFileError` unless file ``name`` of ``directory`` (its contents
+    ``data``, if already read) has the checksum its config gives (configs of earlier versions
+    give none for some files: nothing to check)."""
     if checksum is None:
         return
     path = directory / name
     try:
-        data = path.read_bytes()
+        if data is None:
+            data = path.read_bytes()
     except FileNotFoundError:
         raise TokenizerFileError(f"{path} is missing, though {directory / CONFIG_FILE} names it") from None
     if _sha256(data) != checksum:

@@ -170,6 +170,70 @@ def test_training_in_a_later_atexit_hook_still_runs():
     assert (out.returncode, out.stdout) == (0, "trained at exit 260\n"), out.stderr[-2000:]
 
 
+def exits_within(script, seconds):
+    """Runs `script`; returns (stdout, seconds it took), failing if it did not exit cleanly."""
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=120)
+    took = time.monotonic() - started
+    assert out.returncode == 0 and "Fatal" not in out.stderr, out.stderr[-2000:]
+    assert took < seconds, f"took {took:.1f} s: {out.stdout}"
+    return out.stdout
+
+
+def test_exit_hook_does_not_hold_up_a_later_hook_that_waits_for_a_training():
+    """A daemon thread trains while holding a lock that a later atexit hook takes: the training
+    pauses at exit, but only for a moment, so the hook gets the lock and the process exits."""
+    out = exits_within(
+        """
+        import atexit, random, threading, time
+        lock = threading.Lock()
+        def save():
+            with lock:
+                print("hook: saved", flush=True)
+        atexit.register(save)  # before bpeforge registers its hook: runs after it
+        import bpeforge
+        rng = random.Random(0)
+        counts = {bytes(rng.randrange(256) for _ in range(30)): rng.randrange(1, 50) for _ in range(100_000)}
+        started = threading.Event()
+        def run():
+            with lock:
+                started.set()
+                bpeforge.Trainer().train_from_counts(counts, 20_000)
+        threading.Thread(target=run, daemon=True).start()
+        started.wait()
+        time.sleep(0.2)
+        """,
+        60,
+    )
+    assert out == "hook: saved\n"
+
+
+def test_a_forked_child_exits_at_once_while_the_parent_trains():
+    """The exit hook of a child forked while another thread of the parent trains has no training
+    of its own to wait for."""
+    out = exits_within(
+        """
+        import os, random, sys, threading, time
+        import bpeforge
+        rng = random.Random(0)
+        counts = {bytes(rng.randrange(256) for _ in range(30)): rng.randrange(1, 50) for _ in range(100_000)}
+        started = threading.Event()
+        th = threading.Thread(target=lambda: bpeforge.Trainer().train_from_counts(counts, 30_000, progress=lambda p, i: started.set()))
+        th.start()
+        started.wait()
+        child = os.fork()
+        if child == 0:
+            sys.exit(0)
+        since = time.monotonic()
+        os.waitpid(child, 0)
+        print("child exited in under a second:", time.monotonic() - since < 1, flush=True)
+        th.join()
+        """,
+        120,
+    )
+    assert out == "child exited in under a second: True\n"
+
+
 def test_merge_progress_runs_on_the_callers_thread_in_its_context():
     """The progress callback sees the caller's thread, context variables and thread-locals in
     both phases (the merge loop's reports were made from one of its own threads)."""

@@ -103,17 +103,13 @@ impl Stop {
         self.requested.load(Ordering::Relaxed)
     }
 
-    fn failure(self) -> Option<PyErr> {
-        self.failure.into_inner().unwrap_or_else(PoisonError::into_inner)
+    fn failure(&self) -> Option<PyErr> {
+        self.failure.lock().unwrap_or_else(PoisonError::into_inner).take()
     }
 }
 
-/// Counts a training as running for [`shutdown`]; one started while Python is exiting (on a
-/// daemon thread) stops for good at once.
-fn running(py: Python<'_>) -> shutdown::Running {
-    if shutdown::exiting() {
-        py.detach(|| shutdown::stop_for_good());
-    }
+/// Marks this thread as training, for [`shutdown`].
+fn running() -> shutdown::Running {
     shutdown::Running::start()
 }
 
@@ -239,8 +235,8 @@ fn learn_from(
     let delivered = AtomicUsize::new(usize::MAX);
     let deliver = |py: Python<'_>, reports: Vec<(usize, Merge)>| -> PyResult<()> {
         for (at, merge) in reports {
-            if shutdown::exiting() {
-                break; // Python is about to finalize: progress no longer matters
+            if stop.requested() || shutdown::pause_due() {
+                break; // stopped (Ctrl-C, or the callback raised), or Python is exiting
             }
             delivered.store(at, Ordering::Relaxed);
             report_merge(py, progress, at, total, &merge)?;
@@ -283,9 +279,7 @@ fn learn_from(
             })?;
             while !done.load(Ordering::SeqCst) {
                 std::thread::park_timeout(Duration::from_millis(100));
-                if shutdown::exiting() {
-                    shutdown::stop_for_good(); // Python is about to finalize: never attach again
-                }
+                shutdown::safe_point(); // before taking the GIL (see shutdown.rs)
                 if !done.load(Ordering::SeqCst) {
                     let reports = take_pending();
                     if let Err(e) = Python::attach(|py| {
@@ -296,7 +290,9 @@ fn learn_from(
                     }
                 }
             }
-            Ok::<_, std::io::Error>(worker.join())
+            let joined = worker.join();
+            shutdown::safe_point(); // before taking the GIL again (see shutdown.rs)
+            Ok::<_, std::io::Error>(joined)
         })
     });
     let outcome = outcome.map_err(|e| PyRuntimeError::new_err(format!("cannot start the merge loop's thread: {e}")))?;
@@ -393,7 +389,7 @@ impl Trainer {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
-        let _running = running(py);
+        let _running = running();
         let vocab_size = vocab_size_arg(vocab_size)?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         let min_frequency = min_frequency_arg(min_frequency)?;
@@ -438,7 +434,7 @@ impl Trainer {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
-        let _running = running(py);
+        let _running = running();
         let vocab_size = vocab_size_arg(vocab_size)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
         // A mapping (dict, Counter, any Mapping) gives its items (as a view, read as it goes:
@@ -450,8 +446,8 @@ impl Trainer {
         for (position, item) in items.try_iter()?.enumerate() {
             if position % (1 << 16) == (1 << 16) - 1 {
                 py.check_signals()?; // Ctrl-C while reading millions of counts
-                if shutdown::exiting() {
-                    py.detach(|| shutdown::stop_for_good());
+                if shutdown::pause_due() {
+                    py.detach(shutdown::safe_point);
                 }
             }
             let item = item?;

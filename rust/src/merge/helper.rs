@@ -48,6 +48,8 @@ unsafe impl Send for Shared {}
 pub(super) struct Helper {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
+    /// Not `Sync`: `join` must be called by one thread at a time (rounds are numbered by it).
+    _one_caller: std::marker::PhantomData<std::cell::Cell<()>>,
 }
 
 /// Waits until `ready()`: spinning for a while, then yielding the core, then napping.
@@ -80,7 +82,7 @@ impl Helper {
         });
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new().name("bpeforge-merge".into()).spawn(move || serve(&theirs)).ok()?;
-        Some(Helper { shared, thread: Some(thread) })
+        Some(Helper { shared, thread: Some(thread), _one_caller: std::marker::PhantomData })
     }
 
     /// Runs `here` on this thread and `there` on the helper at the same time (or `there` here
@@ -144,6 +146,12 @@ impl Drop for Finish<'_> {
     fn drop(&mut self) {
         if !self.settled && !self.take_back() {
             wait_until(|| self.shared.done.load(Ordering::Acquire) == self.round);
+            if std::thread::panicking() {
+                // `here` panicked and that panic goes on; a panic of the helper's job in this
+                // round is dropped with it, not left for a later round to raise.
+                // SAFETY: the helper is done with this round (waited above), so it no longer writes.
+                drop(unsafe { (*self.shared.panic.get()).take() });
+            }
         }
     }
 }
@@ -223,6 +231,32 @@ mod tests {
         }
         assert!(ran.iter().all(|n| n.load(Ordering::Relaxed) == 1));
         eprintln!("{taken_back} of {} jobs taken back", ran.len());
+    }
+
+    #[test]
+    fn panics_on_both_sides_leave_nothing_for_the_next_round() {
+        let helper = Helper::start().unwrap();
+        for _ in 0..200 {
+            let started = std::sync::atomic::AtomicBool::new(false);
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                helper.join(
+                    || {
+                        // Give the helper time to claim its job, so that both sides panic.
+                        let since = Instant::now();
+                        while !started.load(Ordering::SeqCst) && since.elapsed() < Duration::from_millis(50) {}
+                        panic!("here")
+                    },
+                    || {
+                        started.store(true, Ordering::SeqCst);
+                        panic!("there")
+                    },
+                )
+            }));
+            assert!(caught.is_err());
+            let mut ran = false;
+            helper.join(|| (), || ran = true); // must not raise the earlier "there"
+            assert!(ran);
+        }
     }
 
     #[test]

@@ -65,11 +65,13 @@ pub(super) fn push_array(item: &Bound<'_, PyAny>, position: &str, sink: &mut (im
         // SAFETY: capsules named arrow_schema / arrow_array hold an ArrowSchema / ArrowArray
         // (the PyCapsule interface), alive while we hold the capsules (until this function
         // returns); `append_strings` checks everything the C Data Interface lets it check.
-        unsafe {
+        let read = unsafe {
             let schema = structs.0.cast::<ArrowSchema>().as_ref();
             let array = structs.1.cast::<ArrowArray>().as_ref();
             append_strings(schema, array, sink)
-        }
+        };
+        super::shutdown::safe_point(); // before taking the GIL again (see shutdown.rs)
+        read
     });
     match read {
         Ok(_) => Ok(()),

@@ -82,10 +82,8 @@ impl HandOn for ToWorker<'_> {
         }
         // Between two batches, even in the middle of an item (a list or an Arrow array of
         // gigabytes is read without returning to the iterator loop), Ctrl-C stops the reading.
-        // (This runs without the GIL; when Python is about to finalize, never take it again.)
-        if shutdown::exiting() {
-            shutdown::stop_for_good();
-        }
+        // (This runs without the GIL: see shutdown.rs before taking it.)
+        shutdown::safe_point();
         if let Err(e) = Python::attach(|py| py.check_signals()) {
             self.interrupted = Some(e);
             self.gone = true;
@@ -97,11 +95,16 @@ impl HandOn for ToWorker<'_> {
 type Feeder<'a> = Filler<ToWorker<'a>>;
 
 /// Appends one text, and hands the batch on if that filled it, without the GIL while it waits
-/// for room in the queue.
-fn push_str(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) {
+/// for room in the queue; then raises what Ctrl-C's handler raised, if it ran meanwhile (before
+/// a later text of the same item can raise something else).
+fn push_str(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) -> PyResult<()> {
     if feeder.add(text) {
         py.detach(|| feeder.flush());
+        if let Some(e) = feeder.out.interrupted.take() {
+            return Err(e);
+        }
     }
+    Ok(())
 }
 
 /// Adds the text(s) of one iterator item: a str, a list of str, or an Arrow string array (its
@@ -109,12 +112,11 @@ fn push_str(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) {
 fn push_item(py: Python<'_>, item: &Bound<'_, PyAny>, position: u64, feeder: &mut Feeder<'_>) -> PyResult<()> {
     // A str first: most iterators yield one per text, and this runs once per item.
     if item.is_instance_of::<PyString>() {
-        push_str(py, feeder, &text_of(item, || format!("item {position} of the iterator"), "str")?);
-        return Ok(());
+        return push_str(py, feeder, &text_of(item, || format!("item {position} of the iterator"), "str")?);
     }
     if let Ok(list) = item.cast::<PyList>() {
         for (i, text) in list.iter().enumerate() {
-            push_str(py, feeder, &text_of(&text, || format!("item {position}[{i}] of the iterator"), "str")?);
+            push_str(py, feeder, &text_of(&text, || format!("item {position}[{i}] of the iterator"), "str")?)?;
         }
         return Ok(());
     }
@@ -122,8 +124,7 @@ fn push_item(py: Python<'_>, item: &Bound<'_, PyAny>, position: u64, feeder: &mu
         return arrow::push_array(item, &position.to_string(), feeder);
     }
     let expected = "str, a list of str or an Arrow string array";
-    push_str(py, feeder, &text_of(item, || format!("item {position} of the iterator"), expected)?);
-    Ok(())
+    push_str(py, feeder, &text_of(item, || format!("item {position} of the iterator"), expected)?)
 }
 
 /// Calls the progress callback, if any, with the texts and bytes handed on so far and a lower
@@ -187,13 +188,15 @@ pub(super) fn count_iterator(
         let fed = (|| -> PyResult<()> {
             let mut reported = 0;
             for (position, item) in iterator.enumerate() {
-                if shutdown::exiting() {
-                    py.detach(|| shutdown::stop_for_good()); // see shutdown.rs
+                if shutdown::pause_due() {
+                    py.detach(shutdown::safe_point); // see shutdown.rs
                 }
-                push_item(py, &item?, position as u64, &mut feeder)?;
+                let pushed = push_item(py, &item?, position as u64, &mut feeder);
+                // Ctrl-C first: an error found later in the same item is not what stopped it.
                 if let Some(e) = feeder.out.interrupted.take() {
                     return Err(e);
                 }
+                pushed?;
                 if feeder.out.gone {
                     return Ok(()); // the worker stopped on an error, reported below
                 }
@@ -220,7 +223,11 @@ pub(super) fn count_iterator(
         let (texts, bytes) = (feeder.out.texts, feeder.out.bytes);
         drop(feeder); // closes the queue: the worker ends once it has counted what is queued
         let counted = py
-            .detach(|| worker.join())
+            .detach(|| {
+                let joined = worker.join();
+                shutdown::safe_point(); // before taking the GIL again (see shutdown.rs)
+                joined
+            })
             .map_err(|_| PyRuntimeError::new_err("internal error while counting (a bpeforge bug: please report it)"))?;
         fed?;
         let counts = counted.map_err(to_py)?;

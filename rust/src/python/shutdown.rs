@@ -1,73 +1,180 @@
 //! Interpreter exit while a training runs in a daemon thread.
 //!
-//! Once Python starts finalizing, a daemon thread that takes the GIL again is ended on the spot
-//! (CPython before 3.14 calls `pthread_exit`), which unwinds through this extension's frames and
-//! aborts the process ("FATAL: exception not rethrown", or a fatal error in
-//! `PyGILState_Release`). So at exit, before finalizing, an `atexit` hook raises a flag and
-//! waits (without the GIL) until every training still running has reached a point where it
-//! stops for good without touching Python again: its thread then sleeps until the process
-//! ends. Non-daemon threads are joined before `atexit` hooks run, so only daemon threads stop.
+//! Once Python finalizes, a daemon thread that takes the GIL again is ended on the spot (CPython
+//! before 3.14 calls `pthread_exit`), which unwinds through this extension's frames and aborts
+//! the process ("FATAL: exception not rethrown", or a fatal error in `PyGILState_Release`).
+//! Python 3.14 instead leaves such a thread blocked for good; trainings do the same, themselves:
+//!
+//! - Before taking the GIL again (at the end of every section run without it, and before each
+//!   check for Ctrl-C or progress report made from one), a training looks whether Python is
+//!   finalizing (`Py_IsFinalizing`, read without the GIL); if so its thread sleeps until the
+//!   process ends.
+//! - A daemon thread can also be stopped inside Python code it calls (the iterator, which may
+//!   read a file, or a callback) when finalization starts. So an `atexit` hook, which runs
+//!   before finalization, gives the trainings running then a moment to reach a safe point (an
+//!   item pulled, a batch handed on, the merge watcher's wake-up), where each pauses without
+//!   the GIL. A paused training sleeps for good once Python finalizes; if that has not happened
+//!   a second later (a later `atexit` hook may be waiting for it: for a lock it holds, say), it
+//!   goes on, and does not pause again.
+//!
+//! Trainings that start after the hook ran (in a later `atexit` hook, or a thread one starts)
+//! never pause, and the hook's own thread is never stopped.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::cell::Cell;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::thread::ThreadId;
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 
-/// Set by the `atexit` hook: trainings stop at their next safe point.
+/// Set by the `atexit` hook: trainings running then pause at their next safe point.
 static EXITING: AtomicBool = AtomicBool::new(false);
-/// Trainings running, and those of them stopped for good.
-static RUNNING: AtomicUsize = AtomicUsize::new(0);
-static STOPPED: AtomicUsize = AtomicUsize::new(0);
 
-/// How long the hook waits for trainings to stop (one blocked in the user's iterator may never
+/// The trainings of this process that may pause, and those paused now. (A child made by
+/// `fork()` starts with none: the parent's other threads were not copied.)
+struct Counts {
+    process: u32,
+    pausable: usize,
+    paused: usize,
+}
+
+static COUNTS: Mutex<Counts> = Mutex::new(Counts { process: 0, pausable: 0, paused: 0 });
+
+fn counts<R>(f: impl FnOnce(&mut Counts) -> R) -> R {
+    let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let process = std::process::id();
+    if counts.process != process {
+        *counts = Counts { process, pausable: 0, paused: 0 };
+    }
+    f(&mut counts)
+}
+
+/// How long the hook waits for trainings to pause (one blocked in the user's iterator may never
 /// get there; the process then exits as it would have without the hook).
 const WAIT: Duration = Duration::from_secs(2);
+/// How long a paused training waits for finalization before it goes on.
+const PAUSE: Duration = Duration::from_secs(1);
 
-/// Counts a training as running while it lives.
-pub(super) struct Running(());
+/// What this thread's training (if any) may still do at exit.
+#[derive(Clone, Copy, PartialEq)]
+enum Stage {
+    /// No training on this thread.
+    None,
+    /// A training that was running when the hook ran (or is still to see it): it pauses at its
+    /// next safe point.
+    MayPause,
+    /// A training that paused once already, or started after the hook: it goes on.
+    GoesOn,
+}
+
+thread_local! {
+    static STAGE: Cell<Stage> = const { Cell::new(Stage::None) };
+}
+
+/// Marks this thread as training while it lives (nested trainings, from a callback, restore the
+/// outer one's stage).
+pub(super) struct Running {
+    outer: Stage,
+}
 
 impl Running {
     pub(super) fn start() -> Self {
-        RUNNING.fetch_add(1, Ordering::SeqCst);
-        Running(())
+        let stage = if EXITING.load(Ordering::SeqCst) { Stage::GoesOn } else { Stage::MayPause };
+        if stage == Stage::MayPause {
+            counts(|c| c.pausable += 1);
+        }
+        Running { outer: STAGE.with(|s| s.replace(stage)) }
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        RUNNING.fetch_sub(1, Ordering::SeqCst);
+        if STAGE.with(|s| s.replace(self.outer)) == Stage::MayPause {
+            counts(|c| c.pausable = c.pausable.saturating_sub(1));
+        }
     }
 }
 
-/// The thread that ran the hook (the one finalizing Python, which goes on running it: a later
-/// `atexit` hook may even train, and must not be stopped).
-static EXIT_THREAD: OnceLock<ThreadId> = OnceLock::new();
-
-/// Whether the interpreter is about to finalize and this thread would be ended by it: a
-/// training must then [`stop_for_good`].
-pub(super) fn exiting() -> bool {
-    EXITING.load(Ordering::Relaxed) && EXIT_THREAD.get() != Some(&std::thread::current().id())
+/// Whether a training holding the GIL should call [`safe_point`] (without it) now.
+pub(super) fn pause_due() -> bool {
+    EXITING.load(Ordering::Relaxed) && STAGE.with(Cell::get) == Stage::MayPause
 }
 
-/// Stops this training's thread for good (until the process ends), without the GIL. Call it
-/// without the GIL (inside `Python::detach`), at a point where no Python object is borrowed.
-pub(super) fn stop_for_good() -> ! {
-    STOPPED.fetch_add(1, Ordering::SeqCst);
+/// Whether Python is finalizing, read without the GIL (`Py_IsFinalizing`, public since 3.13;
+/// `_Py_IsFinalizing` before). False where neither can be found.
+fn finalizing() -> bool {
+    type IsFinalizing = unsafe extern "C" fn() -> c_int;
+    static FUNCTION: OnceLock<Option<IsFinalizing>> = OnceLock::new();
+    let function = FUNCTION.get_or_init(|| {
+        #[cfg(target_os = "linux")]
+        {
+            extern "C" {
+                fn dlsym(handle: *mut c_void, symbol: *const c_char) -> *mut c_void;
+            }
+            for name in [c"Py_IsFinalizing", c"_Py_IsFinalizing"] {
+                // SAFETY: dlsym with RTLD_DEFAULT (null on glibc and musl) looks the name up in
+                // the process's global symbols; the name is a valid C string.
+                let found = unsafe { dlsym(std::ptr::null_mut(), name.as_ptr()) };
+                if !found.is_null() {
+                    // SAFETY: both functions take nothing and return an int (a bool).
+                    return Some(unsafe { std::mem::transmute::<*mut c_void, IsFinalizing>(found) });
+                }
+            }
+        }
+        None
+    });
+    // SAFETY: the function only reads the runtime's finalizing flag atomically: it needs no GIL.
+    function.is_some_and(|f| unsafe { f() } != 0)
+}
+
+/// Call without the GIL, where no Python object is borrowed, before taking the GIL again (or
+/// at a safe point of the training): sleeps for good if Python is finalizing, and pauses (see
+/// the module's comment) if the exit hook asked this training to.
+pub(super) fn safe_point() {
+    if EXIT_THREAD.get() == Some(&std::thread::current().id()) {
+        return; // the thread that exits: finalization never ends it (a finalizer may train)
+    }
+    if finalizing() {
+        stop_for_good();
+    }
+    if !pause_due() {
+        return;
+    }
+    STAGE.with(|s| s.set(Stage::GoesOn));
+    counts(|c| c.paused += 1);
+    let since = Instant::now();
+    while since.elapsed() < PAUSE {
+        if finalizing() {
+            stop_for_good();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    counts(|c| {
+        c.paused = c.paused.saturating_sub(1);
+        c.pausable = c.pausable.saturating_sub(1); // no longer pausable (see Running's drop)
+    });
+}
+
+/// This thread sleeps until the process ends, never taking the GIL again.
+fn stop_for_good() -> ! {
     loop {
         std::thread::park();
     }
 }
 
-/// The `atexit` hook: raises the flag, then lets the running trainings reach a safe point.
+/// The thread that ran the hook, which goes on to finalize Python.
+static EXIT_THREAD: OnceLock<ThreadId> = OnceLock::new();
+
+/// The `atexit` hook: asks the running trainings to pause, and gives them a moment to.
 #[pyfunction]
 fn _before_exit(py: Python<'_>) {
     let _ = EXIT_THREAD.set(std::thread::current().id()); // (set once: there is one exit)
     EXITING.store(true, Ordering::SeqCst);
     py.detach(|| {
         let since = Instant::now();
-        while STOPPED.load(Ordering::SeqCst) < RUNNING.load(Ordering::SeqCst) && since.elapsed() < WAIT {
+        while counts(|c| c.paused < c.pausable) && since.elapsed() < WAIT {
             std::thread::sleep(Duration::from_millis(1));
         }
     });

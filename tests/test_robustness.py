@@ -208,6 +208,41 @@ def test_exit_hook_does_not_hold_up_a_later_hook_that_waits_for_a_training():
     assert out == "hook: saved\n"
 
 
+@pytest.mark.parametrize("case", ["nested", "two-threads"])
+def test_exit_while_daemon_threads_train_in_odd_ways(case):
+    """A training nested in another's progress callback (one thread, two trainings), or two
+    daemon threads of which one is stuck in its iterator while the other trains in a loop: the
+    process exits normally (both aborted: the hook counted the nested thread twice, or waited for
+    the stuck one while the other had gone on)."""
+    exits_within(
+        f"""
+        import threading, time, bpeforge
+        texts = [f"doc {{i}} word{{i % 977}} other{{i % 131}} x{{i % 7919}}" for i in range(300_000)]
+        def busy(phase, info):
+            sum(range(20_000))
+        def nested(phase, info):
+            busy(phase, info)
+            while True:
+                bpeforge.Trainer().train_from_iterator([texts], 5000, progress=busy)
+        def stuck():
+            while True:
+                yield "some text"
+                time.sleep(5)
+        if "{case}" == "nested":
+            work = [lambda: bpeforge.Trainer().train_from_iterator(["a b c d e f g"] * 1000, 300, progress=nested)]
+        else:
+            def loop():
+                while True:
+                    bpeforge.Trainer().train_from_iterator([texts], 5000, progress=busy)
+            work = [lambda: bpeforge.Trainer().train_from_iterator(stuck(), 300), loop]
+        for w in work:
+            threading.Thread(target=w, daemon=True).start()
+        time.sleep(0.7)
+        """,
+        30,
+    )
+
+
 def test_a_forked_child_exits_at_once_while_the_parent_trains():
     """The exit hook of a child forked while another thread of the parent trains has no training
     of its own to wait for."""

@@ -14,11 +14,14 @@
 //!   before finalization, gives the trainings running then a moment to reach a safe point (an
 //!   item pulled, a batch handed on, the merge watcher's wake-up), where each pauses without
 //!   the GIL. A paused training sleeps for good once Python finalizes; if that has not happened
-//!   a second later (a later `atexit` hook may be waiting for it: for a lock it holds, say), it
-//!   goes on, and does not pause again.
+//!   three seconds later (a later `atexit` hook may be waiting for it: for a lock it holds, say),
+//!   it goes on, and does not pause again. (If Python then finalizes while the training's thread
+//!   is inside the user's Python code, the abort can still happen.)
 //!
-//! Trainings that start after the hook ran (in a later `atexit` hook, or a thread one starts)
-//! never pause, and the hook's own thread is never stopped.
+//! A training started after the hook ran pauses too (once), unless it runs on the hook's own
+//! thread, which is never stopped (a later `atexit` hook may train): the pauses are bounded, so
+//! a later hook that waits for a training (or starts one in a thread and joins it) is delayed,
+//! never blocked.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void};
@@ -54,18 +57,18 @@ fn counts<R>(f: impl FnOnce(&mut Counts) -> R) -> R {
 /// How long the hook waits for trainings to pause (one blocked in the user's iterator may never
 /// get there; the process then exits as it would have without the hook).
 const WAIT: Duration = Duration::from_secs(2);
-/// How long a paused training waits for finalization before it goes on.
-const PAUSE: Duration = Duration::from_secs(1);
+/// How long a paused training waits for finalization before it goes on: longer than the hook
+/// may wait for others, so that none goes on before the hook is done.
+const PAUSE: Duration = Duration::from_secs(3);
 
 /// What this thread's training (if any) may still do at exit.
 #[derive(Clone, Copy, PartialEq)]
 enum Stage {
     /// No training on this thread.
     None,
-    /// A training that was running when the hook ran (or is still to see it): it pauses at its
-    /// next safe point.
+    /// A training that pauses at its next safe point once the hook ran.
     MayPause,
-    /// A training that paused once already, or started after the hook: it goes on.
+    /// A training that paused once already, or runs on the hook's thread: it goes on.
     GoesOn,
 }
 
@@ -73,27 +76,38 @@ thread_local! {
     static STAGE: Cell<Stage> = const { Cell::new(Stage::None) };
 }
 
-/// Marks this thread as training while it lives (nested trainings, from a callback, restore the
-/// outer one's stage).
+/// Marks this thread as training while it lives. A thread pauses once, however many trainings
+/// it nests (one may run in another's progress callback): only its outermost one counts.
 pub(super) struct Running {
     outer: Stage,
 }
 
 impl Running {
     pub(super) fn start() -> Self {
-        let stage = if EXITING.load(Ordering::SeqCst) { Stage::GoesOn } else { Stage::MayPause };
-        if stage == Stage::MayPause {
-            counts(|c| c.pausable += 1);
-        }
-        Running { outer: STAGE.with(|s| s.replace(stage)) }
+        let outer = STAGE.with(Cell::get);
+        let stage = match outer {
+            Stage::None if is_exit_thread() => Stage::GoesOn,
+            Stage::None => {
+                counts(|c| c.pausable += 1);
+                Stage::MayPause
+            }
+            nested => nested,
+        };
+        STAGE.with(|s| s.set(stage));
+        Running { outer }
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if STAGE.with(|s| s.replace(self.outer)) == Stage::MayPause {
-            counts(|c| c.pausable = c.pausable.saturating_sub(1));
+        let stage = STAGE.with(Cell::get);
+        if self.outer == Stage::None {
+            STAGE.with(|s| s.set(Stage::None));
+            if stage == Stage::MayPause {
+                counts(|c| c.pausable = c.pausable.saturating_sub(1));
+            }
         }
+        // A nested training leaves the stage as it is: a pause it made stands for the thread.
     }
 }
 
@@ -132,9 +146,15 @@ fn finalizing() -> bool {
 /// Call without the GIL, where no Python object is borrowed, before taking the GIL again (or
 /// at a safe point of the training): sleeps for good if Python is finalizing, and pauses (see
 /// the module's comment) if the exit hook asked this training to.
+/// Whether this is the thread that ran the exit hook (and finalizes Python): finalization never
+/// ends it, and a later `atexit` hook or a finalizer on it may train.
+fn is_exit_thread() -> bool {
+    EXIT_THREAD.get() == Some(&std::thread::current().id())
+}
+
 pub(super) fn safe_point() {
-    if EXIT_THREAD.get() == Some(&std::thread::current().id()) {
-        return; // the thread that exits: finalization never ends it (a finalizer may train)
+    if is_exit_thread() {
+        return;
     }
     if finalizing() {
         stop_for_good();

@@ -108,11 +108,6 @@ impl Stop {
     }
 }
 
-/// Marks this thread as training, for [`shutdown`].
-fn running() -> shutdown::Running {
-    shutdown::Running::start()
-}
-
 /// An int argument within `lo..=hi`, or an error naming it.
 fn int_arg(value: &Bound<'_, PyAny>, name: &str, lo: i64, hi: i64) -> PyResult<i64> {
     let Some(int) = as_int(value) else {
@@ -389,7 +384,7 @@ impl Trainer {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
-        let _running = running();
+        let _running = shutdown::Running::start();
         let vocab_size = vocab_size_arg(vocab_size)?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         let min_frequency = min_frequency_arg(min_frequency)?;
@@ -434,7 +429,7 @@ impl Trainer {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
-        let _running = running();
+        let _running = shutdown::Running::start();
         let vocab_size = vocab_size_arg(vocab_size)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
         // A mapping (dict, Counter, any Mapping) gives its items (as a view, read as it goes:
@@ -446,9 +441,7 @@ impl Trainer {
         for (position, item) in items.try_iter()?.enumerate() {
             if position % (1 << 16) == (1 << 16) - 1 {
                 py.check_signals()?; // Ctrl-C while reading millions of counts
-                if shutdown::pause_due() {
-                    py.detach(shutdown::safe_point);
-                }
+                shutdown::pause_point(py);
             }
             let item = item?;
             let (span, n): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {

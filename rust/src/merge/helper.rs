@@ -38,6 +38,14 @@ struct Shared {
     panic: UnsafeCell<Option<Box<dyn std::any::Any + Send>>>,
 }
 
+impl Shared {
+    /// Claims `round` for the caller, if no one has: each round is claimed once, by the helper
+    /// (to run its job) or by `join` (to take the job back).
+    fn claim(&self, round: u64) -> bool {
+        self.claimed.compare_exchange(round - 1, round, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+}
+
 // SAFETY: `job` and `panic` are written by one side and read by the other only across the
 // release/acquire pair of `round` (job: join -> helper) or `done` (panic: helper -> join), and
 // `join` does not return, nor touch them again, before `done` says the helper is finished.
@@ -138,7 +146,7 @@ impl Finish<'_> {
     /// Claims the round for this thread, if the helper has not: then the helper will not run
     /// its job.
     fn take_back(&self) -> bool {
-        self.shared.claimed.compare_exchange(self.round - 1, self.round, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        self.shared.claim(self.round)
     }
 }
 
@@ -168,7 +176,7 @@ fn serve(shared: &Shared) {
         seen = round;
         // Each round is claimed once, by whichever side comes first: `join` takes its job back
         // if it is done with its own part before the helper gets here.
-        if shared.claimed.compare_exchange(round - 1, round, Ordering::AcqRel, Ordering::Acquire).is_err() {
+        if !shared.claim(round) {
             continue;
         }
         // SAFETY: `join` wrote the job before publishing this round (acquired above) and keeps

@@ -188,9 +188,7 @@ pub(super) fn count_iterator(
         let fed = (|| -> PyResult<()> {
             let mut reported = 0;
             for (position, item) in iterator.enumerate() {
-                if shutdown::pause_due() {
-                    py.detach(shutdown::safe_point); // see shutdown.rs
-                }
+                shutdown::pause_point(py); // see shutdown.rs
                 let pushed = push_item(py, &item?, position as u64, &mut feeder);
                 // Ctrl-C first: an error found later in the same item is not what stopped it.
                 if let Some(e) = feeder.out.interrupted.take() {

@@ -116,6 +116,14 @@ pub(super) fn pause_due() -> bool {
     EXITING.load(Ordering::Relaxed) && STAGE.with(Cell::get) == Stage::MayPause
 }
 
+/// A safe point of a training holding the GIL: [`safe_point`], without the GIL, if the exit
+/// hook asked this training to pause (else nothing: a cheap check, made once per item).
+pub(super) fn pause_point(py: Python<'_>) {
+    if pause_due() {
+        py.detach(safe_point);
+    }
+}
+
 /// Whether Python is finalizing, read without the GIL (`Py_IsFinalizing`, public since 3.13;
 /// `_Py_IsFinalizing` before). False where neither can be found.
 fn finalizing() -> bool {

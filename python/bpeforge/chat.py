@@ -116,15 +116,7 @@ def encode(
     for i, t in enumerate(text):
         if not isinstance(t, str):
             raise TypeError(f"text[{i}] must be a str, got {type(t).__name__}")
-    if num_threads is not None:
-        from .tokenizer import _as_int
-
-        try:
-            num_threads = _as_int(num_threads, "num_threads")
-        except TypeError:
-            raise TypeError(f"num_threads must be a positive int or None (tiktoken's default), got {num_threads!r}") from None
-        if num_threads < 1:
-            raise ValueError(f"num_threads must be a positive int or None (tiktoken's default), got {num_threads!r}")
+    num_threads = _optional_int(num_threads, "num_threads", 1, "a positive int or None (tiktoken's default)")
     if not text:
         return []
     from .tokenizer import tiktoken_errors
@@ -270,19 +262,25 @@ def normalize_messages(conversation: Any) -> List[Tuple[int, str, Any]]:
     return out
 
 
-def _check_max_tokens(max_tokens: Any) -> Optional[int]:
-    """``max_tokens`` as an int (any integer type) or None; TypeError or ValueError otherwise."""
+def _optional_int(value: Any, name: str, minimum: int, expected: str) -> Optional[int]:
+    """``value`` as an int (any integer type) of at least ``minimum``, or None; else TypeError
+    (not an integer) or ValueError (too small), saying ``name`` must be ``expected``."""
     from .tokenizer import _as_int
 
-    if max_tokens is None:
+    if value is None:
         return None
     try:
-        max_tokens = _as_int(max_tokens, "max_tokens")
+        number = _as_int(value, name)
     except TypeError:
-        raise TypeError(f"max_tokens must be a non-negative int or None, got {max_tokens!r}") from None
-    if max_tokens < 0:
-        raise ValueError(f"max_tokens must be a non-negative int or None, got {max_tokens!r}")
-    return max_tokens
+        raise TypeError(f"{name} must be {expected}, got {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be {expected}, got {number!r}")
+    return number
+
+
+def _check_max_tokens(max_tokens: Any) -> Optional[int]:
+    """``max_tokens`` as an int (any integer type) or None; TypeError or ValueError otherwise."""
+    return _optional_int(max_tokens, "max_tokens", 0, "a non-negative int or None")
 
 
 def render_conversation(
@@ -425,7 +423,8 @@ def token_bytes(tokenizer: "Tokenizer", as_numpy: bool = False) -> Any:
     for token, rank in tokenizer.encoding._mergeable_ranks.items():
         values[rank] = len(token)
     if as_numpy:
-        return _numpy().asarray(values, dtype=_numpy().int32)
+        np = _numpy()
+        return np.asarray(values, dtype=np.int32)
     return values
 
 

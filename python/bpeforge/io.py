@@ -98,9 +98,10 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
 
     directory = Path(directory)
-    check_savable(tokenizer)
+    mergeable_ranks = tokenizer.mergeable_ranks  # (a copy: taken once)
+    check_savable(tokenizer, mergeable_ranks)
     # Every file's contents first: a save that fails leaves the folder as it was.
-    ranks = ranks_to_tiktoken(tokenizer.mergeable_ranks)
+    ranks = ranks_to_tiktoken(mergeable_ranks)
     try:
         token_bytes = token_bytes_npy(tokenizer)
     except MemoryError:
@@ -113,7 +114,7 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
         "version": VERSION,
         "pattern": tokenizer.pattern,
         "special_tokens": tokenizer.special_tokens,
-        "n_ranks": len(tokenizer.mergeable_ranks),
+        "n_ranks": len(mergeable_ranks),
         "ranks_sha256": _sha256(ranks),
         "token_bytes_sha256": _sha256(token_bytes),
     }
@@ -126,16 +127,19 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
 
 
-def check_savable(tokenizer: "Tokenizer") -> None:
+def check_savable(tokenizer: "Tokenizer", ranks: Optional[dict] = None) -> None:
     """Raises ValueError if :func:`load` would refuse what :func:`save` writes for ``tokenizer``
     (possible for one wrapped by ``Tokenizer.from_encoding``, whose encoding is taken as it is):
-    ranks with gaps, special ids among the ranks, or a pattern that can match empty text."""
+    ranks with gaps, special ids among the ranks, or a pattern that can match empty text.
+    ``ranks``: its mergeable ranks, if already at hand."""
     from . import _core
     from .tokenizer import _special_ids
 
-    ranks = tokenizer.mergeable_ranks
-    if sorted(ranks.values()) != list(range(len(ranks))):
-        missing = next(i for i, r in enumerate(sorted(ranks.values())) if i != r)
+    if ranks is None:
+        ranks = tokenizer.mergeable_ranks
+    ordered = sorted(ranks.values())
+    if ordered != list(range(len(ranks))):
+        missing = next(i for i, r in enumerate(ordered) if i != r)
         raise ValueError(f"cannot save: the ranks do not run 0 to {len(ranks) - 1} without gaps (no token has rank {missing})")
     if b"" in ranks:
         raise ValueError(f"cannot save: the empty token has rank {ranks[b'']} (a .tiktoken line cannot hold it)")

@@ -3,6 +3,11 @@
 
 use std::fmt;
 
+/// How many items (spans, counts) a long loop goes through between two looks at its stop flag,
+/// after which it gives up with [`Error::Interrupted`]: a look is one relaxed load, and 65,536
+/// items take well under a millisecond.
+pub const STOP_EVERY: usize = 1 << 16;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The split pattern does not compile.

@@ -17,6 +17,7 @@ mod feed;
 mod pool;
 mod shutdown;
 
+use crate::error::STOP_EVERY;
 use crate::merge::{learn, LearnOptions, Merge};
 use crate::pretokenize::presets;
 use crate::vocab::check_ranks as check_ranks_core;
@@ -248,10 +249,10 @@ fn learn_from(
                 let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
                     pool.install(|| {
                         // Any order: the merges do not depend on it.
-                        let spans = counts.into_spans();
+                        let spans = counts.into_spans(&stop.requested)?;
                         distinct_spans.store(spans.len(), Ordering::Relaxed);
                         crate::memory::release();
-                        let learned = learn(spans, &options, |merge, vocab| {
+                        let learned = learn(spans, &options, &stop.requested, |merge, vocab| {
                             if stop.requested() {
                                 return ControlFlow::Break(());
                             }
@@ -439,7 +440,7 @@ impl Trainer {
         let items = if mapping { counts.call_method0("items")? } else { counts.clone() };
         let mut spans = SpanCounts::new();
         for (position, item) in items.try_iter()?.enumerate() {
-            if position % (1 << 16) == (1 << 16) - 1 {
+            if position % STOP_EVERY == STOP_EVERY - 1 {
                 py.check_signals()?; // Ctrl-C while reading millions of counts
                 shutdown::pause_point(py);
             }

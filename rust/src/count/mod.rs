@@ -1,11 +1,13 @@
 //! Counting: how often each distinct span occurs in the corpus.
 
 use std::hash::BuildHasher;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rayon::prelude::*;
 
+use crate::error::STOP_EVERY;
 use crate::{Error, Splitter};
 
 mod batch;
@@ -247,27 +249,38 @@ impl Table {
     /// Calls `f(span, hash, count)` for each span in part `part` of `parts` of this table (by
     /// where it sits in it) that none of the `earlier` tables holds: of the spans several tables
     /// hold, the first table's is the one visited.
-    fn for_each_first(&self, earlier: &[Table], (part, parts): (usize, usize), mut f: impl FnMut(ShortOrLong<'_>, u64, u64)) {
+    /// `f` returning `ControlFlow::Break` stops the visit, which then returns it.
+    fn for_each_first(
+        &self,
+        earlier: &[Table],
+        (part, parts): (usize, usize),
+        mut f: impl FnMut(ShortOrLong<'_>, u64, u64) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
         let short = self.short.iter_part(part, parts).map(|(key, n)| (ShortOrLong::Short(key), self.short.hash(key), n));
         let long = self.long.iter_part(part, parts).map(|(bytes, hash, n)| (ShortOrLong::Long(bytes), hash, n));
         for (span, hash, n) in short.chain(long) {
             if !earlier.iter().any(|t| t.get_hashed(span, hash).is_some()) {
-                f(span, hash, n);
+                f(span, hash, n)?;
             }
         }
+        ControlFlow::Continue(())
     }
 
     /// Appends to `out` the spans of part `part` of `parts` of this table that none of the
     /// `earlier` tables holds (those are appended with the earlier table), each with its count
-    /// in the `later` tables added.
-    fn join_part(&self, earlier: &[Table], later: &[Table], part: (usize, usize), out: &mut Spans) {
+    /// in the `later` tables added. It gives up, with `Break`, soon after `stop` is set.
+    fn join_part(&self, earlier: &[Table], later: &[Table], part: (usize, usize), out: &mut Spans, stop: &AtomicBool) -> ControlFlow<()> {
         self.for_each_first(earlier, part, |span, hash, n| {
             let n = later.iter().fold(n, |sum, t| sum.saturating_add(t.get_hashed(span, hash).unwrap_or(0)));
             match span {
                 ShortOrLong::Short(key) => out.push_short(key, n),
                 ShortOrLong::Long(bytes) => out.push(bytes, n),
             }
-        });
+            if out.len() % STOP_EVERY == 0 && stop.load(Ordering::Relaxed) {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        })
     }
 }
 
@@ -414,7 +427,10 @@ impl SpanCounts {
     pub fn len(&self) -> usize {
         let mut len = 0;
         for (i, table) in self.tables.iter().enumerate() {
-            table.for_each_first(&self.tables[..i], (0, 1), |_, _, _| len += 1);
+            let _ = table.for_each_first(&self.tables[..i], (0, 1), |_, _, _| {
+                len += 1;
+                ControlFlow::Continue(())
+            });
         }
         len
     }
@@ -439,7 +455,10 @@ impl SpanCounts {
     /// one part of every table's slots (or in one part, when one table holds nearly all the
     /// spans): a span is written by the first table that holds it, with the later tables' counts
     /// added (the tables are only read, and share their hash seeds).
-    pub fn into_spans(self) -> Spans {
+    ///
+    /// Setting `stop` makes it give up soon (within [`STOP_EVERY`] spans of each part) with
+    /// [`Error::Interrupted`]: joining millions of spans takes seconds.
+    pub fn into_spans(self, stop: &AtomicBool) -> Result<Spans, Error> {
         let mut tables = self.tables;
         tables.iter_mut().for_each(Table::settle);
         let tables = &tables[..];
@@ -450,17 +469,19 @@ impl SpanCounts {
         let largest = tables.iter().map(Table::len).max().unwrap_or(0);
         let others = tables.iter().map(Table::len).sum::<usize>() - largest;
         let parts = if others < largest / 8 { 1 } else { rayon::current_num_threads().max(1) };
-        let parts: Vec<Spans> = (0..parts)
+        let parts: Option<Vec<Spans>> = (0..parts)
             .into_par_iter()
             .map(|part| {
                 let mut out = Spans::with_capacity(largest / parts, 8 * largest / parts);
                 for (i, table) in tables.iter().enumerate() {
-                    table.join_part(&tables[..i], &tables[i + 1..], (part, parts), &mut out);
+                    if table.join_part(&tables[..i], &tables[i + 1..], (part, parts), &mut out, stop).is_break() {
+                        return None;
+                    }
                 }
-                out
+                Some(out)
             })
             .collect();
-        Spans::concat(parts)
+        parts.map(Spans::concat).ok_or(Error::Interrupted)
     }
 }
 
@@ -572,8 +593,8 @@ mod tests {
         for t in texts {
             one_by_one.add_texts(&[t], &splitter).unwrap();
         }
-        assert_eq!(sorted(all.clone().into_spans()), sorted(one_by_one.into_spans()));
-        let listed = sorted(all.clone().into_spans());
+        assert_eq!(sorted(all.clone().into_spans(&AtomicBool::new(false)).unwrap()), sorted(one_by_one.into_spans(&AtomicBool::new(false)).unwrap()));
+        let listed = sorted(all.clone().into_spans(&AtomicBool::new(false)).unwrap());
         let want: Vec<(Vec<u8>, u64)> =
             [(&b" hello"[..], 1), (b" there", 1), (b" world", 2), (b"hello", 2), (b"world", 1)].iter().map(|(b, n)| (b.to_vec(), *n)).collect();
         assert_eq!(listed, want);
@@ -604,7 +625,7 @@ mod tests {
         for (span, &n) in want.iter().step_by(97) {
             assert_eq!(counts.get(span), n, "{span:?}");
         }
-        assert_eq!(sorted(counts.into_spans()), want.into_iter().collect::<Vec<_>>());
+        assert_eq!(sorted(counts.into_spans(&AtomicBool::new(false)).unwrap()), want.into_iter().collect::<Vec<_>>());
     }
 
     #[test]
@@ -661,7 +682,7 @@ mod tests {
                 .collect();
             let expected: Vec<(Vec<u8>, u64)> = reference.into_iter().collect();
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1 + 2 * (round % 2)).build().unwrap();
-            assert_eq!(sorted(pool.install(|| SpanCounts { tables }.into_spans())), expected, "round {round}");
+            assert_eq!(sorted(pool.install(|| SpanCounts { tables }.into_spans(&AtomicBool::new(false)).unwrap())), expected, "round {round}");
         }
     }
 
@@ -688,6 +709,19 @@ mod tests {
     }
 
     #[test]
+    fn joining_gives_up_when_stopped() {
+        // More spans than one stretch between two looks at the flag, in two tables.
+        let spans = 3 * STOP_EVERY;
+        let mut counts = SpanCounts::new();
+        counts.tables.resize_with(2, Table::default);
+        for i in 0..spans {
+            counts.tables[i % 2].add(format!("span{i}").as_bytes(), 1);
+        }
+        assert_eq!(counts.clone().into_spans(&AtomicBool::new(true)).err(), Some(Error::Interrupted));
+        assert_eq!(counts.into_spans(&AtomicBool::new(false)).unwrap().len(), spans);
+    }
+
+    #[test]
     fn counts_do_not_depend_on_threads() {
         let texts: Vec<String> = (0..3000).map(|i| format!("word{} and a long identifier_number_{} {}", i % 37, i % 101, i)).collect();
         let splitter = Splitter::new(presets::GPT4).unwrap();
@@ -706,7 +740,7 @@ mod tests {
                 }
             });
             assert!(counts.len_at_least() <= counts.len());
-            (counts.len(), counts.get(b" and"), sorted(pool.install(|| counts.into_spans())))
+            (counts.len(), counts.get(b" and"), sorted(pool.install(|| counts.into_spans(&AtomicBool::new(false)).unwrap())))
         };
         let one = count_on(1);
         assert_eq!(one.0, one.2.len());

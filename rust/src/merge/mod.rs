@@ -20,11 +20,13 @@
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 use dary_heap::OctonaryHeap;
 use rayon::prelude::*;
 
 use crate::count::Spans;
+use crate::error::STOP_EVERY;
 use crate::{Error, Vocab};
 
 mod helper;
@@ -233,10 +235,15 @@ struct Loop<T> {
 }
 
 impl<T: TokenId> Loop<T> {
-    fn new(spans: Spans) -> Result<Self, Error> {
+    /// The loop's state before the first merge. Setting `stop` makes it give up soon with
+    /// [`Error::Interrupted`]: it is checked between the steps below, each a pass over the
+    /// spans (about a second for tens of millions of them), and in the longest two.
+    fn new(spans: Spans, stop: &AtomicBool) -> Result<Self, Error> {
+        let stopped = || if stop.load(AtomicOrdering::Relaxed) { Err(Error::Interrupted) } else { Ok(()) };
         let (spans, ids) = SpanTable::<T>::new(&spans).map_err(|words| {
             Error::InvalidOption(format!("the distinct spans need {words} words of token ids, more than the 2^34 supported"))
         })?;
+        stopped()?;
         // Every pair of the spans as given is a pair of bytes: count them in a dense 256 x 256
         // table rather than a hash map, in parallel over parts of the spans, each part also
         // counting the spans that hold each pair (once per span, however often it holds it).
@@ -247,7 +254,10 @@ impl<T: TokenId> Loop<T> {
             .par_iter()
             .map(|part| {
                 let mut dense = vec![ByteCount { count: 0, holders: 0, last: u32::MAX }; 1 << 16];
-                for &id in *part {
+                for (k, &id) in part.iter().enumerate() {
+                    if k % STOP_EVERY == 0 && stop.load(AtomicOrdering::Relaxed) {
+                        break; // the result is dropped below
+                    }
                     let n = spans.count(id);
                     for w in spans.tokens(id).windows(2) {
                         let d = &mut dense[byte_pair(w)];
@@ -260,6 +270,7 @@ impl<T: TokenId> Loop<T> {
                 dense
             })
             .collect();
+        stopped()?;
         // The pairs of two bytes, token by token (see `pairs.rs`): (x, t) for x <= t, then
         // (t, y) for y < t, each with a list of exactly its length. The dense tables are read
         // in their order once, and the pairs found put in the index's order.
@@ -309,7 +320,10 @@ impl<T: TokenId> Loop<T> {
         }
         parts.par_iter().zip(pieces).for_each(|(part, mut pieces)| {
             let mut filled = vec![(0usize, u32::MAX); pieces.len()]; // (spans written, last span)
-            for &id in *part {
+            for (k, &id) in part.iter().enumerate() {
+                if k % STOP_EVERY == 0 && stop.load(AtomicOrdering::Relaxed) {
+                    break; // the index is dropped below
+                }
                 for w in spans.tokens(id).windows(2) {
                     let k = k_of[byte_pair(w)] as usize;
                     let (done, last) = &mut filled[k];
@@ -320,6 +334,7 @@ impl<T: TokenId> Loop<T> {
                 }
             }
         });
+        stopped()?;
         // The heap starts with the pairs counted at least half the most counted one (the floor
         // then lets the others in when needed).
         let floor = pairs.counted_between(0, u64::MAX).map(|(count, _, _)| count).max().unwrap_or(0) / 2;
@@ -492,7 +507,9 @@ impl<T: TokenId> Loop<T> {
 
 /// Runs the merge loop. `on_merge` is called after every merge with the merge and the
 /// vocabulary so far; returning `ControlFlow::Break` stops the loop early (the result then holds
-/// the merges made so far).
+/// the merges made so far). Setting `stop` before the first merge makes it give up soon with
+/// [`Error::Interrupted`] (getting to the first merge takes seconds for tens of millions of
+/// spans); after it, `on_merge` is the way to stop.
 ///
 /// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63,
 /// more than 2^31-1 spans, more than 2^32-1 bytes in a span, or distinct spans that need more
@@ -500,6 +517,7 @@ impl<T: TokenId> Loop<T> {
 pub fn learn(
     spans: Spans,
     options: &LearnOptions,
+    stop: &AtomicBool,
     on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
     check_total(&spans)?;
@@ -507,9 +525,9 @@ pub fn learn(
         Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
     } else if options.vocab_size <= 1 << 16 {
         // Token ids are below vocab_size: 2^16 of them fit in a u16.
-        run(Loop::<u16>::new(spans)?, options, on_merge)
+        run(Loop::<u16>::new(spans, stop)?, options, on_merge)
     } else {
-        run(Loop::<u32>::new(spans)?, options, on_merge)
+        run(Loop::<u32>::new(spans, stop)?, options, on_merge)
     }
 }
 
@@ -608,7 +626,7 @@ mod tests {
     fn learn_all(spans: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Merge> {
         let spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
         let options = LearnOptions { vocab_size, min_frequency: 1 };
-        learn(spans, &options, |_, _| ControlFlow::Continue(())).unwrap().merges
+        learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
     }
 
     /// A random corpus of `seed` (see [`crate::draws`]).
@@ -731,8 +749,8 @@ mod tests {
             })
             .collect();
         let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1 };
-        let small = run(Loop::<u16>::new(spans.clone()).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
-        let big = run(Loop::<u32>::new(spans).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
+        let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
+        let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(small.merges.len(), (1 << 16) - 256);
         assert!(small.merges.iter().any(|m| m.pair.0 > 65_000 || m.pair.1 > 65_000), "late ids are merged again");
         assert_eq!(small.merges, big.merges);
@@ -772,14 +790,28 @@ mod tests {
     fn min_frequency_stops_early() {
         let spans = [(b"ab", 3), (b"cd", 2)].into_iter().collect();
         let options = LearnOptions { vocab_size: 1000, min_frequency: 3 };
-        let learned = learn(spans, &options, |_, _| ControlFlow::Continue(())).unwrap();
+        let learned = learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(learned.merges.len(), 1);
+    }
+
+    #[test]
+    fn a_stop_set_before_the_first_merge_gives_up() {
+        let spans: Spans = [(&b"abab"[..], 3), (b"abc", 2)].into_iter().collect();
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1 };
+        let mut merges = 0;
+        let stopped = learn(spans.clone(), &options, &AtomicBool::new(true), |_, _| {
+            merges += 1;
+            ControlFlow::Continue(())
+        });
+        assert_eq!(stopped.err(), Some(Error::Interrupted));
+        assert_eq!(merges, 0);
+        assert_eq!(learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges.len(), 3);
     }
 
     #[test]
     fn overflowing_totals_are_refused() {
         let spans = [(b"abc", u64::MAX / 2)].into_iter().collect();
         let options = LearnOptions { vocab_size: 300, min_frequency: 1 };
-        assert!(learn(spans, &options, |_, _| ControlFlow::Continue(())).is_err());
+        assert!(learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).is_err());
     }
 }

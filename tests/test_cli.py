@@ -382,6 +382,7 @@ def bad_files(tmp_path_factory):
     # Line 2 holds the UTF-8 encoding of the surrogate U+D800, line 3 a lone "\ud800" escape.
     (d / "surrogate.jsonl").write_bytes(b'{"text": "fine"}\n{"text": "a\xed\xa0\x80b"}\n{"text": "lone \\ud800"}\n{"text": "fine"}\n')
     (d / "ok.txt").write_text("hello world\n" * 10)
+    (d / "aaa.txt").write_text("a" * 40 + "c\n")
     (d / "existing").mkdir()
     (d / "existing" / "tokenizer.json").write_text("{}")
     (d / "precious").mkdir()
@@ -431,6 +432,13 @@ ERROR_CASES = {
     "bad option": (["{bad}/ok.txt", "--vocab-sizes", "300"], ["unrecognized arguments: --vocab-sizes"]),
     "bad format": (["{bad}/ok.txt", "--input-format", "csv"], ["invalid choice: 'csv'"]),
     "duplicate special": (["{bad}/ok.txt", "--special-tokens", "<|a|>,<|a|>"], ["'<|a|>' is given twice"]),
+    # Bytes that are not UTF-8 in an argument (Python reads them as lone surrogates), before any input.
+    "bad special not utf-8": (["nope.txt", "--special-tokens", "<|ok|>,a\udcffb"], ["--special-tokens: 'a\\udcffb' is not valid UTF-8 text"]),
+    # fancy-regex gives up on this pattern and text (its backtracking limit): the user's pattern, not a bug.
+    "pattern the regex engine gives up on": (
+        ["{bad}/aaa.txt", "--pattern", r"(?:(?:a|aa)+)+(?=b)|\s+|\S"],
+        ["the split pattern failed on a text", "backtracking", "simplify --pattern (fewer nested repetitions, lookarounds)"],
+    ),
     "bad escape": (["{bad}/ok.txt", "--doc-separator", "\\x4"], ["--doc-separator", "bad backslash escape"]),
     "empty input": (["{bad}/empty.txt"], ["no documents to train on: the inputs hold no text"]),
     "all held out": (["{bad}/ok.txt", "--holdout", "1"], ["no documents to train on: all 10 were held out", "--holdout 0"]),
@@ -455,6 +463,61 @@ def test_errors_are_one_line(case, bad_files, tmp_path):
     assert (bad_files / "precious" / "thesis.tex").exists() and (bad_files / "existing" / "tokenizer.json").read_text() == "{}"
     assert (bad_files / "hf-model" / "model.safetensors").read_bytes() == b"weights"
     assert (bad_files / "hf-tokenizer" / "tokenizer.json").read_text().startswith('{"version"')
+
+
+def test_a_split_failure_is_recognized_by_the_cores_message():
+    # The command line tells a pattern the regex engine gave up on by how the error begins.
+    with pytest.raises(RuntimeError) as e:
+        bpeforge.split("a" * 40 + "c", r"(?:(?:a|aa)+)+(?=b)|\s+|\S")
+    assert str(e.value).startswith(cli.SPLIT_FAILED)
+
+
+def test_a_file_reached_twice_is_read_once_with_a_note(corpus, tmp_path):
+    d, docs = corpus
+    (tmp_path / "in").mkdir()
+    shutil.copy(d / "docs.txt", tmp_path / "in" / "a.txt")
+    (tmp_path / "in" / "latest.txt").symlink_to(tmp_path / "in" / "a.txt")
+    r = run("train", tmp_path / "in", tmp_path / "in" / "a.txt", "-o", tmp_path / "tok", "--vocab-size", 300, "--holdout", 0)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == f"bpeforge: note: {tmp_path / 'in' / 'latest.txt'} is the file {tmp_path / 'in' / 'a.txt'}, read once (and 1 more)\n"
+    assert report_int(r.stdout, "documents") == len(docs)
+    assert "1 file (text)" in report_value(r.stdout, "corpus")
+
+
+def test_the_report_lists_no_merge_twice(corpus, tmp_path):
+    d, _ = corpus
+    for merges in (3, 7, 10, 11, 20):
+        r = run("train", d / "docs.txt", "-o", tmp_path / f"tok{merges}", "--vocab-size", 256 + merges, "--special-tokens", "none")
+        assert r.returncode == 0, r.stderr
+        listed = re.findall(r"-> (\d+) ", r.stdout)
+        assert len(listed) == len(set(listed)) == min(merges, 10), r.stdout
+        assert ("..." in r.stdout) == (merges > 10)
+
+
+def test_closed_standard_streams(corpus, tmp_path):
+    d, _ = corpus
+    # Standard output closed: training and saving still succeed; the report has nowhere to go.
+    r = subprocess.run(
+        [sys.executable, "-m", "bpeforge", "train", str(d / "docs.txt"), "-o", str(tmp_path / "tok"), "--vocab-size", "300"],
+        preexec_fn=lambda: os.close(1), stderr=subprocess.PIPE, text=True, env=ENV, timeout=120,
+    )
+    assert (r.returncode, r.stderr) == (0, "")
+    check_saved(tmp_path / "tok")
+    # Standard input closed and `-` given: an input error, nothing written.
+    r = subprocess.run(
+        [sys.executable, "-m", "bpeforge", "train", "-", "-o", str(tmp_path / "stdin")],
+        preexec_fn=lambda: os.close(0), capture_output=True, text=True, env=ENV, timeout=120,
+    )
+    assert_one_line_error(r, "-: standard input is closed")
+    assert no_outputs_in(tmp_path) == ["tok", "tok.tiktoken"]
+
+
+def test_an_output_path_through_a_missing_folder_creates_only_what_it_names(corpus, tmp_path):
+    d, _ = corpus
+    r = run("train", d / "docs.txt", "-o", "a/../b", "--vocab-size", 300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert no_outputs_in(tmp_path) == ["b", "b.tiktoken"]
+    check_saved(tmp_path / "b")
 
 
 def test_skip_bad_lines(bad_files, tmp_path):

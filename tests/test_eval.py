@@ -2,6 +2,7 @@
 
 import json
 import re
+import sys
 
 import pytest
 import tiktoken
@@ -314,6 +315,18 @@ def test_cli_errors(files, capsys, make_argv, message):
     err = capsys.readouterr().err
     assert err.startswith("bpeforge eval: error: ") and message in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("stream, message", [("stdin", "-: standard input is closed"), ("stdout", "standard output is closed")])
+def test_cli_closed_standard_streams(files, capsys, monkeypatch, stream, message):
+    # Python sets sys.stdin / sys.stdout to None when started with that descriptor closed.
+    argv = [str(files / "tok"), "--text", "-", "--json"]
+    with monkeypatch.context() as m:
+        m.setattr(sys, stream, None)
+        code = main_eval(argv)
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bpeforge eval: error: ") and message in err
 
 
 def test_cli_usage_errors(files, capsys):

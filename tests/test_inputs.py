@@ -116,6 +116,42 @@ def test_globs_files_and_order(tmp_path):
     assert [s.path.name for s in expand_inputs([str(tmp_path / "**" / "*.jsonl")])] == ["other.jsonl"]
 
 
+def test_a_double_star_glob_gives_each_file_once_sorted(tmp_path):
+    # `**` matches the folders too: walking them must not add their files again.
+    for rel in ["top.txt", "a/b/x.txt", "a/y.jsonl"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x")
+    got = [s.path.relative_to(tmp_path).as_posix() for s in expand_inputs([str(tmp_path / "**")])]
+    assert got == ["a/b/x.txt", "a/y.jsonl", "top.txt"]
+
+
+def test_a_file_reached_twice_is_read_once(tmp_path):
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / "s1.txt").write_text("one\n")
+    (tmp_path / "shards" / "s2.txt").write_text("two\n")
+    (tmp_path / "shards" / "latest.txt").symlink_to(tmp_path / "shards" / "s2.txt")
+    os.link(tmp_path / "shards" / "s1.txt", tmp_path / "hard.txt")
+    sources = expand_inputs([str(tmp_path / "shards"), str(tmp_path / "shards" / "s1.txt"), str(tmp_path / "hard.txt"), "-"])
+    kept, left_out = inputs.unique_sources(sources)
+    names = lambda ss: [s.path.name for s in ss]  # noqa: E731
+    assert names(sources) == ["latest.txt", "s1.txt", "s2.txt", "s1.txt", "hard.txt", "-"]
+    assert names(kept) == ["latest.txt", "s1.txt", "-"]
+    assert [(again.path.name, first.path.name) for again, first in left_out] == [("s2.txt", "latest.txt"), ("s1.txt", "s1.txt"), ("hard.txt", "s1.txt")]
+
+
+def test_a_file_that_cannot_be_opened_for_another_reason_is_an_input_error(tmp_path):
+    loop = tmp_path / "loop.txt"
+    loop.symlink_to(loop)  # opening it: "Too many levels of symbolic links"
+    with pytest.raises(InputError, match=re.escape(f"{loop}: cannot read it (Too many levels of symbolic links)")):
+        inputs.open_binary(text_source(loop))
+
+
+def test_closed_standard_input_is_an_input_error(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", None)  # what Python sets when started with fd 0 closed
+    with pytest.raises(InputError, match="-: standard input is closed"):
+        inputs.open_binary(inputs.Source(Path("-"), "text"))
+
+
 @pytest.mark.parametrize(
     "make, arg, message",
     [
@@ -457,6 +493,14 @@ def test_jsonl_byte_order_mark(tmp_path):
         docs_of(read_jsonl(text_source(p)))
 
 
+def test_jsonl_first_line_of_only_a_byte_order_mark_is_blank(tmp_path):
+    p = tmp_path / "a.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf\n{"text": "hello world"}\n')
+    assert docs_of(read_jsonl(text_source(p))) == ["hello world"]
+    p.write_bytes(b'\xef\xbb\xbf  \r\n{"text": "x"}\n')
+    assert docs_of(read_jsonl(text_source(p))) == ["x"]
+
+
 def test_jsonl_zst_streams(tmp_path):
     rows = [{"text": f"document {i}"} for i in range(3000)]
     raw = "".join(json.dumps(r) + "\n" for r in rows).encode()
@@ -498,12 +542,15 @@ def test_parquet_string_flavours(tmp_path):
         (b"", "not a readable Parquet file"),
         ("nocol", "no column 'text' (columns: body)"),
         ("intcol", "column 'text' holds int64, not strings"),
+        ("twocols", "2 columns are named 'text'"),
     ],
 )
 def test_parquet_errors(tmp_path, content, message):
     p = tmp_path / "x.parquet"
     if content == "nocol":
         pq.write_table(pa.table({"body": ["x"]}), p)
+    elif content == "twocols":
+        pq.write_table(pa.Table.from_arrays([pa.array(["a"]), pa.array(["b"])], names=["text", "text"]), p)
     elif content == "intcol":
         pq.write_table(pa.table({"text": [1, 2]}), p)
     else:

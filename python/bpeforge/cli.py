@@ -31,6 +31,8 @@ MIN_BUFFER, MAX_BUFFER = 64, 8192
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+# How the core's error for a text the split pattern's regex engine gave up on begins.
+SPLIT_FAILED = "the split pattern failed on a text"
 
 TRAIN_EPILOG = """\
 inputs:
@@ -38,7 +40,9 @@ inputs:
   standard input (text unless --input-format says otherwise). The format comes from the
   extension: .txt/.text = text, .jsonl/.ndjson = JSONL, .parquet/.pq = Parquet; text and
   JSONL may be compressed (.gz, .zst). With no input at all, bpeforge trains on the .py
-  sources of this Python's standard library, one document per file.
+  sources of this Python's standard library, one document per file. A file reached twice
+  (named twice, through a link, overlapping folders or globs) is read once, where it first
+  comes, with a note.
 
 documents:
   text     one document per line; --doc-separator SEP splits on the exact string SEP
@@ -144,6 +148,11 @@ def parse_special_tokens(text: Optional[str]) -> List[str]:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise CLIError(f"--special-tokens: {dup[0]!r} is given twice", EXIT_USAGE)
+    for n in names:
+        try:
+            n.encode("utf-8")
+        except UnicodeEncodeError:  # bytes the shell gave that are not UTF-8 (a lone surrogate here)
+            raise CLIError(f"--special-tokens: {n!r} is not valid UTF-8 text", EXIT_USAGE) from None
     return names
 
 
@@ -183,6 +192,9 @@ def output_paths(output: str) -> Tuple[Path, Path]:
         path = path.with_suffix("")
     if not path.name or path.name in (".", ".."):
         raise CLIError(f"-o {output!r}: give a folder name, e.g. -o out/tok", EXIT_USAGE)
+    if ".." in path.parts:
+        # Where the system takes it (through links): making `a/../b`'s parents would create `a`.
+        path = path.parent.resolve() / path.name
     return path, path.with_name(path.name + ".tiktoken")
 
 
@@ -405,7 +417,7 @@ def run_train(args: argparse.Namespace) -> int:
     """Runs ``bpeforge train`` with parsed ``args``: checks the options, reads the inputs, trains,
     saves the tokenizer and prints the report; returns the exit code. Raises :class:`CLIError`."""
     from . import _core
-    from .inputs import Corpus, InputError, check_parquet, expand_inputs, stdlib_sources
+    from .inputs import Corpus, InputError, check_parquet, expand_inputs, stdlib_sources, unique_sources
     from .progress import ConsoleProgress, is_terminal
     from .tokenizer import Tokenizer, early_stop_reason
 
@@ -426,9 +438,10 @@ def run_train(args: argparse.Namespace) -> int:
     check_output(folder, tiktoken_file, args.force)
 
     stdlib_root = None
+    left_out: list = []
     try:
         if args.inputs:
-            sources = expand_inputs(args.inputs, args.input_format)
+            sources, left_out = unique_sources(expand_inputs(args.inputs, args.input_format))
             separator = "\n" if args.doc_separator is None else decode_separator(args.doc_separator)
         else:
             stdlib_root, sources = stdlib_sources()
@@ -451,6 +464,11 @@ def run_train(args: argparse.Namespace) -> int:
     else:
         formats = sorted({s.format for s in sources})
         corpus_label = f"{len(sources):,} file{'s' if len(sources) != 1 else ''} ({', '.join(formats)})"
+
+    if left_out and not quiet:
+        again, first = left_out[0]
+        more = f" (and {len(left_out) - 1:,} more)" if len(left_out) > 1 else ""
+        _stderr_line(f"{PROG}: note: {again.path} is the file {first.path}, read once{more}")
 
     show_progress = not quiet and (verbose or is_terminal(sys.stderr))
     progress = ConsoleProgress(file=sys.stderr, bars=None if show_progress else False, log=show_progress)
@@ -498,6 +516,11 @@ def run_train(args: argparse.Namespace) -> int:
         except InputError as e:
             progress.abort()
             raise CLIError(str(e)) from None
+        except RuntimeError as e:
+            progress.abort()
+            if str(e).startswith(SPLIT_FAILED):  # a custom pattern the regex engine gives up on
+                raise CLIError(f"{_one_line(e)}; simplify --pattern (fewer nested repetitions, lookarounds)") from None
+            raise
         except BaseException:
             progress.abort()
             raise
@@ -558,6 +581,7 @@ def run_train(args: argparse.Namespace) -> int:
     if not quiet:
         for w in warnings:
             _stderr_line(f"{PROG}: warning: {w}")
+    if not quiet and sys.stdout is not None:  # None: started with standard output closed
         report = format_report(
             corpus_label=corpus_label,
             corpus=corpus,
@@ -842,7 +866,7 @@ def format_report(
 
     if merges:
         first = merges[:show]
-        last = merges[-show:] if len(merges) > show else []
+        last = merges[max(show, len(merges) - show) :]  # none listed twice
         rows.append(("first merges", merge_row(first[0])))
         rows.extend(("", merge_row(m)) for m in first[1:])
         if last:

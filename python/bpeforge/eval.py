@@ -447,6 +447,8 @@ def _error(message: str) -> Exception:
 def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
     texts = []
     for path in paths:
+        if path == "-" and sys.stdin is None:
+            raise _error("-: standard input is closed")
         try:
             data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
         except OSError as e:
@@ -466,6 +468,8 @@ def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
 def run_eval(args: argparse.Namespace) -> int:
     """Runs ``bpeforge eval`` with parsed ``args``; prints the table (or JSON) on standard
     output and returns the exit code. Problems raise the CLI's one-line error."""
+    if sys.stdout is None:
+        raise _error("standard output is closed: there is nowhere to print the comparison")
     texts = _read_texts(args.texts)
     tokenizers: Dict[str, Tokenizer] = {}
     for name, spec in _named_tokenizers(args.tokenizers):
@@ -489,9 +493,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def main_eval(argv: Optional[Sequence[str]] = None) -> int:
-    """``bpeforge eval`` on its own (``python -m bpeforge.eval ...``): parses ``argv`` and runs
-    :func:`run_eval`; an error is one line on standard error and exit code 1 (a bad option:
-    argparse's usage and error, exit code 2). ``python -m bpeforge eval`` is the same command."""
+    """``bpeforge eval`` on its own: parses ``argv`` and runs :func:`run_eval`; an error is one
+    line on standard error and exit code 1 (a bad option: argparse's usage and error, exit code
+    2). From a shell: ``bpeforge eval ...`` or ``python -m bpeforge eval ...`` (not ``python -m
+    bpeforge.eval``: the package imports this module first, and runpy warns about that)."""
     parser = argparse.ArgumentParser(
         prog="bpeforge eval",
         description="Compare how tokenizers compress texts.",
@@ -509,6 +514,3 @@ def main_eval(argv: Optional[Sequence[str]] = None) -> int:
     except (CLIError, EvalError, OSError, ValueError) as e:
         print(f"bpeforge eval: error: {e}", file=sys.stderr)
         return int(getattr(e, "code", 1))
-
-if __name__ == "__main__":
-    sys.exit(main_eval())

@@ -47,7 +47,7 @@ import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 FORMATS = ("text", "jsonl", "parquet")
 EXTENSIONS = {
@@ -162,22 +162,47 @@ def expand_inputs(inputs: Sequence[str], input_format: Optional[str] = None) -> 
         elif path.exists():  # a named pipe, /dev/stdin, a shell's <(zcat ...)
             sources.append(_source(path, input_format))
         elif glob.has_magic(arg):
-            matches = sorted(glob.glob(arg, recursive=True))
+            matches = glob.glob(arg, recursive=True)
             if not matches:
                 raise InputError(f"{arg}: no file matches this pattern")
-            before = len(sources)
+            # `**` matches a folder and the files under it, each once: a set.
+            matched: "set[Path]" = set()
             for m in matches:
                 mp = Path(m)
                 if mp.is_dir():
-                    sources.extend(_source(f, input_format) for f in _walk(mp, input_format))
+                    matched.update(_walk(mp, input_format))
                 elif mp.is_file():
-                    sources.append(_source(mp, input_format))
-            if len(sources) == before:
+                    matched.add(mp)
+            if not matched:
                 what = input_format or "known"
                 raise InputError(f"{arg}: matches only folders with no files of a {what} format")
+            sources.extend(_source(f, input_format) for f in sorted(matched))
         else:
             raise InputError(f"{arg}: no such file or folder")
     return sources
+
+
+def unique_sources(sources: Sequence[Source]) -> "tuple[List[Source], List[Tuple[Source, Source]]]":
+    """(the sources, each file once, in order; the (left out, same file as) pairs): a file the
+    inputs reach twice, by a link, a hard link, overlapping folders or globs, or named twice, is
+    read once, where it comes first. Files are the same by device and inode; standard input and
+    files that cannot be looked at are kept."""
+    kept: List[Source] = []
+    left_out: List[Tuple[Source, Source]] = []
+    first: Dict[Tuple[int, int], Source] = {}
+    for source in sources:
+        try:
+            st = os.stat(source.path) if str(source.path) != "-" else None
+        except OSError:
+            st = None
+        if st is not None:
+            key = (st.st_dev, st.st_ino)
+            if key in first:
+                left_out.append((source, first[key]))
+                continue
+            first[key] = source
+        kept.append(source)
+    return kept, left_out
 
 
 def stdlib_sources() -> "tuple[Path, List[Source]]":
@@ -202,6 +227,8 @@ def open_binary(source: Source):
     """A binary file object for ``source``, decompressing ``.gz`` and ``.zst`` on the fly."""
     path = source.path
     if str(path) == "-":
+        if sys.stdin is None:
+            raise InputError("-: standard input is closed")
         return open(sys.stdin.fileno(), "rb", closefd=False)
     try:
         if source.compression == "gzip":
@@ -215,6 +242,8 @@ def open_binary(source: Source):
         raise InputError(f"{path}: permission denied") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a folder") from None
+    except OSError as e:  # a link loop, a socket, an I/O error...
+        raise InputError(f"{path}: cannot read it ({e.strerror or e})") from None
 
 
 def _open_zstd(path: Path):
@@ -541,8 +570,8 @@ def read_jsonl(
         lineno = 0
         try:
             for lineno, line in enumerate(f, 1):
-                if not line.strip():
-                    continue
+                if not (line[3:] if lineno == 1 and line.startswith(b"\xef\xbb\xbf") else line).strip():
+                    continue  # blank (the first line may be only a byte-order mark)
                 problem = None
                 try:
                     # Decoded here, strictly: json.loads(bytes) would let the UTF-8 encoding of
@@ -635,6 +664,8 @@ def _check_column(source: Source, pf, text_column: str, pa) -> None:
     if text_column not in schema.names:
         columns = ", ".join(schema.names[:20]) or "none"
         raise InputError(f"{source.path}: no column {text_column!r} (columns: {columns}); choose one with --text-column")
+    if schema.names.count(text_column) > 1:
+        raise InputError(f"{source.path}: {schema.names.count(text_column)} columns are named {text_column!r}; the file cannot say which to read")
     typ = schema.field(text_column).type
     if pa.types.is_dictionary(typ):
         typ = typ.value_type

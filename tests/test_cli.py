@@ -440,6 +440,8 @@ ERROR_CASES = {
         ["the split pattern failed on a text", "backtracking", "simplify --pattern (fewer nested repetitions, lookarounds)"],
     ),
     "bad escape": (["{bad}/ok.txt", "--doc-separator", "\\x4"], ["--doc-separator", "bad backslash escape"]),
+    "bad separator not utf-8": (["{bad}/ok.txt", "--doc-separator", "\udcff"], ["--doc-separator '\\udcff': not valid UTF-8 text"]),
+    "bad separator surrogate escape": (["{bad}/ok.txt", "--doc-separator", "\\ud800"], ["--doc-separator '\\\\ud800': not valid UTF-8 text"]),
     "empty input": (["{bad}/empty.txt"], ["no documents to train on: the inputs hold no text"]),
     "all held out": (["{bad}/ok.txt", "--holdout", "1"], ["no documents to train on: all 10 were held out", "--holdout 0"]),
     "bad preset regex char": (["{bad}/ok.txt", "--pattern", "gtp 4"], ["--pattern 'gtp 4': no such preset"]),

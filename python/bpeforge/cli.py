@@ -129,9 +129,13 @@ def decode_separator(text: str) -> str:
     ('\n\n', '<|endoftext|>', 'é\t')
     """
     try:
-        return text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        separator = text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        separator.encode("utf-8")
     except UnicodeDecodeError as e:
         raise CLIError(f"--doc-separator {text!r}: bad backslash escape ({e.reason})", EXIT_USAGE) from None
+    except UnicodeEncodeError:  # bytes that are not UTF-8 in the argument, or a \udXXX escape
+        raise CLIError(f"--doc-separator {text!r}: not valid UTF-8 text (it could never match)", EXIT_USAGE) from None
+    return separator
 
 
 def parse_special_tokens(text: Optional[str]) -> List[str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import gc
 import re
 import struct
+import threading
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -163,6 +165,47 @@ def test_unsupported_and_malformed_arrays_are_clear_errors(item, error, message)
     assert message in str(e.value)
     assert "item 1 of" in str(e.value)
     assert t.get_mergeable_ranks() == ranks  # the trainer keeps its old state
+
+
+@pytest.mark.parametrize("typ", ["string", "string_view"])
+def test_bytes_changed_while_an_array_is_copied_never_pass_as_text(typ):
+    # pyarrow shares a bytearray's memory; another thread may write to it whenever training
+    # lets Python run (each batch handed on). Bytes are checked once copied, so a training
+    # either refuses the array or learns from valid text only, never tokens of invalid UTF-8.
+    n, width = 200_000, 64
+    data = bytearray(b"abcdefgh" * (n * width // 8))
+    if typ == "string":
+        offsets = pa.py_buffer(struct.pack(f"{n + 1}i", *range(0, n * width + 1, width)))
+        arr = pa.Array.from_buffers(pa.string(), n, [None, offsets, pa.py_buffer(data)])
+    else:  # views into one data buffer (strings longer than 12 bytes are not inline)
+        views = b"".join(struct.pack("<i4sii", width, b"abcd", 0, i * width) for i in range(n))
+        arr = pa.Array.from_buffers(pa.string_view(), n, [None, pa.py_buffer(views), pa.py_buffer(data)])
+    training = threading.Event()
+    training.set()
+    changes = []
+
+    def change():
+        tail = len(data) // 2
+        while training.is_set():
+            data[tail:] = b"\xf7" * (len(data) - tail)
+            time.sleep(0.001)
+            data[tail:] = b"abcdefgh" * ((len(data) - tail) // 8)
+            time.sleep(0.001)
+            changes.append(1)
+
+    thread = threading.Thread(target=change)
+    thread.start()
+    try:
+        t = _core.Trainer(num_threads=2)
+        t.train_from_iterator([arr] * 4, 300, 64)
+    except ValueError as e:
+        assert "not valid UTF-8" in str(e)
+    else:
+        assert not any(b"\xf7" in token for token, _ in t.get_mergeable_ranks())
+    finally:
+        training.clear()
+        thread.join()
+    assert changes  # the bytes did change during the training
 
 
 def test_arrays_inside_lists_are_not_texts():

@@ -17,7 +17,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::fmt;
 
-use crate::count::TextSink;
+use crate::count::{BufferError, TextSink};
 
 /// `struct ArrowSchema` of the C Data Interface.
 #[repr(C)]
@@ -180,9 +180,14 @@ fn is_valid(bitmap: Option<&[u8]>, i: usize) -> bool {
 ///
 /// # Safety
 /// `schema` and `array` must be the structs of one array as the C Data Interface describes them,
-/// not released, and neither freed nor changed during the call; their buffers must be as long as
-/// the array's length, offset and offsets say. (The interface carries no buffer sizes, so no
-/// consumer can check that last point; everything else is checked.)
+/// not released, and not freed during the call; their buffers must be as long as the array's
+/// length, offset and offsets say. (The interface carries no buffer sizes, so no consumer can
+/// check that last point; everything else is checked.) Texts are handed on as they are copied,
+/// which may let other Python threads run, and those may write to the buffers (pyarrow shares a
+/// `bytearray`'s memory): so the offsets are all read and checked before the first copy, each
+/// view is checked as it is read, and the strings' bytes are checked to be UTF-8 only once
+/// copied; only the copies are ever read as text. A change made meanwhile can change which
+/// texts are counted, never let bytes that are not UTF-8 through.
 pub unsafe fn append_strings(
     schema: &ArrowSchema,
     array: &ArrowArray,
@@ -294,26 +299,20 @@ unsafe fn append_offsets(
     if let Some(base) = run_start {
         runs.push((base, ends.len()));
     }
-    // Third pass: each run is UTF-8 and splits on character boundaries; only then copy.
-    let mut texts: Vec<(&str, &[usize])> = Vec::with_capacity(runs.len());
+    // Third pass: copy each run; the sink checks the copy (UTF-8, offsets on character
+    // boundaries), so bytes that change meanwhile can never pass as text.
     let mut first = 0;
     for &(base, stop) in &runs {
         let run_ends = &ends[first..stop];
         let run_len = run_ends.last().copied().unwrap_or(0);
-        let text = std::str::from_utf8(&data[base..base + run_len]).or_else(|e| {
-            malformed(format!(
-                "its strings are not valid UTF-8 (at byte {} of the data buffer)",
-                base + e.valid_up_to()
-            ))
+        sink.push_buffer(&data[base..base + run_len], run_ends).or_else(|e| match e {
+            BufferError::NotUtf8 { at } => {
+                malformed(format!("its strings are not valid UTF-8 (at byte {} of the data buffer)", base + at))
+            }
+            BufferError::InsideCharacter { end } => malformed(format!("offset {} falls inside a UTF-8 character", base + end)),
+            BufferError::OutOfOrder { end } => malformed(format!("offset {} is out of order", base.wrapping_add(end))),
         })?;
-        if let Some(&e) = run_ends.iter().find(|&&e| !text.is_char_boundary(e)) {
-            return malformed(format!("offset {} falls inside a UTF-8 character", base + e));
-        }
-        texts.push((text, run_ends));
         first = stop;
-    }
-    for (text, run_ends) in texts {
-        sink.push_buffer(text, run_ends).or_else(|e| malformed(e.to_string()))?;
     }
     Ok(ends.len())
 }
@@ -339,7 +338,7 @@ unsafe fn append_views(
         data.push(bytes(buffers[2 + k], to_usize(size, "a variadic buffer size")?, "variadic data")?);
     }
     let int = |b: &[u8]| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
-    let mut texts: Vec<&str> = Vec::with_capacity(length);
+    let mut texts = 0;
     for i in offset..offset + length {
         if !is_valid(bitmap, i) {
             continue;
@@ -364,15 +363,16 @@ unsafe fn append_views(
                 }
             }
         };
-        let text = std::str::from_utf8(raw).or_else(|e| {
-            malformed(format!("string {} is not valid UTF-8 (at byte {})", i - offset, e.valid_up_to()))
+        // Copied, then checked (as for the other layouts).
+        sink.push_buffer(raw, &[raw.len()]).or_else(|e| match e {
+            BufferError::NotUtf8 { at } => malformed(format!("string {} is not valid UTF-8 (at byte {at})", i - offset)),
+            BufferError::InsideCharacter { .. } | BufferError::OutOfOrder { .. } => {
+                malformed(format!("string {} is not valid UTF-8 (cut inside a character)", i - offset))
+            }
         })?;
-        texts.push(text);
+        texts += 1;
     }
-    for text in &texts {
-        sink.push(text);
-    }
-    Ok(texts.len())
+    Ok(texts)
 }
 
 #[cfg(test)]

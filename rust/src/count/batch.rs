@@ -1,8 +1,6 @@
 //! Batches: texts stored end to end, as they go from whoever reads them to the counting
 //! threads, and the filler that cuts a stream of texts into batches of a bounded size.
 
-use crate::Error;
-
 /// A batch of texts stored end to end in one buffer, so that handing over a batch costs one
 /// copy of its bytes and no allocation per text.
 #[derive(Default, Debug, Clone)]
@@ -22,23 +20,42 @@ impl Batch {
         self.ends.push(self.text.len());
     }
 
-    /// Appends texts given as one UTF-8 buffer and the end offset of each text in it (as an
-    /// Arrow string column stores them). Fails without changing the batch if the offsets do not
-    /// fall on character boundaries in increasing order.
-    pub fn extend_from_buffer(&mut self, data: &str, ends: impl IntoIterator<Item = usize>) -> Result<(), Error> {
+    /// Appends texts given as one buffer and the end offset of each text in it (as an Arrow
+    /// string column stores them). Fails without changing the batch unless the offsets
+    /// increase, within the buffer, and the bytes up to the last one are UTF-8 with every offset
+    /// on a character boundary. The bytes are checked once copied, not where they are: the
+    /// buffer may be foreign memory that someone else writes to meanwhile (see
+    /// `arrow_import.rs`), and only what was copied is ever read as text.
+    pub fn extend_from_buffer(&mut self, data: &[u8], ends: impl IntoIterator<Item = usize>) -> Result<(), BufferError> {
         let base = self.text.len();
         let before = self.ends.len();
         let mut last = 0;
         for end in ends {
-            if end < last || !data.is_char_boundary(end) {
+            if end < last || end > data.len() {
                 self.ends.truncate(before);
-                return Err(Error::InvalidOption(format!("text offsets out of order or not on a character boundary: {end}")));
+                return Err(BufferError::OutOfOrder { end });
             }
             self.ends.push(base + end);
             last = end;
         }
-        self.text.push_str(&data[..last]);
-        Ok(())
+        // SAFETY: the bytes appended are checked to be UTF-8 right below, and taken off again
+        // if they are not, before anything reads `text` as a str; nothing in between can panic.
+        let bytes = unsafe { self.text.as_mut_vec() };
+        bytes.extend_from_slice(&data[..last]);
+        let checked = match std::str::from_utf8(&bytes[base..]) {
+            // Cut short at the end: the last offset falls inside a character.
+            Err(e) if e.error_len().is_none() => Err(BufferError::InsideCharacter { end: last }),
+            Err(e) => Err(BufferError::NotUtf8 { at: e.valid_up_to() }),
+            Ok(added) => match self.ends[before..].iter().find(|&&end| !added.is_char_boundary(end - base)) {
+                Some(&end) => Err(BufferError::InsideCharacter { end: end - base }),
+                None => Ok(()),
+            },
+        };
+        if checked.is_err() {
+            bytes.truncate(base);
+            self.ends.truncate(before);
+        }
+        checked
     }
 
     /// Empties the batch, keeping its memory for the next texts.
@@ -67,16 +84,39 @@ impl Batch {
     }
 }
 
+/// Why texts given as one buffer ([`TextSink::push_buffer`]) were refused, with a position in
+/// that buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferError {
+    /// The end offset `end` is below the one before it, or past the buffer.
+    OutOfOrder { end: usize },
+    /// The bytes are not UTF-8 from byte `at` on.
+    NotUtf8 { at: usize },
+    /// The end offset `end` falls inside a UTF-8 character.
+    InsideCharacter { end: usize },
+}
+
+impl BufferError {
+    /// The same error, for a buffer that starts `by` bytes later.
+    fn shifted(self, by: usize) -> Self {
+        match self {
+            BufferError::OutOfOrder { end } => BufferError::OutOfOrder { end: end.wrapping_add(by) },
+            BufferError::NotUtf8 { at } => BufferError::NotUtf8 { at: at + by },
+            BufferError::InsideCharacter { end } => BufferError::InsideCharacter { end: end + by },
+        }
+    }
+}
+
 /// Where texts go as they are read: a [`Batch`], or a feeder that hands each batch on as soon
 /// as it is full (so that a large input is never held whole).
 pub trait TextSink {
     /// Appends one text.
     fn push(&mut self, text: &str);
 
-    /// Appends texts given as one UTF-8 buffer and the end offset of each text in it (as an
-    /// Arrow string column stores them). Fails if the offsets do not fall on character
-    /// boundaries in increasing order; the texts before the faulty offset may have been taken.
-    fn push_buffer(&mut self, data: &str, ends: &[usize]) -> Result<(), Error>;
+    /// Appends texts given as one buffer and the end offset of each text in it (as an Arrow
+    /// string column stores them), checking them as [`Batch::extend_from_buffer`] does, on the
+    /// bytes copied. On an error the texts before the faulty one may have been taken.
+    fn push_buffer(&mut self, data: &[u8], ends: &[usize]) -> Result<(), BufferError>;
 }
 
 impl TextSink for Batch {
@@ -85,7 +125,7 @@ impl TextSink for Batch {
     }
 
     /// (A batch takes none of the texts on an error.)
-    fn push_buffer(&mut self, data: &str, ends: &[usize]) -> Result<(), Error> {
+    fn push_buffer(&mut self, data: &[u8], ends: &[usize]) -> Result<(), BufferError> {
         self.extend_from_buffer(data, ends.iter().copied())
     }
 }
@@ -157,7 +197,7 @@ impl<H: HandOn> TextSink for Filler<H> {
         }
     }
 
-    fn push_buffer(&mut self, data: &str, ends: &[usize]) -> Result<(), Error> {
+    fn push_buffer(&mut self, data: &[u8], ends: &[usize]) -> Result<(), BufferError> {
         let (mut first, mut base) = (0, 0); // the next text, and where it starts in `data`
         while first < ends.len() {
             let (len, bytes) = (self.batch.len(), self.batch.bytes());
@@ -166,7 +206,10 @@ impl<H: HandOn> TextSink for Filler<H> {
                 .find(|&i| self.size.is_full(len + i + 1 - first, bytes + ends[i].saturating_sub(base)));
             let last = fills.unwrap_or(ends.len() - 1);
             // (Offsets out of order wrap around here, and then fail the batch's check.)
-            self.batch.extend_from_buffer(&data[base..], ends[first..=last].iter().map(|&e| e.wrapping_sub(base)))?;
+            let rest = data.get(base..).unwrap_or_default();
+            self.batch
+                .extend_from_buffer(rest, ends[first..=last].iter().map(|&e| e.wrapping_sub(base)))
+                .map_err(|e| e.shifted(base))?;
             if fills.is_some() {
                 self.flush();
             }
@@ -187,11 +230,17 @@ mod tests {
             a.push(t);
         }
         let mut b = Batch::new();
-        b.extend_from_buffer("héllowörld!", [6, 6, 13]).unwrap();
+        b.extend_from_buffer("héllowörld!".as_bytes(), [6, 6, 13]).unwrap();
         assert_eq!((0..3).map(|i| a.get(i)).collect::<Vec<_>>(), (0..3).map(|i| b.get(i)).collect::<Vec<_>>());
-        assert!(b.extend_from_buffer("héllo", [2]).is_err(), "2 is inside 'é'");
-        assert!(b.extend_from_buffer("hello", [3, 2]).is_err(), "offsets must increase");
+        assert_eq!(b.extend_from_buffer("héllo".as_bytes(), [2]), Err(BufferError::InsideCharacter { end: 2 }));
+        assert_eq!(b.extend_from_buffer(b"hello", [3, 2]), Err(BufferError::OutOfOrder { end: 2 }));
+        assert_eq!(b.extend_from_buffer(b"hello", [6]), Err(BufferError::OutOfOrder { end: 6 }), "past the buffer");
+        assert_eq!(b.extend_from_buffer(b"ab\xffcd", [2, 5]), Err(BufferError::NotUtf8 { at: 2 }));
+        assert_eq!(b.extend_from_buffer("ab€".as_bytes(), [4]), Err(BufferError::InsideCharacter { end: 4 }), "cut short");
         assert_eq!(b.len(), 3, "a failed extend leaves the batch as it was");
+        assert_eq!(b.bytes(), "héllowörld!".len());
+        b.extend_from_buffer(b"ab\xffcd", [2]).unwrap(); // only the bytes up to the last end are taken
+        assert_eq!(b.get(3), "ab");
     }
 
     /// Keeps every batch handed on.
@@ -227,7 +276,7 @@ mod tests {
                 } else {
                     let data = texts.concat();
                     let ends: Vec<usize> = texts.iter().scan(0, |end, t| { *end += t.len(); Some(*end) }).collect();
-                    filler.push_buffer(&data, &ends).unwrap();
+                    filler.push_buffer(data.as_bytes(), &ends).unwrap();
                 }
                 all.extend(texts);
             }
@@ -248,7 +297,9 @@ mod tests {
     fn filler_fails_on_bad_offsets() {
         let size = BatchSize { texts: 1, min_bytes: 0, max_bytes: 100 };
         let mut filler = Filler::new(size, Kept::default());
-        assert!(filler.push_buffer("héllo", &[2]).is_err(), "2 is inside 'é'");
-        assert!(filler.push_buffer("hello", &[3, 2]).is_err(), "offsets must increase");
+        assert_eq!(filler.push_buffer("héllo".as_bytes(), &[2]), Err(BufferError::InsideCharacter { end: 2 }));
+        assert_eq!(filler.push_buffer(b"hello", &[3, 2]), Err(BufferError::OutOfOrder { end: 2 }));
+        // Positions are in the buffer given, whichever batch the faulty text went to.
+        assert_eq!(filler.push_buffer(b"a\xff", &[1, 2]), Err(BufferError::NotUtf8 { at: 1 }));
     }
 }

@@ -13,7 +13,7 @@ use crate::{Error, Splitter};
 mod batch;
 mod long;
 
-pub use batch::{Batch, BatchSize, Filler, HandOn, TextSink};
+pub use batch::{Batch, BatchSize, BufferError, Filler, HandOn, TextSink};
 use long::LongTable;
 
 /// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred.

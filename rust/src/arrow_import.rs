@@ -225,7 +225,8 @@ pub unsafe fn append_strings(
     let expected = match layout {
         Layout::Null => n_buffers == 0,
         Layout::Offsets(_) => n_buffers == 3,
-        Layout::View => n_buffers >= 3,
+        // (The list of buffers must fit in memory: a slice of it is made below.)
+        Layout::View => n_buffers >= 3 && mul(n_buffers, std::mem::size_of::<*const c_void>()).is_ok(),
     };
     if !expected {
         return malformed(format!("{n_buffers} buffers for type {format:?}"));
@@ -501,6 +502,9 @@ mod tests {
         check(c"u", &array(2, 0, -5, &mut buffers), &mut batch, "null_count is -5");
         check(c"u", &array(1, i64::MAX, 0, &mut buffers), &mut batch, "overflow");
         check(c"u", &array(2, 0, 0, &mut buffers[..2]), &mut batch, "2 buffers");
+        let mut views = array(1, 0, 0, &mut buffers);
+        views.n_buffers = 1 << 61; // more than memory holds: refused before any slice is made
+        check(c"vu", &views, &mut batch, "2305843009213693952 buffers");
         let mut missing = [ptr::null(), ptr::null(), data.as_ptr().cast()];
         check(c"u", &array(1, 0, 0, &mut missing), &mut batch, "offsets buffer is missing");
         check(c"l", &array(1, 0, 0, &mut buffers), &mut batch, "type int64");

@@ -514,6 +514,21 @@ def test_closed_standard_streams(corpus, tmp_path):
     assert no_outputs_in(tmp_path) == ["tok", "tok.tiktoken"]
 
 
+def test_tiktoken_reads_the_outputs_anew_after_a_forced_retrain(corpus, tmp_path, monkeypatch):
+    # tiktoken caches local files by path: retraining to the same -o must not leave it the old copy.
+    d, _ = corpus
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    env = {**ENV, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
+    for vocab in (300, 340):
+        r = subprocess.run(
+            [sys.executable, "-m", "bpeforge", "train", str(d / "docs.txt"), "-o", "out/tok", "--vocab-size", str(vocab), "--force"],
+            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+        )
+        assert r.returncode == 0, r.stderr
+        for path in ("out/tok.tiktoken", "out/tok/tokenizer.tiktoken"):
+            assert len(tiktoken.load.load_tiktoken_bpe(str(tmp_path / path))) == vocab - 9
+
+
 def test_an_output_path_through_a_missing_folder_creates_only_what_it_names(corpus, tmp_path):
     d, _ = corpus
     r = run("train", d / "docs.txt", "-o", "a/../b", "--vocab-size", 300, cwd=tmp_path)

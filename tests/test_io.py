@@ -1,6 +1,9 @@
 """Saving and loading: standard files, same encoding after reload, clear errors on bad files."""
 
 import json
+import os
+import tempfile
+from pathlib import Path
 
 import pytest
 import tiktoken.load
@@ -31,6 +34,27 @@ def test_round_trip(tok, tmp_path):
 def test_ranks_file_is_standard_tiktoken(tok, tmp_path):
     tok.save(tmp_path)
     assert tiktoken.load.load_tiktoken_bpe(str(tmp_path / RANKS_FILE)) == tok.mergeable_ranks
+
+
+@pytest.mark.parametrize("cache", ["TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR", "default"])
+def test_tiktoken_reads_a_saved_file_anew_after_a_save_replaces_it(tok, tmp_path, monkeypatch, cache):
+    # tiktoken caches local files too, by path, and would serve the old file's copy.
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR", raising=False)
+    if cache == "default":  # $TMPDIR/data-gym-cache
+        (tmp_path / "tmp").mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    else:
+        monkeypatch.setenv(cache, str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    first = bpeforge.Tokenizer.train_from_iterator(["abc abd " * 50], 262, special_tokens=[])
+    for folder in ("out/tok", tmp_path / "abs"):
+        path = str(Path(folder) / RANKS_FILE)
+        first.save(folder)
+        assert tiktoken.load.load_tiktoken_bpe(path) == first.mergeable_ranks  # (now cached)
+        tok.save(folder)
+        assert tiktoken.load.load_tiktoken_bpe(path) == tok.mergeable_ranks
+        assert tiktoken.load.load_tiktoken_bpe(os.path.abspath(path)) == tok.mergeable_ranks
 
 
 def test_no_temporary_files_left(tok, tmp_path):

@@ -659,7 +659,7 @@ def _bad_lines_note(corpus) -> str:
 def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool) -> None:
     """Writes the tokenizer folder and the ``.tiktoken`` file, each complete or not at all:
     the folder is written under a temporary name beside it and renamed at the end."""
-    from .io import ranks_to_tiktoken
+    from .io import RANKS_FILE, forget_tiktoken_cache, ranks_to_tiktoken
 
     parent = folder.parent
     try:
@@ -683,6 +683,8 @@ def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool) -> N
             except OSError:
                 os.rename(folder, tmp)  # take the new folder back out, so that nothing is half-done
                 raise
+        for replaced in (tiktoken_file, folder / RANKS_FILE):
+            forget_tiktoken_cache(replaced)  # tiktoken would serve its copy of the old file
     except OSError as e:
         raise CLIError(f"cannot write the output {folder}: {e.strerror or e}") from None
     finally:

@@ -123,8 +123,37 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     # their checksums), so a save cut off between two files, or two saves into one folder at
     # once, are caught by load rather than mixing two tokenizers.
     _write_atomic(directory / RANKS_FILE, ranks)
+    forget_tiktoken_cache(directory / RANKS_FILE)
     _write_atomic(directory / TOKEN_BYTES_FILE, token_bytes)
     _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+
+
+def forget_tiktoken_cache(path: Union[str, os.PathLike]) -> None:
+    """Drops tiktoken's cached copies of the file at ``path``. ``tiktoken.load.load_tiktoken_bpe``
+    caches every file it reads, local ones too, under the path string it was given (in
+    ``TIKTOKEN_CACHE_DIR``, else ``DATA_GYM_CACHE_DIR``, else ``$TMPDIR/data-gym-cache``), and
+    serves that copy when the same string is read again, even after the file changed. A save
+    that replaces a ``.tiktoken`` file calls this for the spellings a reader most likely uses
+    (as given, absolute, with links resolved); a reader using another one gets the stale copy
+    (pass ``expected_hash``, the file's SHA-256, to ``load_tiktoken_bpe``, or set
+    ``TIKTOKEN_CACHE_DIR=''``)."""
+    import hashlib
+    import tempfile
+
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        cache_dir = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        cache_dir = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        cache_dir = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if not cache_dir or not os.path.isdir(cache_dir):
+        return  # caching off, or nothing cached yet
+    spelled = os.fspath(path)
+    for spelling in {spelled, os.path.abspath(spelled), os.path.realpath(spelled)}:
+        try:
+            os.remove(os.path.join(cache_dir, hashlib.sha1(spelling.encode()).hexdigest()))
+        except (OSError, UnicodeEncodeError):
+            pass
 
 
 def check_savable(tokenizer: "Tokenizer", ranks: Optional[dict] = None) -> None:

@@ -107,6 +107,48 @@ def test_empty_iterator_gives_byte_tokenizer():
     assert tok.decode(tok.encode("héllo")) == "héllo"
 
 
+def test_an_iterator_used_up_gives_a_warning_that_says_so():
+    texts = (t for t in ["hello world"] * 10)
+    bpeforge.Tokenizer.train_from_iterator(texts, 300, special_tokens=[])
+    with pytest.warns(UserWarning, match=r"the iterable gave no text \(an iterator or generator that was already used up\?\)"):
+        tok = bpeforge.Tokenizer.train_from_iterator(texts, 300, special_tokens=[])
+    assert tok.n_vocab == 256
+
+
+def test_a_dataframe_is_refused_for_its_column_names():
+    class DataFrame:  # what pandas and polars call it: iterating one gives its column names
+        def __iter__(self):
+            return iter(["text", "id"])
+
+    with pytest.raises(TypeError, match=r"a DataFrame, whose items are its column names; pass the text column, e.g. df\['text'\]"):
+        bpeforge.Tokenizer.train_from_iterator(DataFrame(), 300)
+
+
+@pytest.mark.parametrize("missing", [None, float("nan")])
+def test_a_missing_value_among_the_texts_is_named(missing):
+    with pytest.raises(TypeError, match=r"item 1 of the iterator is (NoneType|float), expected str.*a missing value.*dropna\(\)"):
+        bpeforge.Trainer().train_from_iterator(["a b", missing, "c d"], 300)
+    with pytest.raises(TypeError) as e:
+        bpeforge.Trainer().train_from_iterator(["a b", 1.5], 300)
+    assert "missing value" not in str(e.value)
+
+
+@pytest.mark.parametrize("progress", [True, "yes", 3])
+def test_a_progress_that_is_not_callable_is_refused_before_any_text_is_read(progress):
+    pulled = []
+
+    def texts():
+        pulled.append(1)
+        yield "hello world"
+
+    trainer = bpeforge.Trainer()
+    with pytest.raises(TypeError, match=r"progress must be a callable taking \(phase, info\), or None; got"):
+        trainer.train_from_iterator(texts(), 300, progress=progress)
+    with pytest.raises(TypeError, match="progress must be a callable"):
+        trainer.train_from_counts({"ab": 3}, 300, progress=progress)
+    assert pulled == []
+
+
 def test_train_from_counts_rejects_bad_items():
     t = bpeforge.Trainer()
     with pytest.raises(ValueError, match="count of item 0"):

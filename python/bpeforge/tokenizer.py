@@ -207,6 +207,8 @@ class Tokenizer:
         """
         if isinstance(iterator, (str, bytes)):
             raise TypeError("iterator must be an iterable of texts, not a single str (wrap it in a list)")
+        if type(iterator).__name__ == "DataFrame":  # pandas, polars...: iterating gives column names
+            raise TypeError("iterator is a DataFrame, whose items are its column names; pass the text column, e.g. df['text']")
         if isinstance(special_tokens, (str, Mapping)):
             raise TypeError(
                 f"special_tokens must be a list of str, not a {type(special_tokens).__name__}: training numbers "
@@ -246,8 +248,11 @@ class Tokenizer:
             console.close()
         ranks = dict(trainer.get_mergeable_ranks())
         if len(ranks) < n_ranks:
+            reason = early_stop_reason(min_frequency)
+            if trainer.stats["bytes"] == 0:
+                reason = "the iterable gave no text (an iterator or generator that was already used up?)"
             warnings.warn(
-                f"training stopped at {len(ranks)} ranks of the {n_ranks} asked for: {early_stop_reason(min_frequency)}",
+                f"training stopped at {len(ranks)} ranks of the {n_ranks} asked for: {reason}",
                 stacklevel=2,
             )
         tok = cls(ranks, pattern, specials)

@@ -109,6 +109,19 @@ impl Stop {
     }
 }
 
+/// The progress callback, checked to be callable before any work starts (not at its first call,
+/// part-way through an iterator).
+fn progress_arg(py: Python<'_>, progress: Option<Py<PyAny>>) -> PyResult<Option<Py<PyAny>>> {
+    match progress {
+        Some(p) if p.is_none(py) => Ok(None),
+        Some(p) if !p.bind(py).is_callable() => Err(PyTypeError::new_err(format!(
+            "progress must be a callable taking (phase, info), or None; got {}",
+            type_name(p.bind(py))
+        ))),
+        p => Ok(p),
+    }
+}
+
 /// An int argument within `lo..=hi`, or an error naming it.
 fn int_arg(value: &Bound<'_, PyAny>, name: &str, lo: i64, hi: i64) -> PyResult<i64> {
     let Some(int) = as_int(value) else {
@@ -389,6 +402,7 @@ impl Trainer {
         let vocab_size = vocab_size_arg(vocab_size)?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         let min_frequency = min_frequency_arg(min_frequency)?;
+        let progress = progress_arg(py, progress)?;
         let splitter = match pattern {
             Some(p) => splitter_arg(p)?,
             None => self.state().splitter.clone(),
@@ -433,6 +447,7 @@ impl Trainer {
         let _running = shutdown::Running::start();
         let vocab_size = vocab_size_arg(vocab_size)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
+        let progress = progress_arg(py, progress)?;
         // A mapping (dict, Counter, any Mapping) gives its items (as a view, read as it goes:
         // a dict's list of items would be made whole first); anything else must be an iterable
         // of (span, count) pairs.

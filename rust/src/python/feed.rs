@@ -29,8 +29,11 @@ const QUEUED_BATCHES: usize = 4;
 /// text.)
 pub(super) fn text_of<'a>(item: &'a Bound<'_, PyAny>, what: impl Fn() -> String, expected: &str) -> PyResult<Cow<'a, str>> {
     let Ok(s) = item.cast::<PyString>() else {
+        let missing = item.is_none() || item.extract::<f64>().is_ok_and(f64::is_nan);
         let hint = if arrow::is_stream(item) {
             " (an Arrow stream such as a ChunkedArray: pass its chunks, e.g. chunked_array.chunks)"
+        } else if missing {
+            " (a missing value, as pandas gives for an empty cell? drop them first, e.g. series.dropna())"
         } else {
             ""
         };

@@ -3,13 +3,17 @@ patterns, the tiktoken export, encode/decode, save/load, and the reference train
 inputs. Any exception but the documented ValueError/TypeError for bad input is a finding.
 
     pip install atheris regex
-    python fuzz/fuzz_train.py fuzz/corpus_train -max_total_time=600
+    python fuzz/fuzz_train.py $(mktemp -d) fuzz/corpus_train -max_total_time=600
+
+(libFuzzer adds new inputs to the first folder: a fresh one keeps fuzz/corpus_train, the
+checked-in seeds, as it is.)
 """
 
 import os
 import sys
 import tempfile
 import unicodedata
+import warnings
 
 import atheris
 
@@ -18,6 +22,9 @@ with atheris.instrument_imports():
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import reference  # noqa: E402
+
+# Training stops early on most fuzzed inputs (too few pairs): expected, and it says so each time.
+warnings.filterwarnings("ignore", message="training stopped at", category=UserWarning)
 
 PRESETS = sorted(bpeforge.PATTERNS)
 REGEX_PIECES = ["\\s+", "\\S+", "\\p{L}+", "\\p{N}{1,3}", "[a-z]", ".", "(?i:'s)", "(?!\\S)", "|", "(", ")", "*", "+", "?", "a"]

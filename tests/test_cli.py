@@ -726,6 +726,9 @@ def test_default_corpus_skips_stdlib_files_that_are_not_utf8(tmp_path, monkeypat
     assert cli.main(["train", "-o", str(tmp_path / "tok"), "--vocab-size", "300", "--special-tokens", "none"]) == 0
     out, err = capsys.readouterr()
     assert "skipped" not in err and "UTF-8" not in err and report_int(out, "documents") == 1
+    # The report still accounts for the file left out (no warning: it is the default corpus).
+    assert report_value(out, "documents") == "1 (skipped: 1 text document that is not UTF-8)"
+    assert "one document per file, empty ones skipped" in report_value(out, "corpus")
 
 
 def test_force_ignores_what_an_interrupted_save_left(corpus, tmp_path):

@@ -329,6 +329,13 @@ def test_cli_closed_standard_streams(files, capsys, monkeypatch, stream, message
     assert err.startswith("bpeforge eval: error: ") and message in err
 
 
+def test_texts_given_before_the_tokenizers_say_why_none_is_left(files, capsys):
+    assert main_eval(["--text", str(files / "a.txt"), str(files / "tok")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bpeforge eval: error: no TOKENIZER given (--text takes every argument after it")
+    assert main_eval(["--json", "--text", str(files / "a.txt"), "--", str(files / "tok")]) == 0
+
+
 def test_cli_usage_errors(files, capsys):
     with pytest.raises(SystemExit) as e:
         main_eval([str(files / "tok")])  # --text is required

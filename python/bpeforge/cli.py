@@ -463,7 +463,7 @@ def run_train(args: argparse.Namespace) -> int:
     if stdlib_root is not None:
         corpus_label = (
             f"the Python {sys.version.split()[0]} standard library ({len(sources):,} .py files under "
-            f"{stdlib_root}, one document per file; no input was given)"
+            f"{stdlib_root}, one document per file, empty ones skipped; no input was given)"
         )
     else:
         formats = sorted({s.format for s in sources})
@@ -844,7 +844,8 @@ def format_report(
     rows: List[Tuple[str, str]] = []
     rows.append(("corpus", corpus_label + (" (stopped at --max-chars)" if corpus.stopped_early else "")))
     held = f" (+ {len(corpus.heldout):,} held out)" if corpus.heldout else ""
-    rows.append(("documents", f"{corpus.documents:,}{held}"))
+    skipped = f" (skipped: {corpus.bad_lines.describe()})" if corpus.bad_lines.count else ""
+    rows.append(("documents", f"{corpus.documents:,}{held}{skipped}"))
     rows.append(("characters", f"{corpus.chars:,}"))
     rows.append(("bytes", f"{nbytes:,} ({nbytes / 1e6:,.1f} MB)"))
     rows.append(("distinct spans", f"{stats.get('distinct_spans', 0):,}"))

@@ -64,7 +64,7 @@ class EvalError(ValueError):
 
 
 class EvalRow(NamedTuple):
-    """One text encoded by one tokenizer."""
+    """One text encoded by one tokenizer (``relative_diff`` is a percentage)."""
 
     text: str
     """The text's name."""
@@ -403,7 +403,9 @@ examples:
 
 
 def _add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("tokenizers", nargs="+", metavar="TOKENIZER", help="tokenizers to compare (see below)")
+    # (nargs="*", checked in run_eval: argparse would say TOKENIZER is missing when --text, given
+    # first, took it.)
+    p.add_argument("tokenizers", nargs="*", metavar="TOKENIZER", help="tokenizers to compare (see below)")
     p.add_argument(
         "--text", dest="texts", nargs="+", action="extend", required=True, metavar="FILE",
         help="UTF-8 text files to encode, each as one text ('-' reads standard input); they take every "
@@ -436,12 +438,12 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _error(message: str) -> Exception:
+def _error(message: str, code: int = 1) -> Exception:
     try:
         from .cli import CLIError
     except ImportError:  # pragma: no cover - the cli module ships with the package
         return EvalError(message)
-    return CLIError(message)
+    return CLIError(message, code)
 
 
 def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
@@ -468,6 +470,12 @@ def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
 def run_eval(args: argparse.Namespace) -> int:
     """Runs ``bpeforge eval`` with parsed ``args``; prints the table (or JSON) on standard
     output and returns the exit code. Problems raise the CLI's one-line error."""
+    if not args.tokenizers:
+        raise _error(
+            "no TOKENIZER given (--text takes every argument after it up to the next option: "
+            "give the tokenizers first, or end the texts with --)",
+            2,
+        )
     if sys.stdout is None:
         raise _error("standard output is closed: there is nowhere to print the comparison")
     texts = _read_texts(args.texts)

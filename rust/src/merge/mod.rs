@@ -240,9 +240,11 @@ impl<T: TokenId> Loop<T> {
     /// spans (about a second for tens of millions of them), and in the longest two.
     fn new(spans: Spans, stop: &AtomicBool) -> Result<Self, Error> {
         let stopped = || if stop.load(AtomicOrdering::Relaxed) { Err(Error::Interrupted) } else { Ok(()) };
-        let (spans, ids) = SpanTable::<T>::new(&spans).map_err(|words| {
+        let (table, ids) = SpanTable::<T>::new(&spans).map_err(|words| {
             Error::InvalidOption(format!("the distinct spans need {words} words of token ids, more than the 2^34 supported"))
         })?;
+        drop(spans); // the table holds them now: not kept while the pair index is built
+        let spans = table;
         stopped()?;
         // Every pair of the spans as given is a pair of bytes: count them in a dense 256 x 256
         // table rather than a hash map, in parallel over parts of the spans, each part also

@@ -346,6 +346,18 @@ fn merge_block<T: TokenId>(words: &mut [T], first: u32, ids: &[u32], pair: Pair,
     }
 }
 
+/// Adds the event `(x, id, n)` to `events`, or `n` to the last event if that is of the same
+/// neighbour and span: a run such as `aaaa...` in a span gives one alike event per occurrence
+/// (16 bytes each, hundreds of megabytes for long runs), and the tally only sums them by
+/// neighbour and lists each span once, so a sum kept in one event is the same to it.
+#[inline(always)]
+fn add_event(events: &mut Vec<(u32, u32, i64)>, x: u32, id: u32, n: i64) {
+    match events.last_mut() {
+        Some(last) if last.0 == x && last.1 == id => last.2 += n,
+        _ => events.push((x, id, n)),
+    }
+}
+
 /// A token next to a replaced occurrence of `(a, b)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Neighbour {
@@ -369,8 +381,8 @@ impl Neighbours {
     /// Merges the pair in one span, of count `n`; returns its new length.
     fn merge_span<T: TokenId>(&mut self, tokens: &mut [T], n: i64, id: u32, pair: Pair, token: u32) -> usize {
         merge_in_span(tokens, pair, token, |side| match side {
-            Neighbour::Left(x) => self.left.push((x, id, n)),
-            Neighbour::Right(y) => self.right.push((y, id, n)),
+            Neighbour::Left(x) => add_event(&mut self.left, x, id, n),
+            Neighbour::Right(y) => add_event(&mut self.right, y, id, n),
         })
     }
 
@@ -440,6 +452,26 @@ mod tests {
                 T::new(if x % 2 == 0 { x } else { T::MAX - x })
             })
             .collect()
+    }
+
+    #[test]
+    fn a_run_gives_one_event_per_neighbour_and_span() {
+        // `a` * 1000 merged by (a, a): 500 occurrences, 499 with a left neighbour (the new
+        // token) and 499 with a right one (`a`): one event each, its count the sum.
+        let (a, token, n) = (97u32, 300u32, 7i64);
+        let mut found = Neighbours::default();
+        for id in [4, 9] {
+            let mut run = vec![a as u16; 1000];
+            assert_eq!(found.merge_span(&mut run, n, id, (a, a), token), 500);
+        }
+        assert_eq!(found.left, vec![(token, 4, 499 * n), (token, 9, 499 * n)]);
+        assert_eq!(found.right, vec![(a, 4, 499 * n), (a, 9, 499 * n)]);
+        // Alike events of different spans, or of other neighbours in between, stay apart.
+        let mut mixed = Neighbours::default();
+        let mut span: Vec<u16> = [1, 2, 3, 1, 2, 5, 1, 2, 3].iter().map(|&t| t as u16).collect();
+        assert_eq!(mixed.merge_span(&mut span, 1, 0, (1, 2), token), 6);
+        assert_eq!(mixed.left, vec![(3, 0, 1), (5, 0, 1)]);
+        assert_eq!(mixed.right, vec![(3, 0, 1), (5, 0, 1), (3, 0, 1)]);
     }
 
     fn find_pair_agrees_with_a_scan<T: TokenId + std::fmt::Debug>() {

@@ -167,6 +167,17 @@ def test_unsupported_and_malformed_arrays_are_clear_errors(item, error, message)
     assert t.get_mergeable_ranks() == ranks  # the trainer keeps its old state
 
 
+@pytest.mark.parametrize("buffer_size", [1, 8192])
+def test_a_lone_lead_byte_is_named_the_same_however_the_array_is_cut_into_batches(buffer_size):
+    # The bytes are checked batch by batch: a batch that ends on a lead byte the data does not
+    # go on from is not UTF-8 there, not an offset inside a character.
+    data = b"a" * (1 << 20) + b"\xc3" + b"a"
+    offsets = pa.py_buffer(struct.pack("<3i", 0, (1 << 20) + 1, (1 << 20) + 2))
+    arr = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(data)])
+    with pytest.raises(ValueError, match=re.escape(f"not valid UTF-8 (at byte {1 << 20} of the data buffer)")):
+        _core.Trainer().train_from_iterator([arr], 300, buffer_size)
+
+
 @pytest.mark.parametrize("typ", ["string", "string_view"])
 def test_bytes_changed_while_an_array_is_copied_never_pass_as_text(typ):
     # pyarrow shares a bytearray's memory; another thread may write to it whenever training

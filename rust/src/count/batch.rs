@@ -43,8 +43,11 @@ impl Batch {
         let bytes = unsafe { self.text.as_mut_vec() };
         bytes.extend_from_slice(&data[..last]);
         let checked = match std::str::from_utf8(&bytes[base..]) {
-            // Cut short at the end: the last offset falls inside a character.
-            Err(e) if e.error_len().is_none() => Err(BufferError::InsideCharacter { end: last }),
+            // Cut short at the end, and the buffer goes on with a continuation byte: the last
+            // offset falls inside a character. (That byte is only looked at, never taken.)
+            Err(e) if e.error_len().is_none() && data.get(last).is_some_and(|&b| b & 0xC0 == 0x80) => {
+                Err(BufferError::InsideCharacter { end: last })
+            }
             Err(e) => Err(BufferError::NotUtf8 { at: e.valid_up_to() }),
             Ok(added) => match self.ends[before..].iter().find(|&&end| !added.is_char_boundary(end - base)) {
                 Some(&end) => Err(BufferError::InsideCharacter { end: end - base }),
@@ -237,6 +240,10 @@ mod tests {
         assert_eq!(b.extend_from_buffer(b"hello", [6]), Err(BufferError::OutOfOrder { end: 6 }), "past the buffer");
         assert_eq!(b.extend_from_buffer(b"ab\xffcd", [2, 5]), Err(BufferError::NotUtf8 { at: 2 }));
         assert_eq!(b.extend_from_buffer("ab€".as_bytes(), [4]), Err(BufferError::InsideCharacter { end: 4 }), "cut short");
+        // A lead byte the buffer does not go on from is not UTF-8, wherever the last offset is.
+        assert_eq!(b.extend_from_buffer(b"abc\xc3", [2, 4]), Err(BufferError::NotUtf8 { at: 3 }));
+        assert_eq!(b.extend_from_buffer(b"abc\xc3a", [4, 5]), Err(BufferError::NotUtf8 { at: 3 }));
+        assert_eq!(b.extend_from_buffer(b"abc\xc3a", [4]), Err(BufferError::NotUtf8 { at: 3 }));
         assert_eq!(b.len(), 3, "a failed extend leaves the batch as it was");
         assert_eq!(b.bytes(), "héllowörld!".len());
         b.extend_from_buffer(b"ab\xffcd", [2]).unwrap(); // only the bytes up to the last end are taken

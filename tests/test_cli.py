@@ -519,14 +519,19 @@ def test_tiktoken_reads_the_outputs_anew_after_a_forced_retrain(corpus, tmp_path
     d, _ = corpus
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
     env = {**ENV, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
-    for vocab in (300, 340):
-        r = subprocess.run(
-            [sys.executable, "-m", "bpeforge", "train", str(d / "docs.txt"), "-o", "out/tok", "--vocab-size", str(vocab), "--force"],
-            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
-        )
-        assert r.returncode == 0, r.stderr
-        for path in ("out/tok.tiktoken", "out/tok/tokenizer.tiktoken"):
-            assert len(tiktoken.load.load_tiktoken_bpe(str(tmp_path / path))) == vocab - 9
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x").mkdir()
+    for output in ("out/tok", "./dot/tok.tiktoken", "x/../up/tok/"):
+        stem = output.rstrip("/").removesuffix(".tiktoken")
+        for vocab in (300, 340):
+            r = subprocess.run(
+                [sys.executable, "-m", "bpeforge", "train", str(d / "docs.txt"), "-o", output, "--vocab-size", str(vocab), "--force"],
+                cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120,
+            )
+            assert r.returncode == 0, r.stderr
+            # Read as typed, and absolute: tiktoken keys its cache by the string.
+            for path in (stem + ".tiktoken", stem + "/tokenizer.tiktoken", str(tmp_path / stem) + ".tiktoken"):
+                assert len(tiktoken.load.load_tiktoken_bpe(path)) == vocab - 9, (output, path)
 
 
 def test_an_output_path_through_a_missing_folder_creates_only_what_it_names(corpus, tmp_path):

@@ -48,8 +48,8 @@ def test_tiktoken_reads_a_saved_file_anew_after_a_save_replaces_it(tok, tmp_path
         monkeypatch.setenv(cache, str(tmp_path / "cache"))
     monkeypatch.chdir(tmp_path)
     first = bpeforge.Tokenizer.train_from_iterator(["abc abd " * 50], 262, special_tokens=[])
-    for folder in ("out/tok", tmp_path / "abs"):
-        path = str(Path(folder) / RANKS_FILE)
+    for folder in ("out/tok", "./dot/tok", "out/../up/tok", tmp_path / "abs"):
+        path = os.path.join(folder, RANKS_FILE)  # (as a user would join it: `./` kept)
         first.save(folder)
         assert tiktoken.load.load_tiktoken_bpe(path) == first.mergeable_ranks  # (now cached)
         tok.save(folder)

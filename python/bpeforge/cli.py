@@ -579,7 +579,7 @@ def run_train(args: argparse.Namespace) -> int:
         exit_on_ctrl_c.stop()
 
     t_save = time.perf_counter()
-    save_outputs(tokenizer, folder, tiktoken_file, args.force)
+    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     t_save = time.perf_counter() - t_save
 
     if not quiet:
@@ -656,9 +656,10 @@ def _bad_lines_note(corpus) -> str:
     return f" ({corpus.bad_lines.describe()} skipped, e.g. {corpus.bad_lines.examples[0]})"
 
 
-def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool) -> None:
+def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool, output: Optional[str] = None) -> None:
     """Writes the tokenizer folder and the ``.tiktoken`` file, each complete or not at all:
-    the folder is written under a temporary name beside it and renamed at the end."""
+    the folder is written under a temporary name beside it and renamed at the end. ``output``:
+    the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold."""
     from .io import RANKS_FILE, forget_tiktoken_cache, ranks_to_tiktoken
 
     parent = folder.parent
@@ -683,8 +684,13 @@ def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool) -> N
             except OSError:
                 os.rename(folder, tmp)  # take the new folder back out, so that nothing is half-done
                 raise
-        for replaced in (tiktoken_file, folder / RANKS_FILE):
-            forget_tiktoken_cache(replaced)  # tiktoken would serve its copy of the old file
+        replaced = [str(tiktoken_file), str(folder / RANKS_FILE)]
+        if output:  # as typed (`./out/tok`, `a/../b`): tiktoken keys its cache by the string
+            typed = output.rstrip("/") or output
+            stem = typed[: -len(".tiktoken")] if typed.endswith(".tiktoken") else typed
+            replaced += [stem + ".tiktoken", os.path.join(stem, RANKS_FILE)]
+        for path in replaced:
+            forget_tiktoken_cache(path)  # tiktoken would serve its copy of the old file
     except OSError as e:
         raise CLIError(f"cannot write the output {folder}: {e.strerror or e}") from None
     finally:

@@ -97,7 +97,7 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     ``directory`` (created if needed), each file atomically."""
     from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
 
-    directory = Path(directory)
+    given, directory = directory, Path(directory)
     mergeable_ranks = tokenizer.mergeable_ranks  # (a copy: taken once)
     check_savable(tokenizer, mergeable_ranks)
     # Every file's contents first: a save that fails leaves the folder as it was.
@@ -123,7 +123,7 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     # their checksums), so a save cut off between two files, or two saves into one folder at
     # once, are caught by load rather than mixing two tokenizers.
     _write_atomic(directory / RANKS_FILE, ranks)
-    forget_tiktoken_cache(directory / RANKS_FILE)
+    forget_tiktoken_cache(os.path.join(os.fspath(given), RANKS_FILE))  # the caller's spelling, `./` and all
     _write_atomic(directory / TOKEN_BYTES_FILE, token_bytes)
     _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
 
@@ -134,7 +134,8 @@ def forget_tiktoken_cache(path: Union[str, os.PathLike]) -> None:
     ``TIKTOKEN_CACHE_DIR``, else ``DATA_GYM_CACHE_DIR``, else ``$TMPDIR/data-gym-cache``), and
     serves that copy when the same string is read again, even after the file changed. A save
     that replaces a ``.tiktoken`` file calls this for the spellings a reader most likely uses
-    (as given, absolute, with links resolved); a reader using another one gets the stale copy
+    (as given, with and without ``./``, normalized, absolute, with links resolved); a reader
+    using another one gets the stale copy
     (pass ``expected_hash``, the file's SHA-256, to ``load_tiktoken_bpe``, or set
     ``TIKTOKEN_CACHE_DIR=''``)."""
     import hashlib
@@ -149,7 +150,11 @@ def forget_tiktoken_cache(path: Union[str, os.PathLike]) -> None:
     if not cache_dir or not os.path.isdir(cache_dir):
         return  # caching off, or nothing cached yet
     spelled = os.fspath(path)
-    for spelling in {spelled, os.path.abspath(spelled), os.path.realpath(spelled)}:
+    spellings = {spelled, os.path.normpath(spelled), os.path.abspath(spelled), os.path.realpath(spelled)}
+    if not os.path.isabs(spelled):
+        spellings.add(os.path.join(os.curdir, os.path.normpath(spelled)))  # ./out/tok.tiktoken
+        spellings.add(os.path.join(os.getcwd(), spelled))  # absolute, `..` and all
+    for spelling in spellings:
         try:
             os.remove(os.path.join(cache_dir, hashlib.sha1(spelling.encode()).hexdigest()))
         except (OSError, UnicodeEncodeError):

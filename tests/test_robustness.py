@@ -58,6 +58,24 @@ def run_and_interrupt(script, wait_for, timeout=60):
     return lines, reaction
 
 
+def interrupt_training(setup, call, wait_for, within):
+    """Runs `setup` (which makes a trainer `t`), then the training `call`, in a child; sends
+    SIGINT once the child prints `wait_for`. The training must stop with KeyboardInterrupt
+    within `within` seconds of the signal and leave the trainer as it was (never trained)."""
+    tail = f"""
+        try:
+            {call}
+            print("finished", flush=True)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+        print("size", t.vocab_size, flush=True)
+        """
+    lines, reaction = run_and_interrupt(textwrap.dedent(setup) + textwrap.dedent(tail), wait_for)
+    assert "finished" not in lines, "training finished before the signal: make it longer"
+    assert reaction is not None and reaction < within, lines
+    assert lines[-1] == "size 256", "an interrupted training must leave the trainer as it was"
+
+
 def test_ctrl_c_while_counting_stops_quickly_and_trainer_stays_usable():
     lines, reaction = run_and_interrupt(
         """
@@ -93,24 +111,17 @@ def test_ctrl_c_while_counting_stops_quickly_and_trainer_stays_usable():
     ids=["one-huge-list", "many-counts"],
 )
 def test_ctrl_c_inside_one_long_read_stops_quickly(setup, call):
-    lines, reaction = run_and_interrupt(
+    interrupt_training(
         f"""
         import bpeforge
         {setup}
         t = bpeforge.Trainer()
         print("reading", flush=True)
-        try:
-            {call}
-            print("finished", flush=True)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-        print("size", t.vocab_size, flush=True)
         """,
+        call,
         "reading",
+        within=1.0,
     )
-    assert "finished" not in lines, "training finished before the signal: make it longer"
-    assert reaction is not None and reaction < 1.0, lines
-    assert lines[-1] == "size 256"
 
 
 @pytest.mark.parametrize("phase", ["count", "merge", "iterator"])
@@ -291,7 +302,7 @@ def test_merge_progress_runs_on_the_callers_thread_in_its_context():
 
 @pytest.mark.parametrize("threads", [None, 2])
 def test_ctrl_c_while_merging_stops_quickly(threads):
-    lines, reaction = run_and_interrupt(
+    interrupt_training(
         """
         import random, bpeforge
         rng = random.Random(0)
@@ -302,18 +313,11 @@ def test_ctrl_c_while_merging_stops_quickly(threads):
                 said.append(1)
                 print("merging", flush=True)
         t = bpeforge.Trainer(num_threads=THREADS)
-        try:
-            t.train_from_counts(counts, 3_000_000, progress=progress)
-            print("finished", flush=True)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-        print("size", t.vocab_size, flush=True)
         """.replace("THREADS", str(threads)),
+        "t.train_from_counts(counts, 3_000_000, progress=progress)",
         "merging",
+        within=1.5,
     )
-    assert "finished" not in lines, "training finished before the signal: make it longer"
-    assert reaction is not None and reaction < 1.5, lines
-    assert lines[-1] == "size 256", "an interrupted training must leave the trainer as it was"
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -135,9 +135,8 @@ def forget_tiktoken_cache(path: Union[str, os.PathLike]) -> None:
     serves that copy when the same string is read again, even after the file changed. A save
     that replaces a ``.tiktoken`` file calls this for the spellings a reader most likely uses
     (as given, with and without ``./``, normalized, absolute, with links resolved); a reader
-    using another one gets the stale copy
-    (pass ``expected_hash``, the file's SHA-256, to ``load_tiktoken_bpe``, or set
-    ``TIKTOKEN_CACHE_DIR=''``)."""
+    using another one gets the stale copy (pass ``expected_hash``, the file's SHA-256, to
+    ``load_tiktoken_bpe``, or set ``TIKTOKEN_CACHE_DIR=''``)."""
     import hashlib
     import tempfile
 

@@ -151,15 +151,15 @@ fn finalizing() -> bool {
     function.is_some_and(|f| unsafe { f() } != 0)
 }
 
-/// Call without the GIL, where no Python object is borrowed, before taking the GIL again (or
-/// at a safe point of the training): sleeps for good if Python is finalizing, and pauses (see
-/// the module's comment) if the exit hook asked this training to.
 /// Whether this is the thread that ran the exit hook (and finalizes Python): finalization never
 /// ends it, and a later `atexit` hook or a finalizer on it may train.
 fn is_exit_thread() -> bool {
     EXIT_THREAD.get() == Some(&std::thread::current().id())
 }
 
+/// Call without the GIL, where no Python object is borrowed, before taking the GIL again (or
+/// at a safe point of the training): sleeps for good if Python is finalizing, and pauses (see
+/// the module's comment) if the exit hook asked this training to.
 pub(super) fn safe_point() {
     if is_exit_thread() {
         return;

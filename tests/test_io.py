@@ -296,3 +296,23 @@ def test_load_checks_the_ranks_it_parsed(tmp_path, monkeypatch):
     monkeypatch.setattr(io, "read_tiktoken", parse_then_save_b)
     with pytest.raises(bpeforge.TokenizerFileError, match="does not match"):
         bpeforge.Tokenizer.load(tmp_path)
+
+
+def test_save_to_a_tiktoken_name_is_refused_and_load_of_a_ranks_file_names_its_folder(tok, tmp_path):
+    # save writes a folder: a path named like a ranks file is refused before anything is written
+    with pytest.raises(ValueError, match=r"names a \.tiktoken ranks file.*'.*named'"):
+        tok.save(tmp_path / "named.tiktoken")
+    assert list(tmp_path.iterdir()) == []
+    # a folder of that name saved before stays writable (an existing folder is what it names)
+    (tmp_path / "old.tiktoken").mkdir()
+    tok.save(tmp_path / "old.tiktoken")
+    assert bpeforge.Tokenizer.load(tmp_path / "old.tiktoken").mergeable_ranks == tok.mergeable_ranks
+    # load of the .tiktoken file the command line writes beside its folder points at the folder
+    tok.save(tmp_path / "named")
+    (tmp_path / "named.tiktoken").write_bytes((tmp_path / "named" / RANKS_FILE).read_bytes())
+    with pytest.raises(FileNotFoundError, match=r"ranks file, not a folder.*load_tiktoken_bpe.*named'.*beside it"):
+        bpeforge.Tokenizer.load(tmp_path / "named.tiktoken")
+    (tmp_path / "lone.tiktoken").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=r"ranks file, not a folder") as e:
+        bpeforge.Tokenizer.load(tmp_path / "lone.tiktoken")
+    assert "beside" not in str(e.value)

@@ -206,6 +206,13 @@ def test_from_pretrained_offline_error(monkeypatch):
     monkeypatch.setattr(tiktoken, "get_encoding", offline)
     with pytest.raises(EvalError, match="could not load the encoding 'gpt2'.*offline"):
         bpeforge.Tokenizer.from_pretrained("gpt2")
+    # being offline is also a ConnectionError (an OSError), as any failed download
+    with pytest.raises(ConnectionError, match="could not load the encoding 'gpt2'.*offline"):
+        bpeforge.Tokenizer.from_pretrained("gpt2")
+    # an unknown name is not
+    with pytest.raises(EvalError) as e:
+        bpeforge.Tokenizer.from_pretrained("no-such-encoding")
+    assert not isinstance(e.value, OSError)
 
 
 def test_from_pretrained_uses_endoftext_as_bos(monkeypatch):

@@ -63,6 +63,12 @@ class EvalError(ValueError):
     """A tokenizer or text that :func:`evaluate` cannot use; the message says which and why."""
 
 
+class EncodingUnavailable(EvalError, ConnectionError):
+    """tiktoken could not fetch a named encoding's ranks (it downloads them on first use): also
+    a ``ConnectionError``, so ``except OSError`` around ``Tokenizer.from_pretrained`` catches
+    being offline as it would any other failed download."""
+
+
 class EvalRow(NamedTuple):
     """One text encoded by one tokenizer (``relative_diff`` is a percentage)."""
 
@@ -92,7 +98,8 @@ class EvalRow(NamedTuple):
 
 def load_tiktoken_encoding(name: str) -> tiktoken.Encoding:
     """``tiktoken.get_encoding`` of ``name`` (or of a model name, or ``gpt4``), with a clear
-    :class:`EvalError` when the name is unknown or tiktoken cannot fetch the ranks (offline).
+    :class:`EvalError` when the name is unknown, :class:`EncodingUnavailable` (an EvalError and
+    a ConnectionError) when tiktoken cannot fetch the ranks (offline).
 
     >>> load_tiktoken_encoding("no-such-encoding")
     Traceback (most recent call last):
@@ -116,7 +123,7 @@ def load_tiktoken_encoding(name: str) -> tiktoken.Encoding:
         detail = " ".join(str(e).split()) or type(e).__name__
         if len(detail) > 200:
             detail = detail[:197] + "..."
-        raise EvalError(
+        raise EncodingUnavailable(
             f"tiktoken could not load the encoding {encoding_name!r}: it downloads the ranks on first use "
             f"(cached in TIKTOKEN_CACHE_DIR), and that failed, likely because this machine is offline "
             f"({type(e).__name__}: {detail}). Give a local .tiktoken file instead: PATH.tiktoken:PATTERN"

@@ -98,6 +98,14 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
 
     given, directory = directory, Path(directory)
+    if directory.suffix == ".tiktoken" and not directory.is_dir():
+        # A folder named like a ranks file would surprise whoever reads it back with tiktoken
+        # (`bpeforge train -o x.tiktoken` writes the folder `x` and the file `x.tiktoken`).
+        raise ValueError(
+            f"cannot save to {os.fspath(given)!r}: save writes a folder (three files), and this names a "
+            f".tiktoken ranks file; pass a folder, e.g. {os.fspath(directory.with_suffix(''))!r} "
+            f"(its {RANKS_FILE} is the ranks file tiktoken reads)"
+        )
     mergeable_ranks = tokenizer.mergeable_ranks  # (a copy: taken once)
     check_savable(tokenizer, mergeable_ranks)
     # Every file's contents first: a save that fails leaves the folder as it was.
@@ -192,6 +200,13 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
 
     directory = Path(directory)
     if not directory.is_dir():
+        if directory.suffix == ".tiktoken" and directory.is_file():
+            beside = directory.with_suffix("")
+            hint = f"; the folder {str(beside)!r} beside it" if (beside / CONFIG_FILE).is_file() else ""
+            raise FileNotFoundError(
+                f"no saved tokenizer at {directory}: it is a ranks file, not a folder (read it with "
+                f"tiktoken.load.load_tiktoken_bpe{hint} is what Tokenizer.load reads)"
+            )
         raise FileNotFoundError(f"no saved tokenizer at {directory}: not a directory")
     config_path = directory / CONFIG_FILE
     try:

@@ -348,7 +348,9 @@ class Tokenizer:
     def save(self, directory: Union[str, os.PathLike]) -> None:
         """Writes ``tokenizer.tiktoken`` (the ranks, loadable by
         ``tiktoken.load.load_tiktoken_bpe``), ``tokenizer.json`` (pattern, special tokens) and
-        ``token_bytes.npy`` (bytes per token id) into ``directory``, each atomically."""
+        ``token_bytes.npy`` (bytes per token id) into ``directory``, each atomically. A
+        ``directory`` ending in ``.tiktoken`` that is not a folder already is refused with a
+        ValueError: it names a ranks file, not the folder this writes."""
         from .io import save
 
         save(self, directory)
@@ -399,7 +401,8 @@ class Tokenizer:
     def from_pretrained(cls, tiktoken_name: str) -> "Tokenizer":
         """A tiktoken encoding by name (``"gpt2"``, ``"cl100k_base"``, ...), as nanochat's
         ``from_pretrained``; its ``<|endoftext|>`` serves as the bos token. tiktoken downloads the
-        ranks on first use: offline, this raises :class:`bpeforge.eval.EvalError` saying so."""
+        ranks on first use: offline, this raises :class:`bpeforge.eval.EncodingUnavailable` saying
+        so (a ``ConnectionError``, and an :class:`bpeforge.EvalError` as before)."""
         from .eval import load_tiktoken_encoding
 
         return cls.from_encoding(load_tiktoken_encoding(tiktoken_name))

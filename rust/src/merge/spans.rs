@@ -358,6 +358,32 @@ fn add_event(events: &mut Vec<(u32, u32, i64)>, x: u32, id: u32, n: i64) {
     }
 }
 
+/// A span's events on one side beyond this many are summed by neighbour when the span is done.
+const COMBINE_EVENTS: usize = 32;
+
+/// Sums the events of one span, `events[start..]`, by neighbour (in increasing order of
+/// neighbour) when they are many: a long span that holds the pair next to the same few tokens
+/// again and again, not in a row (`🙂😀🙂…` merged by its lead bytes), gave one 16-byte event
+/// per occurrence, as much memory as the span table. The tally sums events by neighbour and
+/// lists each span once, so their order within a span and their sums are the same to it.
+fn combine_span_events(events: &mut Vec<(u32, u32, i64)>, start: usize) {
+    if events.len() - start <= COMBINE_EVENTS {
+        return;
+    }
+    events[start..].sort_unstable_by_key(|e| e.0);
+    let mut write = start;
+    for read in start + 1..events.len() {
+        let e = events[read];
+        if e.0 == events[write].0 {
+            events[write].2 += e.2;
+        } else {
+            write += 1;
+            events[write] = e;
+        }
+    }
+    events.truncate(write + 1);
+}
+
 /// A token next to a replaced occurrence of `(a, b)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Neighbour {
@@ -380,10 +406,14 @@ pub(super) struct Neighbours {
 impl Neighbours {
     /// Merges the pair in one span, of count `n`; returns its new length.
     fn merge_span<T: TokenId>(&mut self, tokens: &mut [T], n: i64, id: u32, pair: Pair, token: u32) -> usize {
-        merge_in_span(tokens, pair, token, |side| match side {
+        let starts = (self.left.len(), self.right.len());
+        let merged = merge_in_span(tokens, pair, token, |side| match side {
             Neighbour::Left(x) => add_event(&mut self.left, x, id, n),
             Neighbour::Right(y) => add_event(&mut self.right, y, id, n),
-        })
+        });
+        combine_span_events(&mut self.left, starts.0);
+        combine_span_events(&mut self.right, starts.1);
+        merged
     }
 
     /// Adds `later`'s events, which come from spans after all of `self`'s.
@@ -472,6 +502,64 @@ mod tests {
         assert_eq!(mixed.merge_span(&mut span, 1, 0, (1, 2), token), 6);
         assert_eq!(mixed.left, vec![(3, 0, 1), (5, 0, 1)]);
         assert_eq!(mixed.right, vec![(3, 0, 1), (5, 0, 1), (3, 0, 1)]);
+    }
+
+    #[test]
+    fn a_spans_many_events_are_summed_by_neighbour() {
+        // Random spans over a few tokens, some long. Per (neighbour, span), the events kept
+        // sum to one event per occurrence. A span that gave more than COMBINE_EVENTS events
+        // (alike ones in a row already one) keeps one per neighbour, in increasing order; the
+        // others keep theirs as they came. Spans stay in order.
+        use std::collections::BTreeMap;
+        let (token, (a, b)) = (300u32, (0u32, u32::from(u16::MAX) - 1));
+        let mut combined = 0;
+        for seed in 0..400u64 {
+            let mut found = Neighbours::default();
+            // Per side: the sums per (neighbour, span), and each span's events in a row as they came.
+            let mut sums: [BTreeMap<(u32, u32), i64>; 2] = Default::default();
+            let mut came: [Vec<(u32, u32, i64)>; 2] = Default::default();
+            for id in 0..1 + (seed % 5) as u32 {
+                let len = if (seed + u64::from(id)) % 3 == 0 { 700 } else { (seed as usize * 7 + id as usize) % 60 };
+                let input: Vec<u16> = tokens(seed * 31 + u64::from(id), len, 4);
+                let n = 1 + i64::from(id) * 3;
+                let mut plain = input.clone();
+                let plain_len = merge_in_span(&mut plain, (a, b), token, |side| {
+                    let (side, x) = match side {
+                        Neighbour::Left(x) => (0, x),
+                        Neighbour::Right(y) => (1, y),
+                    };
+                    *sums[side].entry((x, id)).or_default() += n;
+                    match came[side].last_mut() {
+                        Some(last) if (last.0, last.1) == (x, id) => last.2 += n,
+                        _ => came[side].push((x, id, n)),
+                    }
+                });
+                let mut span = input;
+                assert_eq!(found.merge_span(&mut span, n, id, (a, b), token), plain_len);
+                assert_eq!(span[..plain_len], plain[..plain_len]);
+            }
+            for (side, events) in [&found.left, &found.right].into_iter().enumerate() {
+                assert!(events.windows(2).all(|w| w[0].1 <= w[1].1), "seed {seed}: spans in order");
+                let mut got: BTreeMap<(u32, u32), i64> = BTreeMap::new();
+                for &(x, id, n) in events.iter() {
+                    *got.entry((x, id)).or_default() += n;
+                }
+                assert_eq!(got, sums[side], "seed {seed} side {side}");
+                for id in 0..1 + (seed % 5) as u32 {
+                    let kept: Vec<(u32, u32, i64)> = events.iter().copied().filter(|e| e.1 == id).collect();
+                    let as_came: Vec<(u32, u32, i64)> = came[side].iter().copied().filter(|e| e.1 == id).collect();
+                    if as_came.len() > COMBINE_EVENTS {
+                        let by_neighbour: Vec<(u32, u32, i64)> =
+                            sums[side].iter().filter(|(k, _)| k.1 == id).map(|(&(x, id), &n)| (x, id, n)).collect();
+                        assert_eq!(kept, by_neighbour, "seed {seed} side {side} span {id}");
+                        combined += 1;
+                    } else {
+                        assert_eq!(kept, as_came, "seed {seed} side {side} span {id}");
+                    }
+                }
+            }
+        }
+        assert!(combined > 100, "the draws must reach the combining: {combined}");
     }
 
     fn find_pair_agrees_with_a_scan<T: TokenId + std::fmt::Debug>() {

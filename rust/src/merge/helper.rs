@@ -60,6 +60,18 @@ pub(super) struct Helper {
     _one_caller: std::marker::PhantomData<std::cell::Cell<()>>,
 }
 
+// Checked when compiling: were `Helper` `Sync`, both impls below would apply to it and the
+// trait's type parameter could not be inferred (the test of static_assertions'
+// assert_not_impl_any).
+const _: fn() = || {
+    trait AmbiguousIfSync<A> {
+        fn check() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSync<()> for T {}
+    impl<T: ?Sized + Sync> AmbiguousIfSync<u8> for T {}
+    <Helper as AmbiguousIfSync<_>>::check();
+};
+
 /// Waits until `ready()`: spinning for a while, then yielding the core, then napping.
 fn wait_until(ready: impl Fn() -> bool) {
     for _ in 0..1 << 14 {

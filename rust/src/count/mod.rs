@@ -12,8 +12,10 @@ use crate::{Error, Splitter};
 
 mod batch;
 mod long;
+mod queue;
 
 pub use batch::{Batch, BatchSize, BufferError, Filler, HandOn, TextSink};
+pub use queue::ToQueue;
 use long::LongTable;
 
 /// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred.
@@ -396,6 +398,11 @@ impl SpanCounts {
         let counted = table.count(batch, 0..batch.len(), splitter, stop);
         table.settle();
         counted
+    }
+
+    /// Adds the counts of `other` (its tables are joined with these by [`SpanCounts::into_spans`]).
+    pub fn absorb(&mut self, other: SpanCounts) {
+        self.tables.extend(other.tables.into_iter().filter(|t| t.len() > 0));
     }
 
     /// The first thread's table (made if there is none yet), which counts outside the pool use.

@@ -1,6 +1,7 @@
 //! Counting the texts of a Python iterator. This thread, holding the GIL, reads the items (str,
 //! lists of str, Arrow string arrays) into batches, and a worker counts each batch without the
-//! GIL while the next one fills. A batch is handed on as soon as it is full, in the middle of an
+//! GIL while the next one fills; when the worker is behind (its queue full), this thread counts
+//! the batch itself, without the GIL, before it reads on. A batch is handed on as soon as it is full, in the middle of an
 //! item if need be, so that memory stays bounded by the batch size whatever an item holds.
 
 use std::borrow::Cow;
@@ -12,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList, PyString};
 
 use super::{arrow, report, shutdown, to_py, type_name};
-use crate::count::{Batch, BatchSize, Filler, HandOn};
+use crate::count::{Batch, BatchSize, Filler, HandOn, ToQueue};
 use crate::{Error, SpanCounts, Splitter};
 
 /// A batch goes to the counting worker once it holds `buffer_size` texts and at least this
@@ -21,7 +22,7 @@ const MIN_BATCH_BYTES: usize = 1 << 20;
 /// ... or as soon as it holds this many, however few texts that is (bounded memory).
 const MAX_BATCH_BYTES: usize = 2 << 20;
 
-/// How many filled batches may wait for the counting worker.
+/// How many filled batches may wait for the counting worker (more are counted by the feeder).
 const QUEUED_BATCHES: usize = 4;
 
 /// The text of a str `item`, or an error naming `what` it is (e.g. "item 3 of the iterator")
@@ -48,48 +49,28 @@ pub(super) fn text_of<'a>(item: &'a Bound<'_, PyAny>, what: impl Fn() -> String,
     })
 }
 
-/// Where the feeder's full batches go: to the counting worker, through a queue.
+/// Where the feeder's full batches go: to the counting worker (see [`ToQueue`]), then Ctrl-C
+/// is checked.
 struct ToWorker<'a> {
-    to_worker: mpsc::SyncSender<Batch>,
-    /// Counted batches come back here to be filled again: their memory is already mapped, so
-    /// filling one does not fault in fresh pages.
-    emptied: mpsc::Receiver<Batch>,
-    /// Batches sent and not yet taken by the worker (see the worker in [`count_iterator`]).
-    queued: &'a AtomicUsize,
-    /// Texts and bytes handed on, and how many batches.
-    texts: u64,
-    bytes: u64,
-    sent: u64,
-    /// The worker stopped (on an error, which it reports), or a signal handler raised: what
-    /// comes now is dropped.
-    gone: bool,
+    queue: ToQueue<'a>,
     /// What a signal handler (Ctrl-C's) raised when checked after a batch was handed on.
     interrupted: Option<PyErr>,
 }
 
-/// Waits while the queue is full (so call it without the GIL).
+/// Call it without the GIL: it may count a batch.
 impl HandOn for ToWorker<'_> {
     fn hand_on(&mut self, full: Batch) -> Batch {
-        let fresh = self.emptied.try_recv().unwrap_or_default();
-        if self.gone {
-            return fresh;
+        if self.queue.gone {
+            return full;
         }
-        self.texts += full.len() as u64;
-        self.bytes += full.bytes() as u64;
-        self.sent += 1;
-        // Counted before it is sent, so the worker never sees it below 1. More than
-        // `QUEUED_BATCHES` means this thread waits on a full queue.
-        self.queued.fetch_add(1, Ordering::SeqCst);
-        if self.to_worker.send(full).is_err() {
-            self.gone = true;
-        }
+        let fresh = self.queue.hand_on(full);
         // Between two batches, even in the middle of an item (a list or an Arrow array of
         // gigabytes is read without returning to the iterator loop), Ctrl-C stops the reading.
         // (This runs without the GIL: see shutdown.rs before taking it.)
         shutdown::safe_point();
         if let Err(e) = Python::attach(|py| py.check_signals()) {
             self.interrupted = Some(e);
-            self.gone = true;
+            self.queue.gone = true;
         }
         fresh
     }
@@ -162,22 +143,20 @@ pub(super) fn count_iterator(
     let stop = AtomicBool::new(false);
     // While Python is still feeding, the worker counts on its own thread, so that Python keeps a
     // core: counting on every thread then would take Python's core away, and Python, not
-    // counting, is usually the slower side. Batches queue up meanwhile (a few at most). Once the
-    // feeder is done, or blocked on a full queue, what is queued is counted on every thread.
+    // counting, is usually the slower side (when it is not, the feeder counts the batches the
+    // queue has no room for). Once the feeder is done, what is queued is counted on every thread.
     let (to_worker, batches) = mpsc::sync_channel::<Batch>(QUEUED_BATCHES);
     let (to_feeder, emptied) = mpsc::channel::<Batch>();
-    let queued = AtomicUsize::new(0);
     let feeding = AtomicBool::new(true);
     std::thread::scope(|scope| -> PyResult<Counted> {
-        let (stop, spans_seen, queued, feeding) = (&stop, &spans_seen, &queued, &feeding);
+        let (stop, spans_seen, feeding) = (&stop, &spans_seen, &feeding);
         let worker = std::thread::Builder::new().name("bpeforge-count".into()).spawn_scoped(scope, move || -> Result<SpanCounts, Error> {
             let mut counts = SpanCounts::new();
             while let Ok(batch) = batches.recv() {
-                let behind = queued.fetch_sub(1, Ordering::SeqCst) > QUEUED_BATCHES;
-                if behind || !feeding.load(Ordering::SeqCst) {
-                    pool.install(|| counts.add_batch(&batch, splitter, stop))?;
-                } else {
+                if feeding.load(Ordering::SeqCst) {
                     counts.add_batch_here(&batch, splitter, stop)?;
+                } else {
+                    pool.install(|| counts.add_batch(&batch, splitter, stop))?;
                 }
                 spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
                 let _ = to_feeder.send(batch); // the feeder may be gone already: then it is dropped
@@ -186,7 +165,7 @@ pub(super) fn count_iterator(
         });
         let worker = worker.map_err(|e| PyRuntimeError::new_err(format!("cannot start the counting thread: {e}")))?;
         let size = BatchSize { texts: buffer_size, min_bytes: MIN_BATCH_BYTES, max_bytes: MAX_BATCH_BYTES };
-        let out = ToWorker { to_worker, emptied, queued, texts: 0, bytes: 0, sent: 0, gone: false, interrupted: None };
+        let out = ToWorker { queue: ToQueue::new(to_worker, emptied, splitter, stop), interrupted: None };
         let mut feeder = Filler::new(size, out);
         let fed = (|| -> PyResult<()> {
             let mut reported = 0;
@@ -198,13 +177,13 @@ pub(super) fn count_iterator(
                     return Err(e);
                 }
                 pushed?;
-                if feeder.out.gone {
+                if feeder.out.queue.gone {
                     return Ok(()); // the worker stopped on an error, reported below
                 }
-                if feeder.out.sent != reported {
-                    reported = feeder.out.sent;
+                if feeder.out.queue.sent != reported {
+                    reported = feeder.out.queue.sent;
                     py.check_signals()?;
-                    report_count(py, progress, feeder.out.texts, feeder.out.bytes, spans_seen.load(Ordering::Relaxed))?;
+                    report_count(py, progress, feeder.out.queue.texts, feeder.out.queue.bytes, spans_seen.load(Ordering::Relaxed))?;
                 }
             }
             // The last batch is counted on every thread: no one feeds any more.
@@ -221,8 +200,8 @@ pub(super) fn count_iterator(
             stop.store(true, Ordering::SeqCst); // don't finish counting what no one will use
         }
         feeding.store(false, Ordering::SeqCst);
-        let (texts, bytes) = (feeder.out.texts, feeder.out.bytes);
-        drop(feeder); // closes the queue: the worker ends once it has counted what is queued
+        let (texts, bytes) = (feeder.out.queue.texts, feeder.out.queue.bytes);
+        let here = feeder.out.queue.finish(); // closes the queue: the worker ends once it has counted what is queued
         let counted = py
             .detach(|| {
                 let joined = worker.join();
@@ -231,7 +210,8 @@ pub(super) fn count_iterator(
             })
             .map_err(|_| PyRuntimeError::new_err("internal error while counting (a bpeforge bug: please report it)"))?;
         fed?;
-        let counts = counted.map_err(to_py)?;
+        let mut counts = counted.map_err(to_py)?;
+        counts.absorb(here.map_err(to_py)?);
         // The last report comes once everything is counted, so its spans are those of the
         // whole corpus (as a lower bound: the threads' tables are not joined yet).
         report_count(py, progress, texts, bytes, counts.len_at_least())?;

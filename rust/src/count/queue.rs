@@ -1,0 +1,149 @@
+//! Handing full batches to a counting worker through a bounded queue: when the queue is full
+//! (counting is the slower side), the batch is counted by whoever filled it instead, so that
+//! neither side waits for the other.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
+
+use super::{Batch, SpanCounts};
+use crate::{Error, Splitter};
+
+/// The feeding side of a queue of batches to a counting worker.
+pub struct ToQueue<'a> {
+    to_worker: SyncSender<Batch>,
+    /// Counted batches come back here to be filled again: their memory is already mapped, so
+    /// filling one does not fault in fresh pages.
+    emptied: Receiver<Batch>,
+    /// The batches counted here.
+    here: SpanCounts,
+    failed: Option<Error>,
+    splitter: &'a Splitter,
+    stop: &'a AtomicBool,
+    /// Texts and bytes handed on (queued or counted here), and how many batches.
+    pub texts: u64,
+    pub bytes: u64,
+    pub sent: u64,
+    /// The worker is gone, or counting here failed: batches handed on now are dropped.
+    pub gone: bool,
+}
+
+impl<'a> ToQueue<'a> {
+    pub fn new(to_worker: SyncSender<Batch>, emptied: Receiver<Batch>, splitter: &'a Splitter, stop: &'a AtomicBool) -> Self {
+        ToQueue { to_worker, emptied, here: SpanCounts::new(), failed: None, splitter, stop, texts: 0, bytes: 0, sent: 0, gone: false }
+    }
+
+    /// Queues `full` for the worker, or counts it here if the queue is full. Returns a batch to
+    /// fill next (not cleared). Call it without holding up others: it may count a batch.
+    pub fn hand_on(&mut self, full: Batch) -> Batch {
+        if self.gone {
+            return full;
+        }
+        self.texts += full.len() as u64;
+        self.bytes += full.bytes() as u64;
+        self.sent += 1;
+        match self.to_worker.try_send(full) {
+            Ok(()) => self.emptied.try_recv().unwrap_or_default(),
+            Err(TrySendError::Full(full)) => {
+                if let Err(e) = self.here.add_batch_here(&full, self.splitter, self.stop) {
+                    self.failed = Some(e);
+                    self.gone = true;
+                }
+                full
+            }
+            Err(TrySendError::Disconnected(full)) => {
+                self.gone = true;
+                full
+            }
+        }
+    }
+
+    /// What was counted here (to add to the worker's counts), or what counting it failed with.
+    /// Closes the queue.
+    pub fn finish(self) -> Result<SpanCounts, Error> {
+        match self.failed {
+            Some(e) => Err(e),
+            None => Ok(self.here),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::presets::GPT4;
+    use std::sync::mpsc;
+
+    fn batch_of(texts: &[String]) -> Batch {
+        let mut b = Batch::new();
+        texts.iter().for_each(|t| b.push(t));
+        b
+    }
+
+    #[test]
+    fn batches_the_queue_has_no_room_for_are_counted_here() {
+        let splitter = Splitter::new(GPT4).unwrap();
+        let stop = AtomicBool::new(false);
+        let mut next = crate::draws(7);
+        let words = ["the", " cat", " sat", "\n", " 42", "!", " über", " the"];
+        let texts: Vec<String> =
+            (0..400).map(|_| (0..1 + next(30)).map(|_| words[next(words.len() as u64) as usize]).collect()).collect();
+        let chunks: Vec<&[String]> = texts.chunks(37).collect();
+        let mut all = SpanCounts::new();
+        all.add_texts(&texts, &splitter).unwrap();
+
+        // No one takes from a queue of two: the first two batches wait there, the rest are
+        // counted here; together they are all the texts' counts.
+        let (to_worker, queued) = mpsc::sync_channel(2);
+        let (_to_feeder, emptied) = mpsc::channel();
+        let mut out = ToQueue::new(to_worker, emptied, &splitter, &stop);
+        for chunk in &chunks {
+            let mut again = out.hand_on(batch_of(chunk));
+            again.clear();
+            assert!(again.is_empty());
+        }
+        assert_eq!((out.sent, out.texts), (chunks.len() as u64, texts.len() as u64));
+        assert_eq!(out.bytes, texts.iter().map(|t| t.len() as u64).sum::<u64>());
+        let mut counts = out.finish().unwrap();
+        let waiting: Vec<Batch> = queued.try_iter().collect();
+        assert_eq!(waiting.len(), 2);
+        let mut there = SpanCounts::new();
+        for b in &waiting {
+            there.add_batch_here(b, &splitter, &stop).unwrap();
+        }
+        counts.absorb(there);
+        let sorted = |spans: crate::count::Spans| {
+            let mut v: Vec<(Vec<u8>, u64)> = spans.iter().map(|(b, n)| (b.to_vec(), n)).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(counts.into_spans(&stop).unwrap()), sorted(all.into_spans(&stop).unwrap()));
+    }
+
+    #[test]
+    fn a_worker_gone_drops_what_comes() {
+        let splitter = Splitter::new(GPT4).unwrap();
+        let stop = AtomicBool::new(false);
+        let (to_worker, queued) = mpsc::sync_channel(2);
+        let (_to_feeder, emptied) = mpsc::channel();
+        drop(queued);
+        let mut out = ToQueue::new(to_worker, emptied, &splitter, &stop);
+        out.hand_on(batch_of(&["a b".to_string()]));
+        assert!(out.gone);
+        out.hand_on(batch_of(&["c d".to_string()]));
+        assert_eq!(out.sent, 1, "nothing is handed on once the worker is gone");
+        assert_eq!(out.finish().unwrap().len(), 0);
+    }
+
+    #[test]
+    fn counting_here_stops_when_asked() {
+        let splitter = Splitter::new(GPT4).unwrap();
+        let stop = AtomicBool::new(true);
+        let (to_worker, _queued) = mpsc::sync_channel(0);
+        let (_to_feeder, emptied) = mpsc::channel();
+        let mut out = ToQueue::new(to_worker, emptied, &splitter, &stop);
+        let big: Vec<String> = (0..200_000).map(|i| format!("w{i} ")).collect();
+        out.hand_on(batch_of(&big));
+        assert!(out.gone);
+        assert!(matches!(out.finish(), Err(Error::Interrupted)));
+    }
+}

@@ -313,6 +313,6 @@ def test_save_to_a_tiktoken_name_is_refused_and_load_of_a_ranks_file_names_its_f
     with pytest.raises(FileNotFoundError, match=r"ranks file, not a folder.*load_tiktoken_bpe.*named'.*beside it"):
         bpeforge.Tokenizer.load(tmp_path / "named.tiktoken")
     (tmp_path / "lone.tiktoken").write_bytes(b"")
-    with pytest.raises(FileNotFoundError, match=r"ranks file, not a folder") as e:
+    with pytest.raises(FileNotFoundError, match=r"ranks file, not a folder \(read it with tiktoken\.load\.load_tiktoken_bpe\)$") as e:
         bpeforge.Tokenizer.load(tmp_path / "lone.tiktoken")
     assert "beside" not in str(e.value)

@@ -202,10 +202,10 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
     if not directory.is_dir():
         if directory.suffix == ".tiktoken" and directory.is_file():
             beside = directory.with_suffix("")
-            hint = f"; the folder {str(beside)!r} beside it" if (beside / CONFIG_FILE).is_file() else ""
+            hint = f"; the folder {str(beside)!r} beside it is what Tokenizer.load reads" if (beside / CONFIG_FILE).is_file() else ""
             raise FileNotFoundError(
                 f"no saved tokenizer at {directory}: it is a ranks file, not a folder (read it with "
-                f"tiktoken.load.load_tiktoken_bpe{hint} is what Tokenizer.load reads)"
+                f"tiktoken.load.load_tiktoken_bpe{hint})"
             )
         raise FileNotFoundError(f"no saved tokenizer at {directory}: not a directory")
     config_path = directory / CONFIG_FILE

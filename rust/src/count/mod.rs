@@ -363,6 +363,13 @@ impl SpanCounts {
     /// Setting `stop` makes it give up soon (between two texts) with [`Error::Interrupted`]; the
     /// table then holds part of the batch, so a caller that stops should drop it.
     pub fn add_batch(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        self.add_batch_on(batch, splitter, stop, usize::MAX)
+    }
+
+    /// [`SpanCounts::add_batch`] on at most `threads` threads of the pool at once: the batch is
+    /// cut into that many tasks or fewer (so that a core is left to whoever feeds the batches).
+    pub fn add_batch_on(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool, threads: usize) -> Result<(), Error> {
+        let task_bytes = TASK_BYTES.max(batch.bytes().div_ceil(threads.max(1)));
         let threads = rayon::current_num_threads().max(1);
         if self.tables.len() < threads {
             self.tables.resize_with(threads, Table::default);
@@ -371,7 +378,7 @@ impl SpanCounts {
         let mut tasks = vec![0];
         let mut start = 0;
         for (i, &end) in batch.ends.iter().enumerate() {
-            if end - start >= TASK_BYTES {
+            if end - start >= task_bytes {
                 tasks.push(i + 1);
                 start = end;
             }
@@ -609,6 +616,31 @@ mod tests {
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);
         assert_eq!(all.len(), 5);
+    }
+
+    #[test]
+    fn a_batch_counted_on_fewer_threads_counts_the_same_on_at_most_that_many() {
+        // 600 KB of texts on a pool of 4: on at most 1, 2 or 3 of its threads at once (as many
+        // tables used), the same counts as on all of them.
+        let splitter = Splitter::new(presets::GPT4).unwrap();
+        let mut next = crate::draws(3);
+        let mut batch = Batch::new();
+        while batch.bytes() < 600 << 10 {
+            let text: String = (0..1 + next(40)).map(|_| ["a", " bc", " d", "\n", " 17", "é"][next(6) as usize]).collect();
+            batch.push(&text);
+        }
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        let stop = AtomicBool::new(false);
+        let mut all = SpanCounts::new();
+        pool.install(|| all.add_batch(&batch, &splitter, &stop)).unwrap();
+        let want = sorted(all.into_spans(&stop).unwrap());
+        for threads in 1..4 {
+            let mut some = SpanCounts::new();
+            pool.install(|| some.add_batch_on(&batch, &splitter, &stop, threads)).unwrap();
+            let used = some.tables.iter().filter(|t| t.len() > 0).count();
+            assert!(used <= threads, "{used} tables used, at most {threads} threads asked for");
+            assert_eq!(sorted(some.into_spans(&stop).unwrap()), want, "on {threads} threads");
+        }
     }
 
     #[test]

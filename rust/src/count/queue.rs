@@ -14,6 +14,8 @@ pub struct ToQueue<'a> {
     /// Counted batches come back here to be filled again: their memory is already mapped, so
     /// filling one does not fault in fresh pages.
     emptied: Receiver<Batch>,
+    /// Whether a batch the queue has no room for is counted here (else this waits for room).
+    count_here: bool,
     /// The batches counted here.
     here: SpanCounts,
     failed: Option<Error>,
@@ -28,8 +30,18 @@ pub struct ToQueue<'a> {
 }
 
 impl<'a> ToQueue<'a> {
-    pub fn new(to_worker: SyncSender<Batch>, emptied: Receiver<Batch>, splitter: &'a Splitter, stop: &'a AtomicBool) -> Self {
-        ToQueue { to_worker, emptied, here: SpanCounts::new(), failed: None, splitter, stop, texts: 0, bytes: 0, sent: 0, gone: false }
+    /// `count_here`: whether a batch the queue has no room for is counted by the caller of
+    /// [`ToQueue::hand_on`] (else it waits for room: for when the worker is to be the only
+    /// thread that counts).
+    pub fn new(
+        to_worker: SyncSender<Batch>,
+        emptied: Receiver<Batch>,
+        count_here: bool,
+        splitter: &'a Splitter,
+        stop: &'a AtomicBool,
+    ) -> Self {
+        let here = SpanCounts::new();
+        ToQueue { to_worker, emptied, count_here, here, failed: None, splitter, stop, texts: 0, bytes: 0, sent: 0, gone: false }
     }
 
     /// Queues `full` for the worker, or counts it here if the queue is full. Returns a batch to
@@ -41,6 +53,15 @@ impl<'a> ToQueue<'a> {
         self.texts += full.len() as u64;
         self.bytes += full.bytes() as u64;
         self.sent += 1;
+        if !self.count_here {
+            return match self.to_worker.send(full) {
+                Ok(()) => self.emptied.try_recv().unwrap_or_default(),
+                Err(e) => {
+                    self.gone = true;
+                    e.0
+                }
+            };
+        }
         match self.to_worker.try_send(full) {
             Ok(()) => self.emptied.try_recv().unwrap_or_default(),
             Err(TrySendError::Full(full)) => {
@@ -95,7 +116,7 @@ mod tests {
         // counted here; together they are all the texts' counts.
         let (to_worker, queued) = mpsc::sync_channel(2);
         let (_to_feeder, emptied) = mpsc::channel();
-        let mut out = ToQueue::new(to_worker, emptied, &splitter, &stop);
+        let mut out = ToQueue::new(to_worker, emptied, true, &splitter, &stop);
         for chunk in &chunks {
             let mut again = out.hand_on(batch_of(chunk));
             again.clear();
@@ -120,13 +141,34 @@ mod tests {
     }
 
     #[test]
+    fn without_counting_here_a_full_queue_waits_for_room() {
+        let splitter = Splitter::new(GPT4).unwrap();
+        let stop = AtomicBool::new(false);
+        let (to_worker, queued) = mpsc::sync_channel(1);
+        let (_to_feeder, emptied) = mpsc::channel();
+        let taken = std::thread::scope(|scope| {
+            let worker = scope.spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                queued.iter().map(|b: Batch| b.len()).collect::<Vec<_>>()
+            });
+            let mut out = ToQueue::new(to_worker, emptied, false, &splitter, &stop);
+            for n in 1..=4 {
+                out.hand_on(batch_of(&vec!["a b".to_string(); n]));
+            }
+            assert_eq!(out.finish().unwrap().len(), 0, "nothing counted here");
+            worker.join().unwrap()
+        });
+        assert_eq!(taken, [1, 2, 3, 4], "every batch went to the worker, in order");
+    }
+
+    #[test]
     fn a_worker_gone_drops_what_comes() {
         let splitter = Splitter::new(GPT4).unwrap();
         let stop = AtomicBool::new(false);
         let (to_worker, queued) = mpsc::sync_channel(2);
         let (_to_feeder, emptied) = mpsc::channel();
         drop(queued);
-        let mut out = ToQueue::new(to_worker, emptied, &splitter, &stop);
+        let mut out = ToQueue::new(to_worker, emptied, true, &splitter, &stop);
         out.hand_on(batch_of(&["a b".to_string()]));
         assert!(out.gone);
         out.hand_on(batch_of(&["c d".to_string()]));
@@ -140,7 +182,7 @@ mod tests {
         let stop = AtomicBool::new(true);
         let (to_worker, _queued) = mpsc::sync_channel(0);
         let (_to_feeder, emptied) = mpsc::channel();
-        let mut out = ToQueue::new(to_worker, emptied, &splitter, &stop);
+        let mut out = ToQueue::new(to_worker, emptied, true, &splitter, &stop);
         let big: Vec<String> = (0..200_000).map(|i| format!("w{i} ")).collect();
         out.hand_on(batch_of(&big));
         assert!(out.gone);

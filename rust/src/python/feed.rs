@@ -141,10 +141,12 @@ pub(super) fn count_iterator(
 ) -> PyResult<Counted> {
     let spans_seen = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
-    // While Python is still feeding, the worker counts on its own thread, so that Python keeps a
-    // core: counting on every thread then would take Python's core away, and Python, not
-    // counting, is usually the slower side (when it is not, the feeder counts the batches the
-    // queue has no room for). Once the feeder is done, what is queued is counted on every thread.
+    // While Python is still feeding, the worker counts on all of the pool's threads but one (on
+    // its own thread, with two), so that Python keeps a core: counting on every thread then
+    // would take Python's core away, and Python, not counting, is usually the slower side. When
+    // it is not, the feeder counts the batches the queue has no room for (with one thread, it
+    // waits for room). Once the feeder is done, what is queued is counted on every thread.
+    let threads = pool.current_num_threads();
     let (to_worker, batches) = mpsc::sync_channel::<Batch>(QUEUED_BATCHES);
     let (to_feeder, emptied) = mpsc::channel::<Batch>();
     let feeding = AtomicBool::new(true);
@@ -153,10 +155,12 @@ pub(super) fn count_iterator(
         let worker = std::thread::Builder::new().name("bpeforge-count".into()).spawn_scoped(scope, move || -> Result<SpanCounts, Error> {
             let mut counts = SpanCounts::new();
             while let Ok(batch) = batches.recv() {
-                if feeding.load(Ordering::SeqCst) {
-                    counts.add_batch_here(&batch, splitter, stop)?;
-                } else {
+                if !feeding.load(Ordering::SeqCst) {
                     pool.install(|| counts.add_batch(&batch, splitter, stop))?;
+                } else if threads > 2 {
+                    pool.install(|| counts.add_batch_on(&batch, splitter, stop, threads - 1))?;
+                } else {
+                    counts.add_batch_here(&batch, splitter, stop)?;
                 }
                 spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
                 let _ = to_feeder.send(batch); // the feeder may be gone already: then it is dropped
@@ -165,7 +169,8 @@ pub(super) fn count_iterator(
         });
         let worker = worker.map_err(|e| PyRuntimeError::new_err(format!("cannot start the counting thread: {e}")))?;
         let size = BatchSize { texts: buffer_size, min_bytes: MIN_BATCH_BYTES, max_bytes: MAX_BATCH_BYTES };
-        let out = ToWorker { queue: ToQueue::new(to_worker, emptied, splitter, stop), interrupted: None };
+        // With one thread to count on, the worker is the one that counts.
+        let out = ToWorker { queue: ToQueue::new(to_worker, emptied, threads > 1, splitter, stop), interrupted: None };
         let mut feeder = Filler::new(size, out);
         let fed = (|| -> PyResult<()> {
             let mut reported = 0;
@@ -186,7 +191,7 @@ pub(super) fn count_iterator(
                     report_count(py, progress, feeder.out.queue.texts, feeder.out.queue.bytes, spans_seen.load(Ordering::Relaxed))?;
                 }
             }
-            // The last batch is counted on every thread: no one feeds any more.
+            // No one feeds any more: what is queued from now on is counted on every thread.
             feeding.store(false, Ordering::SeqCst);
             if !feeder.batch().is_empty() {
                 py.detach(|| feeder.flush());

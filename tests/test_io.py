@@ -302,7 +302,12 @@ def test_save_to_a_tiktoken_name_is_refused_and_load_of_a_ranks_file_names_its_f
     # save writes a folder: a path named like a ranks file is refused before anything is written
     with pytest.raises(ValueError, match=r"names a \.tiktoken ranks file.*'.*named'"):
         tok.save(tmp_path / "named.tiktoken")
+    with pytest.raises(ValueError, match=r"names a \.tiktoken ranks file"):
+        tok.save(tmp_path / "NAMED.TIKTOKEN")
     assert list(tmp_path.iterdir()) == []
+    # a trailing slash says a folder is meant
+    tok.save(f"{tmp_path}/slashed.tiktoken/")
+    assert (tmp_path / "slashed.tiktoken" / RANKS_FILE).is_file()
     # a folder of that name saved before stays writable (an existing folder is what it names)
     (tmp_path / "old.tiktoken").mkdir()
     tok.save(tmp_path / "old.tiktoken")

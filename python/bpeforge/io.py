@@ -98,11 +98,13 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
 
     given, directory = directory, Path(directory)
-    if directory.suffix == ".tiktoken" and not directory.is_dir():
+    spelled = os.fspath(given)
+    named_as_folder = spelled.endswith("/") or spelled.endswith(os.sep)  # `x.tiktoken/`: a folder, as asked
+    if directory.suffix.lower() == ".tiktoken" and not directory.is_dir() and not named_as_folder:
         # A folder named like a ranks file would surprise whoever reads it back with tiktoken
         # (`bpeforge train -o x.tiktoken` writes the folder `x` and the file `x.tiktoken`).
         raise ValueError(
-            f"cannot save to {os.fspath(given)!r}: save writes a folder (three files), and this names a "
+            f"cannot save to {spelled!r}: save writes a folder (three files), and this names a "
             f".tiktoken ranks file; pass a folder, e.g. {os.fspath(directory.with_suffix(''))!r} "
             f"(its {RANKS_FILE} is the ranks file tiktoken reads)"
         )

@@ -349,8 +349,8 @@ class Tokenizer:
         """Writes ``tokenizer.tiktoken`` (the ranks, loadable by
         ``tiktoken.load.load_tiktoken_bpe``), ``tokenizer.json`` (pattern, special tokens) and
         ``token_bytes.npy`` (bytes per token id) into ``directory``, each atomically. A
-        ``directory`` ending in ``.tiktoken`` that is not a folder already is refused with a
-        ValueError: it names a ranks file, not the folder this writes."""
+        ``directory`` ending in ``.tiktoken`` (without a trailing slash) that is not a folder
+        already is refused with a ValueError: it names a ranks file, not the folder this writes."""
         from .io import save
 
         save(self, directory)

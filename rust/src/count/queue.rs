@@ -44,6 +44,12 @@ impl<'a> ToQueue<'a> {
         ToQueue { to_worker, emptied, count_here, here, failed: None, splitter, stop, texts: 0, bytes: 0, sent: 0, gone: false }
     }
 
+    /// From now on a batch the queue has no room for waits for room: for the last batch, once
+    /// the worker counts on every thread (counting it here too would only crowd them).
+    pub fn wait_for_room(&mut self) {
+        self.count_here = false;
+    }
+
     /// Queues `full` for the worker, or counts it here if the queue is full. Returns a batch to
     /// fill next (not cleared). Call it without holding up others: it may count a batch.
     pub fn hand_on(&mut self, full: Batch) -> Batch {
@@ -159,6 +165,28 @@ mod tests {
             worker.join().unwrap()
         });
         assert_eq!(taken, [1, 2, 3, 4], "every batch went to the worker, in order");
+    }
+
+    #[test]
+    fn after_wait_for_room_a_full_queue_waits() {
+        let splitter = Splitter::new(GPT4).unwrap();
+        let stop = AtomicBool::new(false);
+        let (to_worker, queued) = mpsc::sync_channel(1);
+        let (_to_feeder, emptied) = mpsc::channel();
+        let mut out = ToQueue::new(to_worker, emptied, true, &splitter, &stop);
+        out.hand_on(batch_of(&["a b".to_string()])); // queued
+        out.hand_on(batch_of(&["c d".to_string()])); // no room: counted here
+        out.wait_for_room();
+        let taken = std::thread::scope(|scope| {
+            let worker = scope.spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                queued.iter().map(|b: Batch| b.len()).collect::<Vec<_>>()
+            });
+            out.hand_on(batch_of(&vec!["e f".to_string(); 3])); // waits for the worker
+            assert_eq!(out.finish().unwrap().len(), 2, "only the second batch's spans were counted here");
+            worker.join().unwrap()
+        });
+        assert_eq!(taken, [1, 3]);
     }
 
     #[test]

@@ -193,6 +193,7 @@ pub(super) fn count_iterator(
             }
             // No one feeds any more: what is queued from now on is counted on every thread.
             feeding.store(false, Ordering::SeqCst);
+            feeder.out.queue.wait_for_room();
             if !feeder.batch().is_empty() {
                 py.detach(|| feeder.flush());
             }

@@ -98,31 +98,52 @@ impl<'a> ToQueue<'a> {
 mod tests {
     use super::*;
     use crate::pretokenize::presets::GPT4;
-    use std::sync::mpsc;
+    use std::sync::{mpsc, OnceLock};
+    use std::time::Duration;
 
-    fn batch_of(texts: &[String]) -> Batch {
+    static GO: AtomicBool = AtomicBool::new(false);
+    static STOPPED: AtomicBool = AtomicBool::new(true);
+
+    fn splitter() -> &'static Splitter {
+        static SPLITTER: OnceLock<Splitter> = OnceLock::new();
+        SPLITTER.get_or_init(|| Splitter::new(GPT4).unwrap())
+    }
+
+    /// A feeding side with a queue of `room` batches, and the queue's other end (no batch comes
+    /// back to be filled again: a fresh one is made each time).
+    fn queue(room: usize, count_here: bool, stop: &'static AtomicBool) -> (ToQueue<'static>, mpsc::Receiver<Batch>) {
+        let (to_worker, queued) = mpsc::sync_channel(room);
+        let (_, emptied) = mpsc::channel();
+        (ToQueue::new(to_worker, emptied, count_here, splitter(), stop), queued)
+    }
+
+    fn batch_of<S: AsRef<str>>(texts: &[S]) -> Batch {
         let mut b = Batch::new();
-        texts.iter().for_each(|t| b.push(t));
+        texts.iter().for_each(|t| b.push(t.as_ref()));
         b
+    }
+
+    /// A worker that starts taking batches after a while and gives back their lengths.
+    fn slow_worker(queued: mpsc::Receiver<Batch>) -> impl FnOnce() -> Vec<usize> {
+        move || {
+            std::thread::sleep(Duration::from_millis(50));
+            queued.iter().map(|b| b.len()).collect()
+        }
     }
 
     #[test]
     fn batches_the_queue_has_no_room_for_are_counted_here() {
-        let splitter = Splitter::new(GPT4).unwrap();
-        let stop = AtomicBool::new(false);
         let mut next = crate::draws(7);
         let words = ["the", " cat", " sat", "\n", " 42", "!", " über", " the"];
         let texts: Vec<String> =
             (0..400).map(|_| (0..1 + next(30)).map(|_| words[next(words.len() as u64) as usize]).collect()).collect();
         let chunks: Vec<&[String]> = texts.chunks(37).collect();
         let mut all = SpanCounts::new();
-        all.add_texts(&texts, &splitter).unwrap();
+        all.add_texts(&texts, splitter()).unwrap();
 
         // No one takes from a queue of two: the first two batches wait there, the rest are
         // counted here; together they are all the texts' counts.
-        let (to_worker, queued) = mpsc::sync_channel(2);
-        let (_to_feeder, emptied) = mpsc::channel();
-        let mut out = ToQueue::new(to_worker, emptied, true, &splitter, &stop);
+        let (mut out, queued) = queue(2, true, &GO);
         for chunk in &chunks {
             let mut again = out.hand_on(batch_of(chunk));
             again.clear();
@@ -135,7 +156,7 @@ mod tests {
         assert_eq!(waiting.len(), 2);
         let mut there = SpanCounts::new();
         for b in &waiting {
-            there.add_batch_here(b, &splitter, &stop).unwrap();
+            there.add_batch_here(b, splitter(), &GO).unwrap();
         }
         counts.absorb(there);
         let sorted = |spans: crate::count::Spans| {
@@ -143,74 +164,46 @@ mod tests {
             v.sort();
             v
         };
-        assert_eq!(sorted(counts.into_spans(&stop).unwrap()), sorted(all.into_spans(&stop).unwrap()));
+        assert_eq!(sorted(counts.into_spans(&GO).unwrap()), sorted(all.into_spans(&GO).unwrap()));
     }
 
     #[test]
     fn without_counting_here_a_full_queue_waits_for_room() {
-        let splitter = Splitter::new(GPT4).unwrap();
-        let stop = AtomicBool::new(false);
-        let (to_worker, queued) = mpsc::sync_channel(1);
-        let (_to_feeder, emptied) = mpsc::channel();
-        let taken = std::thread::scope(|scope| {
-            let worker = scope.spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                queued.iter().map(|b: Batch| b.len()).collect::<Vec<_>>()
-            });
-            let mut out = ToQueue::new(to_worker, emptied, false, &splitter, &stop);
-            for n in 1..=4 {
-                out.hand_on(batch_of(&vec!["a b".to_string(); n]));
-            }
-            assert_eq!(out.finish().unwrap().len(), 0, "nothing counted here");
-            worker.join().unwrap()
-        });
-        assert_eq!(taken, [1, 2, 3, 4], "every batch went to the worker, in order");
+        let (mut out, queued) = queue(1, false, &GO);
+        let worker = std::thread::spawn(slow_worker(queued));
+        for n in 1..=4 {
+            out.hand_on(batch_of(&vec!["a b"; n]));
+        }
+        assert_eq!(out.finish().unwrap().len(), 0, "nothing counted here");
+        assert_eq!(worker.join().unwrap(), [1, 2, 3, 4], "every batch went to the worker, in order");
     }
 
     #[test]
     fn after_wait_for_room_a_full_queue_waits() {
-        let splitter = Splitter::new(GPT4).unwrap();
-        let stop = AtomicBool::new(false);
-        let (to_worker, queued) = mpsc::sync_channel(1);
-        let (_to_feeder, emptied) = mpsc::channel();
-        let mut out = ToQueue::new(to_worker, emptied, true, &splitter, &stop);
-        out.hand_on(batch_of(&["a b".to_string()])); // queued
-        out.hand_on(batch_of(&["c d".to_string()])); // no room: counted here
+        let (mut out, queued) = queue(1, true, &GO);
+        out.hand_on(batch_of(&["a b"])); // queued
+        out.hand_on(batch_of(&["c d"])); // no room: counted here
         out.wait_for_room();
-        let taken = std::thread::scope(|scope| {
-            let worker = scope.spawn(move || {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                queued.iter().map(|b: Batch| b.len()).collect::<Vec<_>>()
-            });
-            out.hand_on(batch_of(&vec!["e f".to_string(); 3])); // waits for the worker
-            assert_eq!(out.finish().unwrap().len(), 2, "only the second batch's spans were counted here");
-            worker.join().unwrap()
-        });
-        assert_eq!(taken, [1, 3]);
+        let worker = std::thread::spawn(slow_worker(queued));
+        out.hand_on(batch_of(&["e f"; 3])); // waits for the worker
+        assert_eq!(out.finish().unwrap().len(), 2, "only the second batch's spans were counted here");
+        assert_eq!(worker.join().unwrap(), [1, 3]);
     }
 
     #[test]
     fn a_worker_gone_drops_what_comes() {
-        let splitter = Splitter::new(GPT4).unwrap();
-        let stop = AtomicBool::new(false);
-        let (to_worker, queued) = mpsc::sync_channel(2);
-        let (_to_feeder, emptied) = mpsc::channel();
+        let (mut out, queued) = queue(2, true, &GO);
         drop(queued);
-        let mut out = ToQueue::new(to_worker, emptied, true, &splitter, &stop);
-        out.hand_on(batch_of(&["a b".to_string()]));
+        out.hand_on(batch_of(&["a b"]));
         assert!(out.gone);
-        out.hand_on(batch_of(&["c d".to_string()]));
+        out.hand_on(batch_of(&["c d"]));
         assert_eq!(out.sent, 1, "nothing is handed on once the worker is gone");
         assert_eq!(out.finish().unwrap().len(), 0);
     }
 
     #[test]
     fn counting_here_stops_when_asked() {
-        let splitter = Splitter::new(GPT4).unwrap();
-        let stop = AtomicBool::new(true);
-        let (to_worker, _queued) = mpsc::sync_channel(0);
-        let (_to_feeder, emptied) = mpsc::channel();
-        let mut out = ToQueue::new(to_worker, emptied, true, &splitter, &stop);
+        let (mut out, _queued) = queue(0, true, &STOPPED);
         let big: Vec<String> = (0..200_000).map(|i| format!("w{i} ")).collect();
         out.hand_on(batch_of(&big));
         assert!(out.gone);

@@ -272,6 +272,11 @@ def test_output_naming_and_force(corpus, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["named", "named.tiktoken"]  # no temporary leftovers
     r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "new" / "deeper" / "tok")
     assert r.returncode == 0 and (tmp_path / "new" / "deeper" / "tok.tiktoken").is_file()
+    # a folder named like a ranks file is refused before anything is read or written
+    before = sorted(p.name for p in tmp_path.iterdir())
+    r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "x.tiktoken.tiktoken")
+    assert r.returncode == 2 and "named like a .tiktoken ranks file" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
 def test_force_replaces_a_linked_output_folder_without_leftovers(corpus, tmp_path):

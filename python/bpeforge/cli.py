@@ -196,6 +196,9 @@ def output_paths(output: str) -> Tuple[Path, Path]:
         path = path.with_suffix("")
     if not path.name or path.name in (".", ".."):
         raise CLIError(f"-o {output!r}: give a folder name, e.g. -o out/tok", EXIT_USAGE)
+    if path.suffix.lower() == ".tiktoken":
+        # `x.tiktoken.tiktoken`: the folder would be named like a ranks file.
+        raise CLIError(f"-o {output!r}: the folder would be named like a .tiktoken ranks file; give e.g. -o out/tok", EXIT_USAGE)
     if ".." in path.parts:
         # Where the system takes it (through links): making `a/../b`'s parents would create `a`.
         path = path.parent.resolve() / path.name

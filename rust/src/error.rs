@@ -2,11 +2,18 @@
 //! never a panic, so the bindings can turn it into a Python exception.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How many items (spans, counts) a long loop goes through between two looks at its stop flag,
 /// after which it gives up with [`Error::Interrupted`]: a look is one relaxed load, and 65,536
 /// items take well under a millisecond.
 pub const STOP_EVERY: usize = 1 << 16;
+
+/// Whether a long loop at its item `k` gives up: it looks at `stop` every [`STOP_EVERY`] items.
+#[inline]
+pub fn stop_due(k: usize, stop: &AtomicBool) -> bool {
+    k % STOP_EVERY == 0 && stop.load(Ordering::Relaxed)
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {

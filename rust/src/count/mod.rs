@@ -7,6 +7,8 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use rayon::prelude::*;
 
+use crate::error::stop_due;
+#[cfg(test)]
 use crate::error::STOP_EVERY;
 use crate::{Error, Splitter};
 
@@ -278,7 +280,7 @@ impl Table {
                 ShortOrLong::Short(key) => out.push_short(key, n),
                 ShortOrLong::Long(bytes) => out.push(bytes, n),
             }
-            if out.len() % STOP_EVERY == 0 && stop.load(Ordering::Relaxed) {
+            if stop_due(out.len(), stop) {
                 return ControlFlow::Break(());
             }
             ControlFlow::Continue(())
@@ -470,8 +472,8 @@ impl SpanCounts {
     /// spans): a span is written by the first table that holds it, with the later tables' counts
     /// added (the tables are only read, and share their hash seeds).
     ///
-    /// Setting `stop` makes it give up soon (within [`STOP_EVERY`] spans of each part) with
-    /// [`Error::Interrupted`]: joining millions of spans takes seconds.
+    /// Setting `stop` makes it give up soon (within [`STOP_EVERY`](crate::error::STOP_EVERY)
+    /// spans of each part) with [`Error::Interrupted`]: joining millions of spans takes seconds.
     pub fn into_spans(self, stop: &AtomicBool) -> Result<Spans, Error> {
         let mut tables = self.tables;
         tables.iter_mut().for_each(Table::settle);

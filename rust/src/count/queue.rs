@@ -59,16 +59,12 @@ impl<'a> ToQueue<'a> {
         self.texts += full.len() as u64;
         self.bytes += full.bytes() as u64;
         self.sent += 1;
-        if !self.count_here {
-            return match self.to_worker.send(full) {
-                Ok(()) => self.emptied.try_recv().unwrap_or_default(),
-                Err(e) => {
-                    self.gone = true;
-                    e.0
-                }
-            };
-        }
-        match self.to_worker.try_send(full) {
+        let sent = if self.count_here {
+            self.to_worker.try_send(full)
+        } else {
+            self.to_worker.send(full).map_err(|e| TrySendError::Disconnected(e.0))
+        };
+        match sent {
             Ok(()) => self.emptied.try_recv().unwrap_or_default(),
             Err(TrySendError::Full(full)) => {
                 if let Err(e) = self.here.add_batch_here(&full, self.splitter, self.stop) {

@@ -26,7 +26,7 @@ use dary_heap::OctonaryHeap;
 use rayon::prelude::*;
 
 use crate::count::Spans;
-use crate::error::STOP_EVERY;
+use crate::error::stop_due;
 use crate::{Error, Vocab};
 
 mod helper;
@@ -257,7 +257,7 @@ impl<T: TokenId> Loop<T> {
             .map(|part| {
                 let mut dense = vec![ByteCount { count: 0, holders: 0, last: u32::MAX }; 1 << 16];
                 for (k, &id) in part.iter().enumerate() {
-                    if k % STOP_EVERY == 0 && stop.load(AtomicOrdering::Relaxed) {
+                    if stop_due(k, stop) {
                         break; // the result is dropped below
                     }
                     let n = spans.count(id);
@@ -323,7 +323,7 @@ impl<T: TokenId> Loop<T> {
         parts.par_iter().zip(pieces).for_each(|(part, mut pieces)| {
             let mut filled = vec![(0usize, u32::MAX); pieces.len()]; // (spans written, last span)
             for (k, &id) in part.iter().enumerate() {
-                if k % STOP_EVERY == 0 && stop.load(AtomicOrdering::Relaxed) {
+                if stop_due(k, stop) {
                     break; // the index is dropped below
                 }
                 for w in spans.tokens(id).windows(2) {

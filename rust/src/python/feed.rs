@@ -1,8 +1,9 @@
 //! Counting the texts of a Python iterator. This thread, holding the GIL, reads the items (str,
 //! lists of str, Arrow string arrays) into batches, and a worker counts each batch without the
 //! GIL while the next one fills; when the worker is behind (its queue full), this thread counts
-//! the batch itself, without the GIL, before it reads on. A batch is handed on as soon as it is full, in the middle of an
-//! item if need be, so that memory stays bounded by the batch size whatever an item holds.
+//! the batch itself, without the GIL, before it reads on. A batch is handed on as soon as it is
+//! full, in the middle of an item if need be, so that memory stays bounded by the batch size
+//! whatever an item holds.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

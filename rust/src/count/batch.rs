@@ -81,6 +81,11 @@ impl Batch {
         self.text.len()
     }
 
+    /// All the texts, end to end.
+    pub(super) fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Text `i`.
     pub fn get(&self, i: usize) -> &str {
         &self.text[crate::stretch(&self.ends, i)]

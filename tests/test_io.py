@@ -321,3 +321,7 @@ def test_save_to_a_tiktoken_name_is_refused_and_load_of_a_ranks_file_names_its_f
     with pytest.raises(FileNotFoundError, match=r"ranks file, not a folder \(read it with tiktoken\.load\.load_tiktoken_bpe\)$") as e:
         bpeforge.Tokenizer.load(tmp_path / "lone.tiktoken")
     assert "beside" not in str(e.value)
+    # the suffix in any case, as save's refusal takes it
+    (tmp_path / "Upper.TIKTOKEN").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match=r"ranks file, not a folder"):
+        bpeforge.Tokenizer.load(tmp_path / "Upper.TIKTOKEN")

@@ -202,7 +202,7 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
 
     directory = Path(directory)
     if not directory.is_dir():
-        if directory.suffix == ".tiktoken" and directory.is_file():
+        if directory.suffix.lower() == ".tiktoken" and directory.is_file():  # (as save's check)
             beside = directory.with_suffix("")
             hint = f"; the folder {str(beside)!r} beside it is what Tokenizer.load reads" if (beside / CONFIG_FILE).is_file() else ""
             raise FileNotFoundError(

@@ -1,0 +1,45 @@
+"""The benchmarks' .txt reader (benches/benchlib.py) hands the trainers the open file itself: it
+must give the same texts, and count the same texts and bytes, as decoding the file's lines one by
+one, whole or cut at a fraction of its bytes."""
+
+import os
+import sys
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benches"))
+import benchlib  # noqa: E402
+
+
+def lines_decoded_one_by_one(path, fraction):
+    """The plain reading: binary lines (ended by b"\\n" only), each decoded with replacement,
+    taken while fewer than `fraction` of the file's bytes were taken before."""
+    budget = os.path.getsize(path) * fraction if fraction < 1 else float("inf")
+    texts, taken = [], 0
+    with open(path, "rb") as f:
+        for raw in f:
+            if taken >= budget:
+                break
+            texts.append(raw.decode("utf-8", "replace"))
+            taken += len(raw)
+    return texts, taken
+
+
+# Pieces that make lines interesting: \r alone and in \r\n, invalid and cut-short UTF-8, other
+# line breaks that universal newlines would split at, multi-byte characters.
+PIECES = [b"a", b"word ", b"\n", b"\r", b"\r\n", b"\xff", b"\xe2\x82", b"\xe2\x82\xac", b"\x85", b"\xe2\x80\xa8", b"\x0b", b"\x1c", b" "]
+
+
+# (The reader leaves its file open, for the benchmark's child process to end with.)
+@pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(st.sampled_from(PIECES), max_size=60), fraction=st.sampled_from([1.0, 0.75, 0.5, 0.125, 0.01]))
+def test_the_file_reader_gives_the_lines_decoded_one_by_one(tmp_path_factory, pieces, fraction):
+    path = tmp_path_factory.mktemp("txt") / "corpus.txt"
+    path.write_bytes(b"".join(pieces))
+    want, taken = lines_decoded_one_by_one(path, fraction)
+    stats = benchlib.Stats()
+    got = list(benchlib._iter_txt(str(path), fraction, stats))
+    assert got == want
+    assert (stats.texts, stats.bytes) == (len(want), taken)

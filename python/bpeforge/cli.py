@@ -196,7 +196,9 @@ def output_paths(output: str) -> Tuple[Path, Path]:
         path = path.with_suffix("")
     if not path.name or path.name in (".", ".."):
         raise CLIError(f"-o {output!r}: give a folder name, e.g. -o out/tok", EXIT_USAGE)
-    if path.suffix.lower() == ".tiktoken":
+    from .io import named_like_ranks_file
+
+    if named_like_ranks_file(path):
         # `x.tiktoken.tiktoken`: the folder would be named like a ranks file.
         raise CLIError(f"-o {output!r}: the folder would be named like a .tiktoken ranks file; give e.g. -o out/tok", EXIT_USAGE)
     if ".." in path.parts:

@@ -28,6 +28,12 @@ class TokenizerFileError(ValueError):
     (and the line, where there is one)."""
 
 
+def named_like_ranks_file(path: Path) -> bool:
+    """Whether ``path`` ends in ``.tiktoken`` (in any case), as ranks files are named: ``save``,
+    ``load`` and the command line's ``-o`` all decide with this, so they agree."""
+    return path.suffix.lower() == ".tiktoken"
+
+
 def _sha256(data: bytes) -> str:
     # Imported here: hashlib loads OpenSSL's libcrypto (about 3 MB resident), which training,
     # the main job, never needs.
@@ -100,7 +106,7 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     given, directory = directory, Path(directory)
     spelled = os.fspath(given)
     named_as_folder = spelled.endswith("/") or spelled.endswith(os.sep)  # `x.tiktoken/`: a folder, as asked
-    if directory.suffix.lower() == ".tiktoken" and not directory.is_dir() and not named_as_folder:
+    if named_like_ranks_file(directory) and not directory.is_dir() and not named_as_folder:
         # A folder named like a ranks file would surprise whoever reads it back with tiktoken
         # (`bpeforge train -o x.tiktoken` writes the folder `x` and the file `x.tiktoken`).
         raise ValueError(
@@ -202,7 +208,7 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
 
     directory = Path(directory)
     if not directory.is_dir():
-        if directory.suffix.lower() == ".tiktoken" and directory.is_file():  # (as save's check)
+        if named_like_ranks_file(directory) and directory.is_file():
             beside = directory.with_suffix("")
             hint = f"; the folder {str(beside)!r} beside it is what Tokenizer.load reads" if (beside / CONFIG_FILE).is_file() else ""
             raise FileNotFoundError(

@@ -389,9 +389,9 @@ impl SpanCounts {
     /// cut into that many tasks or fewer (so that a core is left to whoever feeds the batches).
     pub fn add_batch_on(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool, threads: usize) -> Result<(), Error> {
         let task_bytes = TASK_BYTES.max(batch.bytes().div_ceil(threads.max(1)));
-        let threads = rayon::current_num_threads().max(1);
-        if self.tables.len() < threads {
-            self.tables.resize_with(threads, Table::default);
+        let pool_threads = rayon::current_num_threads().max(1);
+        if self.tables.len() < pool_threads {
+            self.tables.resize_with(pool_threads, Table::default);
         }
         let tables: Vec<Mutex<Table>> = std::mem::take(&mut self.tables).into_iter().map(Mutex::new).collect();
         let mut tasks = vec![0];

@@ -195,6 +195,12 @@ impl<H: HandOn> Filler<H> {
         let full = std::mem::take(&mut self.batch);
         self.batch = self.out.hand_on(full);
         self.batch.clear();
+        // A batch that took one very long text (a document of tens of MB) grew to fit it: give
+        // that memory back rather than keep it for batches of the usual size, in every batch
+        // that goes round (the queue's and this one).
+        if self.batch.text.capacity() > 2 * self.size.max_bytes {
+            self.batch = Batch::new();
+        }
     }
 }
 
@@ -264,6 +270,20 @@ mod tests {
             self.0.push((0..full.len()).map(|i| full.get(i).to_string()).collect());
             full // (given back to be filled again, as the counting worker does)
         }
+    }
+
+    #[test]
+    fn a_batch_grown_by_one_long_text_is_not_kept_for_the_next_texts() {
+        let size = BatchSize { texts: 4, min_bytes: 0, max_bytes: 100 };
+        let mut filler = Filler::new(size, Kept::default());
+        filler.push(&"a".repeat(50));
+        filler.push(&"b".repeat(10_000)); // fills the batch: it is handed on, and given back
+        assert_eq!(filler.out.0.len(), 1);
+        assert!(filler.batch().is_empty());
+        assert!(filler.batch().text.capacity() <= 2 * size.max_bytes, "the long text's memory was kept");
+        filler.push(&"c".repeat(150)); // a batch of the usual size keeps its memory
+        assert!(filler.batch().is_empty() && filler.batch().text.capacity() >= 150);
+        assert_eq!(filler.out.0[1], vec!["c".repeat(150)]);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 'hello world'
 """
 
-from ._core import DEFAULT_PATTERN, PRESETS, Trainer, check_ranks, split
+from ._core import DEFAULT_PATTERN, PRESETS, ParquetReader, Trainer, check_ranks, split
 from .io import TokenizerFileError
 from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer, resolve_pattern
 from .eval import EvalError, evaluate, format_table
@@ -28,6 +28,7 @@ __all__ = [
     "EvalError",
     "NANOCHAT_SPECIAL_TOKENS",
     "PATTERNS",
+    "ParquetReader",
     "Tokenizer",
     "TokenizerFileError",
     "Trainer",

@@ -1,9 +1,11 @@
 """Type stubs for the compiled core (`bpeforge._core`). The docstrings are the runtime's (a test
 checks they match), so that editors show them."""
 
+import os
+import pathlib
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union, final
 
-__all__ = ["Trainer", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS"]
+__all__ = ["Trainer", "ParquetReader", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -82,6 +84,50 @@ class Trainer:
     @property
     def stats(self) -> dict[str, Any]:
         """Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds."""
+
+@final
+class ParquetReader:
+    """Reads the strings of one column of a Parquet file, batch by batch, with little memory.
+
+    `ParquetReader(path, column="text", *, batch_rows=1024, batch_bytes=1 << 20)` opens `path`
+    (reading only its footer) and checks that its top-level column `column` holds strings.
+    Iterating gives lists of str in file order, null rows left out: `batch_rows` rows each, or
+    fewer once their strings reach `batch_bytes` bytes, so that a batch of long documents stays
+    small. Hand it to `Trainer.train_from_iterator` as it is (lists of str are batches), or
+    chain the lists for one str per row. Only the page being read is held in memory (and a
+    row group's dictionary while pages encoded with it are read), whatever the file's size.
+
+    Raises OSError (FileNotFoundError, ...) for a file that cannot be opened, and ValueError
+    for one that is not Parquet, has no such column of strings, is damaged, or holds strings
+    that are not UTF-8 (when their batch is read; the message names the row). The codecs are
+    those pyarrow writes: snappy, gzip, zstd, lz4 and brotli.
+    """
+
+    def __new__(
+        cls,
+        path: Union[str, os.PathLike[str]],
+        column: str = "text",
+        *,
+        batch_rows: Optional[int] = None,
+        batch_bytes: Optional[int] = None,
+    ) -> ParquetReader: ...
+    def __iter__(self) -> ParquetReader: ...
+    def __next__(self) -> list[str]: ...
+    @property
+    def num_rows(self) -> int:
+        """The number of rows the file declares, null ones included."""
+    @property
+    def rows_read(self) -> int:
+        """Rows read so far, null ones included."""
+    @property
+    def bytes_read(self) -> int:
+        """UTF-8 bytes of the strings read so far (those of a batch count once it is read)."""
+    @property
+    def path(self) -> pathlib.Path:
+        """The file read."""
+    @property
+    def column(self) -> str:
+        """The column read."""
 
 def check_pattern(pattern: str) -> None:
     """Raises ValueError unless `pattern` compiles and never matches an empty string (tiktoken

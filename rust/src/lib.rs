@@ -7,7 +7,8 @@
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
 //! The Python bindings live alone in `python.rs` (and `python/`); nothing else knows about Python.
-//! [`arrow_import`] reads Arrow string arrays through the Arrow C Data Interface, for them;
+//! [`arrow_import`] reads Arrow string arrays through the Arrow C Data Interface, for them, and
+//! [`parquet_import`] a column of strings of a Parquet file, page by page;
 //! [`memory`] returns freed memory to the system between stages.
 
 pub mod arrow_import;
@@ -15,6 +16,7 @@ pub mod count;
 pub mod error;
 pub mod memory;
 pub mod merge;
+pub mod parquet_import;
 pub mod pretokenize;
 pub mod vocab;
 

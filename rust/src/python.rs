@@ -14,6 +14,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
 
 mod arrow;
 mod feed;
+mod parquet;
 mod pool;
 mod shutdown;
 
@@ -596,6 +597,7 @@ fn split(text: &str, pattern: &str, fast: bool) -> PyResult<Vec<String>> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trainer>()?;
+    m.add_class::<parquet::ParquetReader>()?;
     m.add_function(wrap_pyfunction!(check_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
     m.add_function(wrap_pyfunction!(check_pattern, m)?)?;

@@ -1,0 +1,418 @@
+//! Reads one string column of a Parquet file, page by page, for the bindings' Parquet reader.
+//!
+//! pyarrow's reader decodes a whole row group's column chunk at once and keeps it, with its own
+//! allocator's spare blocks, for as long as the record batches of that row group are read: on a
+//! file of 300 MB of text in row groups of 15 to 60 MB, reading the column alone peaked near
+//! 400 MB. Here only the page being read is decoded (and a row group's dictionary, when the
+//! column has one), and a batch's values are slices of it, so memory stays near the size of one
+//! page plus one batch whatever the size of the file.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use parquet::basic::{ConvertedType, Encoding, LogicalType, Type as PhysicalType};
+use parquet::column::page::{Page, PageMetadata, PageReader};
+use parquet::column::reader::ColumnReaderImpl;
+use parquet::data_type::{ByteArray, ByteArrayType};
+use parquet::errors::ParquetError;
+use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::schema::types::ColumnDescPtr;
+
+/// Why a Parquet file cannot be read: the file itself (missing, unreadable), or its contents.
+#[derive(Debug)]
+pub enum ReadError {
+    Io(std::io::Error),
+    /// Not a Parquet file, a damaged one, or no column of strings by that name; the message
+    /// says which.
+    Format(String),
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "{e}"),
+            ReadError::Format(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// A failure of the Parquet reader past opening the file: the file's contents, as far as the
+/// user can tell (a decompressor's error comes as an I/O error, too).
+fn damaged(e: ParquetError) -> ReadError {
+    ReadError::Format(format!("cannot read it ({e})"))
+}
+
+/// How many rows [`ParquetTexts::next_batch`] reads at a time, between two looks at the size of
+/// its batch: few enough that a batch of long strings stops near its byte limit.
+const STEP: usize = 32;
+
+/// The strings of one top-level column of a Parquet file, in file order, null rows skipped.
+pub struct ParquetTexts {
+    file: SerializedFileReader<File>,
+    /// The column's index among the file's leaf columns, and its description.
+    leaf: usize,
+    descr: ColumnDescPtr,
+    /// The column's definition level of a non-null value (0 if it cannot hold nulls).
+    max_def: i16,
+    /// The next row group to open.
+    next_group: usize,
+    /// The open row group's pages, if any, and the reader of their current run.
+    chunk: Option<Arc<Mutex<Chunk>>>,
+    reader: Option<ColumnReaderImpl<ByteArrayType>>,
+    values: Vec<ByteArray>,
+    defs: Vec<i16>,
+    /// Rows read so far, null ones included.
+    rows: u64,
+    /// The row the last batch started at.
+    batch_start: u64,
+    /// Bytes of the strings read so far.
+    bytes: u64,
+}
+
+impl ParquetTexts {
+    /// Opens `path` and finds the top-level column `column`, which must hold strings (Parquet's
+    /// BYTE_ARRAY annotated as UTF-8 strings). Reads only the file's footer.
+    pub fn open(path: &Path, column: &str) -> Result<Self, ReadError> {
+        let handle = File::open(path).map_err(ReadError::Io)?;
+        if handle.metadata().map_err(ReadError::Io)?.is_dir() {
+            return Err(ReadError::Io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a folder")));
+        }
+        let file = SerializedFileReader::new(handle)
+            .map_err(|e| ReadError::Format(format!("not a readable Parquet file ({e})")))?;
+        let (leaf, max_def) = find_column(&file, column)?;
+        let descr = file.metadata().file_metadata().schema_descr().column(leaf);
+        Ok(ParquetTexts { file, leaf, descr, max_def, next_group: 0, chunk: None, reader: None, values: Vec::new(), defs: Vec::new(), rows: 0, batch_start: 0, bytes: 0 })
+    }
+
+    /// The number of rows the file's footer declares, null ones included.
+    pub fn num_rows(&self) -> u64 {
+        self.file.metadata().file_metadata().num_rows().max(0) as u64
+    }
+
+    /// Rows read so far, null ones included.
+    pub fn rows_read(&self) -> u64 {
+        self.rows
+    }
+
+    /// The strings of the next rows, null ones skipped, as raw bytes (not checked to be UTF-8):
+    /// `max_rows` rows (≥ 1), or fewer if their strings reach `max_bytes` first (counted every
+    /// [`STEP`] rows), or the file ends. Empty only at the end of the file. [`Self::row_of`]
+    /// says which row each came from.
+    pub fn next_batch(&mut self, max_rows: usize, max_bytes: usize) -> Result<&[ByteArray], ReadError> {
+        // Rows that are all null make no batch: read on.
+        while !self.fill_batch(max_rows.max(1), max_bytes.max(1))? && self.values.is_empty() {}
+        Ok(&self.values)
+    }
+
+    /// Fills the batch (see [`Self::next_batch`]); says whether the file has ended.
+    fn fill_batch(&mut self, max_rows: usize, max_bytes: usize) -> Result<bool, ReadError> {
+        self.values.clear();
+        self.defs.clear();
+        self.batch_start = self.rows;
+        let (mut rows, mut bytes) = (0, 0);
+        while rows < max_rows && bytes < max_bytes {
+            let Some(reader) = self.reader.as_mut() else {
+                if !self.next_run()? {
+                    self.bytes += bytes as u64;
+                    return Ok(true);
+                }
+                continue;
+            };
+            let (from, levels_from) = (self.values.len(), self.defs.len());
+            let defs = (self.max_def > 0).then_some(&mut self.defs);
+            let step = (max_rows - rows).min(STEP);
+            let (records, values, _) = reader.read_records(step, defs, None, &mut self.values).map_err(damaged)?;
+            if records == 0 {
+                self.reader = None; // this row group is done
+                continue;
+            }
+            let non_null = match self.max_def {
+                0 => records,
+                max_def => self.defs[levels_from..].iter().filter(|&&d| d == max_def).count(),
+            };
+            if non_null != values || from + values != self.values.len() {
+                return Err(ReadError::Format(format!(
+                    "cannot read it (the column's levels say {non_null} values, its pages hold {values})"
+                )));
+            }
+            rows += records;
+            self.rows += records as u64;
+            bytes += self.values[from..].iter().map(ByteArray::len).sum::<usize>();
+        }
+        self.bytes += bytes as u64;
+        Ok(false)
+    }
+
+    /// Starts the reader of the next run of pages (see [`Chunk`]), opening the next row group
+    /// if this one is done; false at the end of the file.
+    fn next_run(&mut self) -> Result<bool, ReadError> {
+        loop {
+            let Some(chunk) = &self.chunk else {
+                if self.next_group >= self.file.num_row_groups() {
+                    return Ok(false);
+                }
+                let group = self.file.get_row_group(self.next_group).map_err(damaged)?;
+                let pages = group.get_column_page_reader(self.leaf).map_err(damaged)?;
+                self.next_group += 1;
+                self.chunk = Some(Arc::new(Mutex::new(Chunk::new(pages))));
+                continue;
+            };
+            let (file, group, leaf) = (&self.file, self.next_group - 1, self.leaf);
+            // (Read again from the start of the column chunk, if need be.)
+            let dictionary_page = || file.get_row_group(group)?.get_column_page_reader(leaf)?.get_next_page();
+            let started = chunk.lock().unwrap_or_else(PoisonError::into_inner).start_run(dictionary_page)?;
+            let Some(dictionary) = started else {
+                self.chunk = None; // this row group is done
+                continue;
+            };
+            let run = Run { chunk: Arc::clone(chunk), dictionary };
+            self.reader = Some(ColumnReaderImpl::new(Arc::clone(&self.descr), Box::new(run)));
+            return Ok(true);
+        }
+    }
+
+    /// Bytes of the strings read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The values [`Self::next_batch`] gave last.
+    pub fn last_batch(&self) -> &[ByteArray] {
+        &self.values
+    }
+
+    /// The row, counted from the file's first, of value `i` of the last batch.
+    pub fn row_of(&self, i: usize) -> u64 {
+        if self.max_def == 0 {
+            return self.batch_start + i as u64;
+        }
+        let nth = self.defs.iter().enumerate().filter(|(_, &d)| d == self.max_def).nth(i);
+        self.batch_start + nth.map_or(0, |(r, _)| r as u64)
+    }
+}
+
+/// The pages of the open row group's column chunk, handed to one column reader after another,
+/// one run of pages each: the dictionary page and the data pages encoded with it, or data pages
+/// encoded without it. Writers (pyarrow's, arrow-rs's) start a column chunk with a dictionary
+/// and fall back to plain pages once it grows too large, which for long documents is after the
+/// row group's first thousand or so; ending the dictionary's run there frees its reader, and
+/// with it the decoded dictionary (all those documents, tens of MB), before the plain pages are
+/// read. (One reader for the whole chunk would keep the dictionary to the chunk's end.)
+struct Chunk {
+    pages: Box<dyn PageReader>,
+    /// The page read ahead, not handed out yet: the first of the next run.
+    ahead: Option<Page>,
+    /// A dictionary page read again, to hand out first (see [`ParquetTexts::next_run`]).
+    dictionary: Option<Page>,
+    /// Whether a run of dictionary-encoded pages was started already.
+    dictionary_seen: bool,
+}
+
+impl Chunk {
+    fn new(pages: Box<dyn PageReader>) -> Self {
+        Chunk { pages, ahead: None, dictionary: None, dictionary_seen: false }
+    }
+
+    /// Starts the next run: whether it uses the dictionary, or `None` at the end of the chunk.
+    /// When data pages encoded with the dictionary come after plain ones, the dictionary page
+    /// is needed again: `dictionary_page` reads it (the first page of the chunk).
+    fn start_run(
+        &mut self,
+        dictionary_page: impl FnOnce() -> Result<Option<Page>, ParquetError>,
+    ) -> Result<Option<bool>, ReadError> {
+        if self.ahead.is_none() {
+            self.ahead = self.pages.get_next_page().map_err(damaged)?;
+        }
+        let Some(first) = &self.ahead else { return Ok(None) };
+        let dictionary = uses_dictionary(first);
+        if dictionary && !matches!(first, Page::DictionaryPage { .. }) && self.dictionary_seen {
+            match dictionary_page().map_err(damaged)? {
+                Some(page @ Page::DictionaryPage { .. }) => self.dictionary = Some(page),
+                _ => return Err(ReadError::Format("cannot read it (a page refers to a dictionary the column does not have)".into())),
+            }
+        }
+        self.dictionary_seen |= dictionary;
+        Ok(Some(dictionary))
+    }
+}
+
+/// Whether `page` is the dictionary or a data page encoded with it.
+fn uses_dictionary(page: &Page) -> bool {
+    match page {
+        Page::DictionaryPage { .. } => true,
+        Page::DataPage { encoding, .. } | Page::DataPageV2 { encoding, .. } => {
+            matches!(encoding, Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY)
+        }
+    }
+}
+
+/// One run of a [`Chunk`]'s pages, as a column reader's page source: it ends before the first
+/// page of the other kind.
+struct Run {
+    chunk: Arc<Mutex<Chunk>>,
+    dictionary: bool,
+}
+
+impl PageReader for Run {
+    fn get_next_page(&mut self) -> Result<Option<Page>, ParquetError> {
+        let mut chunk = self.chunk.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(page) = chunk.dictionary.take() {
+            return Ok(Some(page));
+        }
+        let page = match chunk.ahead.take() {
+            Some(page) => page,
+            None => match chunk.pages.get_next_page()? {
+                Some(page) => page,
+                None => return Ok(None),
+            },
+        };
+        if uses_dictionary(&page) == self.dictionary {
+            Ok(Some(page))
+        } else {
+            chunk.ahead = Some(page);
+            Ok(None)
+        }
+    }
+
+    fn peek_next_page(&mut self) -> Result<Option<PageMetadata>, ParquetError> {
+        // Only for skipping records, which the reader never does.
+        Err(ParquetError::General("peeking at pages is not supported here".into()))
+    }
+
+    fn skip_next_page(&mut self) -> Result<(), ParquetError> {
+        self.get_next_page().map(drop)
+    }
+}
+
+impl Iterator for Run {
+    type Item = Result<Page, ParquetError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+/// The leaf index and maximum definition level of the top-level column `name`, checked to be a
+/// column of strings.
+fn find_column(file: &SerializedFileReader<File>, name: &str) -> Result<(usize, i16), ReadError> {
+    let schema = file.metadata().file_metadata().schema_descr();
+    let fields = schema.root_schema().get_fields();
+    let matching: Vec<usize> = (0..fields.len()).filter(|&i| fields[i].name() == name).collect();
+    let field = match matching.as_slice() {
+        [i] => *i,
+        [] => {
+            let names: Vec<&str> = fields.iter().take(20).map(|f| f.name()).collect();
+            let names = if names.is_empty() { "none".to_string() } else { names.join(", ") };
+            return Err(ReadError::Format(format!("no column '{name}' (columns: {names})")));
+        }
+        many => {
+            return Err(ReadError::Format(format!(
+                "{} columns are named '{name}'; the file cannot say which to read",
+                many.len()
+            )))
+        }
+    };
+    let ty = &fields[field];
+    if !ty.is_primitive() {
+        return Err(ReadError::Format(format!("column '{name}' is nested (a group of columns), not strings")));
+    }
+    let leaf = (0..schema.num_columns())
+        .find(|&i| schema.get_column_root_idx(i) == field)
+        .ok_or_else(|| ReadError::Format(format!("column '{name}' has no data")))?;
+    let descr = schema.column(leaf);
+    if descr.max_rep_level() > 0 {
+        return Err(ReadError::Format(format!("column '{name}' is repeated (a list), not strings")));
+    }
+    let info = ty.get_basic_info();
+    let logical = info.logical_type_ref();
+    let is_string = matches!(logical, Some(LogicalType::String))
+        || (logical.is_none() && info.converted_type() == ConvertedType::UTF8);
+    if ty.get_physical_type() != PhysicalType::BYTE_ARRAY || !is_string {
+        let what = match (ty.get_physical_type(), logical) {
+            (PhysicalType::BYTE_ARRAY, None) if info.converted_type() == ConvertedType::NONE => "binary".to_string(),
+            (_, Some(logical)) => format!("{logical:?}"),
+            (physical, None) if info.converted_type() != ConvertedType::NONE => {
+                format!("{physical} ({})", info.converted_type())
+            }
+            (physical, None) => physical.to_string(),
+        };
+        return Err(ReadError::Format(format!("column '{name}' holds {what}, not strings")));
+    }
+    Ok((leaf, descr.max_def_level()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    /// Pages from a list.
+    struct Listed(std::vec::IntoIter<Page>);
+
+    impl Iterator for Listed {
+        type Item = Result<Page, ParquetError>;
+        fn next(&mut self) -> Option<Self::Item> {
+            self.0.next().map(Ok)
+        }
+    }
+
+    impl PageReader for Listed {
+        fn get_next_page(&mut self) -> Result<Option<Page>, ParquetError> {
+            Ok(self.0.next())
+        }
+        fn peek_next_page(&mut self) -> Result<Option<PageMetadata>, ParquetError> {
+            unreachable!()
+        }
+        fn skip_next_page(&mut self) -> Result<(), ParquetError> {
+            unreachable!()
+        }
+    }
+
+    /// A page told apart from the others by its buffer's first byte (`tag`); "d" is the dictionary.
+    fn page(tag: u8, encoding: Encoding) -> Page {
+        let buf = Bytes::from(vec![tag]);
+        if tag == b'd' {
+            return Page::DictionaryPage { buf, num_values: 1, encoding: Encoding::PLAIN, is_sorted: false };
+        }
+        let (def_level_encoding, rep_level_encoding) = (Encoding::RLE, Encoding::RLE);
+        Page::DataPage { buf, num_values: 1, encoding, def_level_encoding, rep_level_encoding, statistics: None }
+    }
+
+    /// The runs a chunk of `pages` is read in, as the tags of each run's pages, and how many
+    /// times the dictionary page was read again.
+    fn runs(pages: Vec<Page>) -> (Vec<(bool, String)>, usize) {
+        let chunk = Arc::new(Mutex::new(Chunk::new(Box::new(Listed(pages.into_iter())))));
+        let (mut out, mut again) = (Vec::new(), 0);
+        loop {
+            let dictionary_page = || {
+                again += 1;
+                Ok(Some(page(b'd', Encoding::PLAIN)))
+            };
+            let Some(dictionary) = chunk.lock().unwrap().start_run(dictionary_page).unwrap() else { break };
+            let mut run = Run { chunk: Arc::clone(&chunk), dictionary };
+            let tags: String = std::iter::from_fn(|| run.get_next_page().unwrap()).map(|p| p.buffer()[0] as char).collect();
+            assert!(!tags.is_empty(), "a run of no pages");
+            out.push((dictionary, tags));
+        }
+        (out, again)
+    }
+
+    #[test]
+    fn a_column_chunk_is_read_in_runs_that_end_where_the_encoding_changes() {
+        let (dict, rle, plain) = (Encoding::PLAIN, Encoding::RLE_DICTIONARY, Encoding::PLAIN);
+        // As pyarrow writes long documents: the dictionary, pages encoded with it, then plain pages.
+        let fallback = vec![page(b'd', dict), page(b'1', rle), page(b'2', rle), page(b'3', plain), page(b'4', plain)];
+        assert_eq!(runs(fallback), (vec![(true, "d12".into()), (false, "34".into())], 0));
+        // Dictionary pages after plain ones (legal, if no writer known does it): the dictionary
+        // is read again for them. PLAIN_DICTIONARY is the older name of RLE_DICTIONARY.
+        let mixed = vec![page(b'd', dict), page(b'1', rle), page(b'2', plain), page(b'3', Encoding::PLAIN_DICTIONARY), page(b'4', plain)];
+        let expected = vec![(true, "d1".into()), (false, "2".into()), (true, "d3".into()), (false, "4".into())];
+        assert_eq!(runs(mixed), (expected, 1));
+        // No dictionary at all, and no pages at all.
+        assert_eq!(runs(vec![page(b'1', plain), page(b'2', Encoding::DELTA_LENGTH_BYTE_ARRAY)]), (vec![(false, "12".into())], 0));
+        assert_eq!(runs(vec![]), (vec![], 0));
+    }
+}

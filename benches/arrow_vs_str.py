@@ -48,7 +48,7 @@ def main(argv=None):
 
     for line in bl.machine_info():
         print(line)
-    corpus = {"path": args.corpus, "stdlib": False, "fraction": args.fraction}
+    corpus = {"path": args.corpus, "stdlib": False, "fraction": args.fraction, "reader": "pyarrow"}
     print(f"corpus: {bl.describe_corpus(corpus)} (streamed, record batches of 1024 rows)")
     print(f"vocab_size: {args.vocab_size}, pattern: {args.pattern}, buffer_size: {args.buffer_size}")
     print(f"feeds (sequential, one fresh process each): {', '.join(feeds)}; repeat {args.repeat}")

@@ -82,23 +82,34 @@ def _iter_txt(path: str, fraction: float, st: Stats):
 
 
 PARQUET_FEEDS = ("str", "list", "arrow")
+PARQUET_READERS = ("bpeforge", "pyarrow")
 
 
-def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str"):
-    """The `text` column, one document per row, record batch by record batch; the first
-    `fraction` of the rows. `feed` says what the iterator yields: "str" one str per non-null row
-    (what every trainer takes), "list" one list of str per record batch (`to_pylist()`, nulls
-    dropped), "arrow" the record batch's pyarrow string array itself (bpeforge only: it reads it
-    through the Arrow C Data Interface and skips nulls).
+def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", reader: str = "bpeforge"):
+    """The `text` column, one document per row; the first `fraction` of the rows. `feed` says
+    what the iterator yields: "str" one str per non-null row (what every trainer takes), "list"
+    one list of str per batch of rows (nulls dropped), "arrow" the record batch's pyarrow string
+    array itself (pyarrow reader only; bpeforge only: it reads it through the Arrow C Data
+    Interface and skips nulls).
 
-    pyarrow is imported and the file opened here, before the first text is asked for: a
-    training script has its reader ready before it trains, and importing pyarrow (about 0.1 s)
-    inside the timed call would be counted as training time."""
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    `reader` reads the file: "bpeforge" with bpeforge.ParquetReader (page by page, in Rust, 1024
+    rows a batch), "pyarrow" with pyarrow's ParquetFile.iter_batches (record batches of 1024 rows),
+    as a training script would. The same texts either way.
 
+    The reader is made and the file opened here, before the first text is asked for: a training
+    script has its reader ready before it trains, and importing pyarrow (about 0.1 s) inside the
+    timed call would be counted as training time."""
     if feed not in PARQUET_FEEDS:
         raise ValueError(f"unknown feed {feed!r}; known: {', '.join(PARQUET_FEEDS)}")
+    if reader not in PARQUET_READERS:
+        raise ValueError(f"unknown Parquet reader {reader!r}; known: {', '.join(PARQUET_READERS)}")
+    if reader == "bpeforge":
+        if feed == "arrow":
+            raise ValueError("the arrow feed needs the pyarrow reader")
+        return _iter_parquet_bpeforge(path, fraction, st, feed)
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(path)
     limit = int(round(pf.metadata.num_rows * fraction)) if fraction < 1 else pf.metadata.num_rows
@@ -120,6 +131,36 @@ def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str"):
                 for s in col.to_pylist():
                     if s is not None:
                         yield s
+
+    return rows()
+
+
+def _iter_parquet_bpeforge(path: str, fraction: float, st: Stats, feed: str):
+    """_iter_parquet with bpeforge's reader. The fraction counts texts (non-null rows), which is
+    the rows of a file without nulls (as the corpora are); the bytes are counted in Rust."""
+    from bpeforge import ParquetReader
+
+    pr = ParquetReader(path, "text")
+    limit = int(round(pr.num_rows * fraction)) if fraction < 1 else pr.num_rows
+
+    def rows():
+        dropped = 0  # bytes of the part of the last batch past the limit
+        try:
+            for batch in pr:
+                if st.texts + len(batch) > limit:
+                    cut = max(limit - st.texts, 0)
+                    dropped = sum(len(s.encode("utf-8")) for s in batch[cut:])
+                    batch = batch[:cut]
+                st.texts += len(batch)
+                if feed == "list":
+                    if batch:
+                        yield batch
+                else:
+                    yield from batch
+                if st.texts >= limit:
+                    break
+        finally:
+            st.bytes = pr.bytes_read - dropped
 
     return rows()
 
@@ -152,14 +193,14 @@ def _iter_stdlib(fraction: float, st: Stats):
 
 
 def corpus_iter(corpus: dict, st: Stats):
-    """corpus: {"path": str|None, "stdlib": bool, "fraction": float, "feed": str (.parquet only,
-    see _iter_parquet; default "str")}."""
+    """corpus: {"path": str|None, "stdlib": bool, "fraction": float, "feed": str and "reader": str
+    (.parquet only, see _iter_parquet; default "str" and "bpeforge")}."""
     frac = float(corpus.get("fraction", 1.0))
     if corpus.get("stdlib"):
         return _iter_stdlib(frac, st)
     path = corpus["path"]
     if path.endswith(".parquet"):
-        return _iter_parquet(path, frac, st, corpus.get("feed", "str"))
+        return _iter_parquet(path, frac, st, corpus.get("feed", "str"), corpus.get("reader", "bpeforge"))
     return _iter_txt(path, frac, st)
 
 
@@ -186,7 +227,9 @@ def describe_corpus(corpus: dict) -> str:
         src = f"--stdlib ({sysconfig.get_paths()['stdlib']}, *.py, one text per file)"
     else:
         p = corpus["path"]
-        kind = "one text per row of column `text`" if p.endswith(".parquet") else "one text per line"
+        reader = corpus.get("reader", "bpeforge")
+        kind = (f"one text per row of column `text`, read by {'bpeforge.ParquetReader' if reader == 'bpeforge' else 'pyarrow'}"
+                if p.endswith(".parquet") else "one text per line")
         src = f"{p} ({os.path.getsize(p) / 1e6:.1f} MB on disk, {kind})"
     part = "" if frac >= 1 else f", first {frac:g} of the " + (
         "rows" if (corpus.get("path") or "").endswith(".parquet") else "bytes")

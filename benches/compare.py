@@ -36,6 +36,8 @@ def main(argv=None):
     ap.add_argument("--only", default=",".join(bl.TRAINERS), help=f"comma-separated trainers (default: {','.join(bl.TRAINERS)})")
     ap.add_argument("--repeat", type=int, default=1, help="runs per trainer, round-robin; the table shows medians")
     ap.add_argument("--pattern", default="gpt4", help="preset name from bpeforge.PATTERNS or a regex (default gpt4)")
+    ap.add_argument("--parquet-reader", choices=bl.PARQUET_READERS, default="bpeforge",
+                    help="what reads a .parquet corpus for every trainer: bpeforge.ParquetReader (default) or pyarrow")
     ap.add_argument("--preload", action="store_true", help="read the corpus into memory before timing (default: stream it)")
     ap.add_argument("--buffer-size", type=int, default=8192, help="buffer_size for rustbpe and bpeforge (default 8192)")
     ap.add_argument("--keep-ranks", metavar="DIR", help="keep the ranks files (tiktoken format) in DIR")
@@ -52,7 +54,7 @@ def main(argv=None):
             ap.error(f"unknown trainer {n!r}; known: {', '.join(bl.TRAINERS)}")
     if args.corpus:
         bl.check_corpus(args.corpus)
-    corpus = {"path": args.corpus, "stdlib": args.stdlib, "fraction": args.fraction}
+    corpus = {"path": args.corpus, "stdlib": args.stdlib, "fraction": args.fraction, "reader": args.parquet_reader}
 
     for line in bl.machine_info():
         print(line)

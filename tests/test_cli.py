@@ -141,11 +141,17 @@ def test_txt_trains_reports_and_saves(txt_result, corpus):
     assert str(out) in report_value(r.stdout, "saved")
 
 
-@pytest.mark.parametrize("name", ["docs.jsonl", "docs.parquet", "docs.txt.gz", "docs.jsonl.zst"])
-def test_every_format_gives_the_same_tokenizer(corpus, txt_result, tmp_path, name):
+@pytest.mark.parametrize("name, options", [
+    ("docs.jsonl", []),
+    ("docs.parquet", []),
+    ("docs.parquet", ["--parquet-reader", "pyarrow"]),
+    ("docs.txt.gz", []),
+    ("docs.jsonl.zst", []),
+])
+def test_every_format_gives_the_same_tokenizer(corpus, txt_result, tmp_path, name, options):
     d, _ = corpus
     out = tmp_path / "tok"
-    r = run("train", d / name, "--vocab-size", 400, "-o", out)
+    r = run("train", d / name, "--vocab-size", 400, "-o", out, *options)
     assert r.returncode == 0, r.stderr
     assert check_saved(out).mergeable_ranks == bpeforge.Tokenizer.load(txt_result[0]).mergeable_ranks
     assert report_value(r.stdout, "compression") == report_value(txt_result[1].stdout, "compression")
@@ -178,6 +184,19 @@ def test_jsonl_and_parquet_text_column(tmp_path):
         assert report_int(r.stdout, "documents") == 297
 
 
+def test_parquet_is_read_without_pyarrow_by_default(tmp_path, corpus):
+    d, _ = corpus
+    script = (
+        "import sys\n"
+        "from bpeforge import cli\n"
+        f"code = cli.main(['train', {str(d / 'docs.parquet')!r}, '--vocab-size', '300', '-o', {str(tmp_path / 'tok')!r}, '-q'])\n"
+        "print(code, 'pyarrow' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "False"]
+
+
 @pytest.mark.parametrize("chosen", [None, "mimalloc", ""])
 def test_parquet_is_read_with_the_system_allocator_unless_one_is_chosen(tmp_path, corpus, chosen):
     # pyarrow's default allocator keeps freed blocks, which raises the peak RSS of reading Parquet
@@ -188,7 +207,7 @@ def test_parquet_is_read_with_the_system_allocator_unless_one_is_chosen(tmp_path
     script = (
         "import os\n"
         "from bpeforge import cli\n"
-        f"code = cli.main(['train', {str(d / 'docs.parquet')!r}, '--vocab-size', '300', '-o', {str(tmp_path / 'tok')!r}, '-q'])\n"
+        f"code = cli.main(['train', {str(d / 'docs.parquet')!r}, '--parquet-reader', 'pyarrow', '--vocab-size', '300', '-o', {str(tmp_path / 'tok')!r}, '-q'])\n"
         "import pyarrow\n"
         "print(code, pyarrow.default_memory_pool().backend_name, repr(os.environ.get('ARROW_DEFAULT_MEMORY_POOL')))\n"
     )

@@ -128,7 +128,7 @@ def test_a_string_that_is_not_utf8_is_named_by_its_row(tmp_path):
 @pytest.mark.parametrize(
     "column, message",
     [
-        (pa.array([1, 2]), r"column 'text' holds INT64, not strings"),
+        (pa.array([1, 2]), r"column 'text' holds int64, not strings"),
         (pa.array([b"a", b"b"]), r"column 'text' holds binary, not strings"),
         (pa.array([["a"], ["b"]]), r"column 'text' is nested"),
         (pa.array([{"x": "a"}, {"x": "b"}]), r"column 'text' is nested"),

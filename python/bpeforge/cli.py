@@ -50,7 +50,8 @@ documents:
            paragraphs ('\\r\\n\\r\\n' in a file with CRLF line ends: text is read as it is),
            '<|endoftext|>' a custom marker, '' makes each file one document.
   jsonl    the --text-column field of each line's object (null: skipped).
-  parquet  the --text-column column, read by record batches (bounded memory).
+  parquet  the --text-column column, read page by page (bounded memory; with
+           --parquet-reader pyarrow, by record batches through pyarrow).
   Empty documents are skipped. Every 100th document (up to 1 MB) is held out of training
   to measure compression on; --holdout 0 trains on everything.
 
@@ -293,6 +294,9 @@ def add_train_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--input-format", choices=["text", "jsonl", "parquet"], help="format of every input file named (default: from the extension); in folders, only the files "
                    "whose extension is of that format are read, hidden ones skipped")
     p.add_argument("--text-column", default="text", metavar="NAME", help="JSONL field / Parquet column holding the text (default: text)")
+    p.add_argument("--parquet-reader", choices=["bpeforge", "pyarrow"], default="bpeforge",
+                   help="what reads Parquet files: bpeforge's own reader (default; page by page, lists of str, no pyarrow "
+                        "needed) or pyarrow (record batches, handed to Rust as Arrow arrays; needs pyarrow)")
     p.add_argument("--doc-separator", metavar="SEP", help=r"split text files on SEP (escapes decoded) instead of lines; '' = one document per file")
     p.add_argument("--pattern", metavar="PRESET|REGEX", help="split pattern: a preset (gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base) or a regex (default gpt4)")
     p.add_argument("--special-tokens", metavar="none|A,B,...", help="special tokens after the ranks: nanochat (default, 9 tokens), none, or a comma-separated list")
@@ -457,11 +461,12 @@ def run_train(args: argparse.Namespace) -> int:
             if not sources:
                 raise CLIError(f"no input given, and no standard library .py files were found under {stdlib_root}")
             separator = "" if args.doc_separator is None else decode_separator(args.doc_separator)
-        if any(source.format == "parquet" for source in sources):
+        arrow = args.parquet_reader == "pyarrow"
+        if arrow and any(source.format == "parquet" for source in sources):
             _lean_arrow_memory()
         for source in sources:
             if source.format == "parquet":
-                check_parquet(source, args.text_column)  # fail before training, not hours into it
+                check_parquet(source, args.text_column, arrow=arrow)  # fail before training, not hours into it
     except InputError as e:
         raise CLIError(str(e)) from None
 
@@ -507,7 +512,7 @@ def run_train(args: argparse.Namespace) -> int:
         # UTF-8: the default corpus skips them.
         skip_bad_lines=args.skip_bad_lines or stdlib_root is not None,
         on_read=on_read if show_progress else None,
-        arrow=True,  # Parquet batches reach Rust as Arrow arrays, without a str per document
+        arrow=arrow,  # Parquet batches reach Rust as Arrow arrays, without a str per document
     )
 
     # Until the outputs are written there is nothing to clean up, so Ctrl-C may end the process

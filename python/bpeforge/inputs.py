@@ -1,8 +1,9 @@
 """Reading training documents: text, JSONL and Parquet files, folders and globs, ``.gz``/``.zst``.
 
-Everything streams: text is read in 1 MiB chunks, JSONL line by line, Parquet by record batches
-(through pyarrow), so memory stays bounded whatever the size of the corpus. Readers yield
-*batches* (lists of str, or for Parquet with ``arrow=True`` pyarrow string arrays), which
+Everything streams: text is read in 1 MiB chunks, JSONL line by line, Parquet page by page
+(by :class:`bpeforge.ParquetReader`, or by record batches through pyarrow with ``arrow=True``),
+so memory stays bounded whatever the size of the corpus. Readers yield *batches* (lists of str,
+or for Parquet with ``arrow=True`` pyarrow string arrays), which
 :meth:`bpeforge.Trainer.train_from_iterator` takes as they are: an Arrow array reaches Rust
 through the Arrow C Data Interface, without a Python str per document.
 
@@ -630,14 +631,71 @@ def _pyarrow():
     return pyarrow
 
 
-def check_parquet(source: Source, text_column: str = "text") -> int:
+def _parquet_reader(source: Source, text_column: str, batch_rows: int = BATCH_DOCS):
+    """A :class:`bpeforge.ParquetReader` of ``source``'s column, or :class:`InputError`."""
+    from ._core import ParquetReader
+
+    try:
+        return ParquetReader(source.path, text_column, batch_rows=batch_rows)
+    except (OSError, ValueError) as e:
+        hint = "; choose one with --text-column" if ": no column " in str(e) else ""
+        raise InputError(_located(source, e) + hint) from None
+
+
+def _located(source: Source, e: BaseException) -> str:
+    """``e``'s message, which names the file (the reader's messages do), or else ``source: e``."""
+    msg = str(e)
+    return msg if msg.startswith(str(source.path)) else f"{source.path}: {msg}"
+
+
+def check_parquet(source: Source, text_column: str = "text", *, arrow: bool = False) -> int:
     """Opens a Parquet file's footer and checks the text column; returns its number of rows.
-    Raises :class:`InputError` for an unreadable file, a missing column or a non-string one."""
+    Raises :class:`InputError` for an unreadable file, a missing column or a non-string one.
+    ``arrow``: as pyarrow reads it (see :func:`read_parquet`)."""
+    if not arrow:
+        return _parquet_reader(source, text_column).num_rows
     pa = _pyarrow()
     pf = _open_parquet(source, pa)
     try:
         _check_column(source, pf, text_column, pa)
         return pf.metadata.num_rows
+    finally:
+        _close(pf)
+
+
+def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BATCH_DOCS, *, arrow: bool = False) -> Iterator:
+    """Documents of a Parquet file, one column only, in batches of up to ``batch_rows`` rows:
+    lists of str without nulls or empty strings, read by :class:`bpeforge.ParquetReader` page
+    by page (batches of long documents stop at 1 MB). With ``arrow=True``, pyarrow string arrays
+    instead, read by pyarrow (record batches of ``batch_rows`` rows; dictionary and view
+    columns decoded), checked to be UTF-8."""
+    if arrow:
+        yield from _read_parquet_arrow(source, text_column, batch_rows)
+        return
+    reader_batches = iter(_parquet_reader(source, text_column, batch_rows))
+    while True:
+        try:
+            batch = next(reader_batches, None)
+        except (OSError, ValueError) as e:
+            raise InputError(_located(source, e)) from None
+        if batch is None:
+            return
+        docs = [d for d in batch if d]
+        if docs:
+            yield docs
+
+
+def _read_parquet_arrow(source: Source, text_column: str, batch_rows: int) -> Iterator:
+    pa = _pyarrow()
+    pf = _open_parquet(source, pa)
+    try:
+        _check_column(source, pf, text_column, pa)
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=[text_column]):
+            docs = _arrow_docs(batch.column(0), pa)
+            if len(docs):
+                yield docs
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
     finally:
         _close(pf)
 
@@ -672,30 +730,6 @@ def _check_column(source: Source, pf, text_column: str, pa) -> None:
     is_view = getattr(pa.types, "is_string_view", lambda t: False)
     if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or is_view(typ)):
         raise InputError(f"{source.path}: column {text_column!r} holds {typ}, not strings")
-
-
-def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BATCH_DOCS, *, arrow: bool = False) -> Iterator:
-    """Documents of a Parquet file, read by record batches of ``batch_rows`` rows, one column only:
-    lists of str, or with ``arrow=True`` pyarrow arrays of type ``string`` or ``large_string``
-    (dictionary and view columns are decoded), checked to be UTF-8, with no nulls and no empty
-    strings."""
-    pa = _pyarrow()
-    pf = _open_parquet(source, pa)
-    try:
-        _check_column(source, pf, text_column, pa)
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=[text_column]):
-            if arrow:
-                docs = _arrow_docs(batch.column(0), pa)
-                if len(docs):
-                    yield docs
-                continue
-            docs = [d for d in batch.column(0).to_pylist() if d]
-            if docs:
-                yield docs
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise InputError(f"{source.path}: cannot read ({_describe(e)})") from None
-    finally:
-        _close(pf)
 
 
 def _arrow_docs(column, pa):

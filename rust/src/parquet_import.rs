@@ -331,13 +331,18 @@ fn find_column(file: &SerializedFileReader<File>, name: &str) -> Result<(usize, 
     let is_string = matches!(logical, Some(LogicalType::String))
         || (logical.is_none() && info.converted_type() == ConvertedType::UTF8);
     if ty.get_physical_type() != PhysicalType::BYTE_ARRAY || !is_string {
-        let what = match (ty.get_physical_type(), logical) {
-            (PhysicalType::BYTE_ARRAY, None) if info.converted_type() == ConvertedType::NONE => "binary".to_string(),
-            (_, Some(logical)) => format!("{logical:?}"),
-            (physical, None) if info.converted_type() != ConvertedType::NONE => {
-                format!("{physical} ({})", info.converted_type())
+        // In pyarrow's words where there is one: int64, binary, timestamp, ...
+        let what = match (logical, ty.get_physical_type()) {
+            (Some(LogicalType::Integer { bit_width, is_signed }), _) => {
+                format!("{}int{bit_width}", if *is_signed { "" } else { "u" })
             }
-            (physical, None) => physical.to_string(),
+            (Some(logical), _) => {
+                let name = format!("{logical:?}");
+                name.split([' ', '{', '(']).next().unwrap_or_default().to_lowercase()
+            }
+            (None, PhysicalType::BYTE_ARRAY | PhysicalType::FIXED_LEN_BYTE_ARRAY) => "binary".to_string(),
+            (None, PhysicalType::BOOLEAN) => "bool".to_string(),
+            (None, physical) => physical.to_string().to_lowercase(),
         };
         return Err(ReadError::Format(format!("column '{name}' holds {what}, not strings")));
     }

@@ -155,7 +155,6 @@ impl ParquetReader {
                 return Err(self.error(e));
             }
         };
-        let texts = held.as_ref().expect("read above");
         let batch = texts.last_batch();
         let list = PyList::empty(py);
         for (i, value) in batch[..len].iter().enumerate() {

@@ -51,12 +51,32 @@ def test_items_larger_than_a_batch_train_like_their_texts(buffer_size):
     assert trained([lines[:half], pa.array(lines[half:])], buffer_size) == one_by_one
 
 
+def test_a_text_longer_than_a_batch_trains_the_same_counted_where_it_is():
+    # On two threads a str longer than a batch is counted where it is (after the batch being
+    # filled is handed on); on one thread, or in an Arrow array, it is copied into a batch.
+    long = "".join(stdlib_lines(5 << 20))
+    assert len(long.encode()) > 2 << 20
+    items = ["a few words first", "and more", long, "then after it", [long, "x"]]
+    arrow = ["a few words first", "and more", pa.array([long]), "then after it", pa.array([long, "x"])]
+
+    def on(threads, items):
+        t = _core.Trainer(num_threads=threads)
+        t.train_from_iterator(iter(items), VOCAB)
+        return t.get_merges(), t.stats["texts"], t.stats["bytes"], t.stats["distinct_spans"]
+
+    where_it_is = on(2, items)
+    assert where_it_is[1:3] == (6, 2 * len(long.encode()) + len("a few words firstand morethen after itx"))
+    assert on(1, items) == where_it_is
+    assert on(2, arrow) == where_it_is
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak RSS from /proc")
-@pytest.mark.parametrize("kind", ["list", "arrow"])
+@pytest.mark.parametrize("kind", ["list", "arrow", "str"])
 def test_memory_does_not_grow_with_the_size_of_an_item(kind):
     # One item of 96 MiB of text. A list repeats one str (so it takes no memory itself); an array
-    # holds its 96 MiB before the training starts. The peak RSS during training, above the RSS
-    # just before it, must stay far below the item's size: the batches are bounded, not the item.
+    # holds its 96 MiB before the training starts, and so does a str. The peak RSS during
+    # training, above the RSS just before it, must stay far below the item's size: the batches
+    # are bounded, not the item, and a text longer than a batch is counted where it is.
     script = textwrap.dedent(
         f"""
         import pyarrow as pa
@@ -72,6 +92,8 @@ def test_memory_does_not_grow_with_the_size_of_an_item(kind):
         n = 96 * 1024
         if {kind!r} == "list":
             item = [line] * n
+        elif {kind!r} == "str":
+            item = line * n
         else:
             data = (line * n).encode()
             offsets = pa.array(range(0, len(data) + 1, len(line)), pa.int64())
@@ -83,7 +105,7 @@ def test_memory_does_not_grow_with_the_size_of_an_item(kind):
             f.write("5")  # the peak (VmHWM) starts again from here
         before = status_mb("VmRSS")
         t.train_from_iterator([item], 300)
-        assert t.stats["texts"] == n and t.stats["bytes"] == n * 1024
+        assert t.stats["texts"] == (1 if {kind!r} == "str" else n) and t.stats["bytes"] == n * 1024
         print(status_mb("VmHWM") - before)
         """
     )

@@ -191,22 +191,32 @@ impl Table {
     /// Splits texts `range` of `batch` and adds their spans, giving up between two texts once
     /// `stop` is set. Spans of one byte are counted apart, until [`Table::settle`].
     fn count(&mut self, batch: &Batch, range: std::ops::Range<usize>, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        self.count_in(batch.text().as_bytes(), range.map(|i| batch.get(i)), splitter, stop)
+    }
+
+    /// Splits `texts`, which all lie in `all`, and adds their spans.
+    fn count_in<'a>(
+        &mut self,
+        all: &[u8],
+        texts: impl Iterator<Item = &'a str>,
+        splitter: &Splitter,
+        stop: &AtomicBool,
+    ) -> Result<(), Error> {
         // Short spans wait `AHEAD` spans between their hash (when their slot is prefetched)
         // and their lookup, so that lookups do not wait for memory one after the other.
         const AHEAD: usize = 16;
         let mut waiting = [(0u128, 0u64); AHEAD];
         let mut next = 0;
-        let all = batch.text().as_bytes();
-        for i in range {
+        for text in texts {
             if stop.load(Ordering::Relaxed) {
                 return Err(Error::Interrupted);
             }
-            splitter.for_each_span(batch.get(i), |span| match *span.as_bytes() {
+            splitter.for_each_span(text, |span| match *span.as_bytes() {
                 [b] => self.single[usize::from(b)] += 1,
                 ref span if span.len() <= SHORT => {
-                    // The span's key from the 16 bytes where it starts in the batch, in one
-                    // load: short_key's branches on the length, which varies at random from
-                    // span to span, cost more. (Within 16 bytes of the batch's end: short_key.)
+                    // The span's key from the 16 bytes where it starts in `all`, in one load:
+                    // short_key's branches on the length, which varies at random from span to
+                    // span, cost more. (Within 16 bytes of the end of `all`: short_key.)
                     let at = (span.as_ptr() as usize).wrapping_sub(all.as_ptr() as usize);
                     let key = match all.get(at..).and_then(<[u8]>::first_chunk::<16>) {
                         Some(chunk) => short_key_at(chunk, span.len()),
@@ -426,6 +436,16 @@ impl SpanCounts {
         counted
     }
 
+    /// Splits one text and adds its spans on the calling thread alone, as
+    /// [`SpanCounts::add_batch_here`] does for a batch: for a text too long to copy into a batch
+    /// of its own for nothing.
+    pub fn add_text_here(&mut self, text: &str, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        let table = self.first_table();
+        let counted = table.count_in(text.as_bytes(), std::iter::once(text), splitter, stop);
+        table.settle();
+        counted
+    }
+
     /// Adds the counts of `other` (its tables are joined with these by [`SpanCounts::into_spans`]).
     pub fn absorb(&mut self, other: SpanCounts) {
         self.tables.extend(other.tables.into_iter().filter(|t| t.len() > 0));
@@ -635,6 +655,24 @@ mod tests {
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);
         assert_eq!(all.len(), 5);
+    }
+
+    #[test]
+    fn a_text_counted_where_it_is_counts_as_in_a_batch() {
+        // Texts of every length up to 40 bytes (so short spans reach the text's last 16 bytes,
+        // where the key is read the other way), with one-byte, short and long spans.
+        let splitter = Splitter::new(presets::GPT4).unwrap();
+        let go = AtomicBool::new(false);
+        let mut next = crate::draws(11);
+        for _ in 0..300 {
+            let text: String = (0..next(12)).map(|_| ["a", " bcd", " 7", "\n\n", " averyveryverylongword", "é!", " x"][next(7) as usize]).collect();
+            let (mut here, mut batched) = (SpanCounts::new(), SpanCounts::new());
+            here.add(b" x", 2); // (counted before: the text's spans add to them)
+            batched.add(b" x", 2);
+            here.add_text_here(&text, &splitter, &go).unwrap();
+            batched.add_texts(&[&text], &splitter).unwrap();
+            assert_eq!(sorted(here.into_spans(&go).unwrap()), sorted(batched.into_spans(&go).unwrap()), "{text:?}");
+        }
     }
 
     #[test]

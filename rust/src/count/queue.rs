@@ -80,6 +80,27 @@ impl<'a> ToQueue<'a> {
         }
     }
 
+    /// Whether a batch the queue has no room for is counted here (see [`ToQueue::new`]).
+    pub fn counts_here(&self) -> bool {
+        self.count_here
+    }
+
+    /// Counts one text here, at once, as if it were a batch of its own handed on: for a text
+    /// longer than a batch, which would otherwise be copied into one. Call it without holding
+    /// up others.
+    pub fn count_text_here(&mut self, text: &str) {
+        if self.gone {
+            return;
+        }
+        self.texts += 1;
+        self.bytes += text.len() as u64;
+        self.sent += 1;
+        if let Err(e) = self.here.add_text_here(text, self.splitter, self.stop) {
+            self.failed = Some(e);
+            self.gone = true;
+        }
+    }
+
     /// What was counted here (to add to the worker's counts), or what counting it failed with.
     /// Closes the queue.
     pub fn finish(self) -> Result<SpanCounts, Error> {

@@ -83,6 +83,9 @@ type Feeder<'a> = Filler<ToWorker<'a>>;
 /// for room in the queue; then raises what Ctrl-C's handler raised, if it ran meanwhile (before
 /// a later text of the same item can raise something else).
 fn push_str(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) -> PyResult<()> {
+    if text.len() > MAX_BATCH_BYTES && feeder.out.queue.counts_here() {
+        return count_long(py, feeder, text);
+    }
     if feeder.add(text) {
         py.detach(|| feeder.flush());
         if let Some(e) = feeder.out.interrupted.take() {
@@ -90,6 +93,23 @@ fn push_str(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) -> PyResult<()>
         }
     }
     Ok(())
+}
+
+/// Counts a text longer than a batch on this thread, where it is, rather than copy it into a
+/// batch of its own (a document of tens of MB would be held twice). The batch being filled is
+/// handed on first.
+fn count_long(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) -> PyResult<()> {
+    if !feeder.batch().is_empty() {
+        py.detach(|| feeder.flush());
+        if let Some(e) = feeder.out.interrupted.take() {
+            return Err(e);
+        }
+    }
+    py.detach(|| {
+        feeder.out.queue.count_text_here(text);
+        shutdown::safe_point(); // before taking the GIL again (see shutdown.rs)
+    });
+    py.check_signals().inspect_err(|_| feeder.out.queue.gone = true)
 }
 
 /// Adds the text(s) of one iterator item: a str, a list of str, or an Arrow string array (its

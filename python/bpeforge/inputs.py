@@ -625,9 +625,9 @@ def _pyarrow():
         import pyarrow.parquet
     except ImportError as e:
         if isinstance(e, ModuleNotFoundError) and e.name in ("pyarrow", "pyarrow.parquet"):
-            raise InputError("reading Parquet files needs pyarrow (pip install 'bpeforge[parquet]')") from None
+            raise InputError("reading Parquet files with pyarrow needs pyarrow (pip install 'bpeforge[parquet]')") from None
         # Installed, but broken (built for another NumPy, say): saying it is missing would mislead.
-        raise InputError(f"reading Parquet files needs pyarrow, which is installed but fails to import: {e}") from None
+        raise InputError(f"reading Parquet files with pyarrow needs pyarrow, which is installed but fails to import: {e}") from None
     return pyarrow
 
 

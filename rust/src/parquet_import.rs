@@ -1,11 +1,12 @@
 //! Reads one string column of a Parquet file, page by page, for the bindings' Parquet reader.
 //!
-//! pyarrow's reader decodes a whole row group's column chunk at once and keeps it, with its own
-//! allocator's spare blocks, for as long as the record batches of that row group are read: on a
-//! file of 300 MB of text in row groups of 15 to 60 MB, reading the column alone peaked near
-//! 400 MB. Here only the page being read is decoded (and a row group's dictionary, when the
-//! column has one), and a batch's values are slices of it, so memory stays near the size of one
-//! page plus one batch whatever the size of the file.
+//! pyarrow's reader decodes a row group's column chunk at once and keeps it, with its own
+//! allocator's spare blocks, while the record batches of that row group are read: on a file of
+//! 300 MB of text in row groups of 15 to 60 MB, reading the column alone peaked near 400 MB
+//! (230 MB with batches of 8 rows and no pre-buffering). Here only the page being read is
+//! decoded (and a row group's dictionary, while the pages encoded with it are read: see
+//! [`Chunk`]), and a batch's values are slices of it, so memory stays near the size of one page
+//! plus one batch whatever the size of the file.
 
 use std::fs::File;
 use std::path::Path;

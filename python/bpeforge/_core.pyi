@@ -94,8 +94,9 @@ class ParquetReader:
     Iterating gives lists of str in file order, null rows left out: `batch_rows` rows each, or
     fewer once their strings reach `batch_bytes` bytes, so that a batch of long documents stays
     small. Hand it to `Trainer.train_from_iterator` as it is (lists of str are batches), or
-    chain the lists for one str per row. Only the page being read is held in memory (and a
-    row group's dictionary while pages encoded with it are read), whatever the file's size.
+    chain the lists for one str per row. Only the pages of the batch being read are held in
+    memory (and a row group's dictionary while pages encoded with it are read), whatever the
+    file's size.
 
     Raises OSError (FileNotFoundError, ...) for a file that cannot be opened, and ValueError
     for one that is not Parquet, has no such column of strings, is damaged, or holds strings

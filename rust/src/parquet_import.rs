@@ -46,8 +46,8 @@ fn damaged(e: ParquetError) -> ReadError {
     ReadError::Format(format!("cannot read it ({e})"))
 }
 
-/// How many rows [`ParquetTexts::next_batch`] reads at a time, between two looks at the size of
-/// its batch: few enough that a batch of long strings stops near its byte limit.
+/// The most rows [`ParquetTexts::next_batch`] reads at a time, between two looks at the size of
+/// its batch (fewer when the rows read so far are long: see [`ParquetTexts::step`]).
 const STEP: usize = 32;
 
 /// The strings of one top-level column of a Parquet file, in file order, null rows skipped.
@@ -99,9 +99,11 @@ impl ParquetTexts {
     }
 
     /// The strings of the next rows, null ones skipped, as raw bytes (not checked to be UTF-8):
-    /// `max_rows` rows (≥ 1), or fewer if their strings reach `max_bytes` first (counted every
-    /// [`STEP`] rows), or the file ends. Empty only at the end of the file. [`Self::row_of`]
-    /// says which row each came from.
+    /// `max_rows` rows (≥ 1), or fewer once their strings reach `max_bytes`, or up to the end
+    /// of the file. The rows are read a few at a time, as many as the average row so far says
+    /// fit in the bytes left (at least one, at most [`STEP`]), so a batch ends soon after its
+    /// limit (past it by one row when the rows are alike). Empty only at the end of the file.
+    /// [`Self::row_of`] says which row each came from.
     pub fn next_batch(&mut self, max_rows: usize, max_bytes: usize) -> Result<&[ByteArray], ReadError> {
         // Rows that are all null make no batch: read on.
         while !self.fill_batch(max_rows.max(1), max_bytes.max(1))? && self.values.is_empty() {}
@@ -115,19 +117,18 @@ impl ParquetTexts {
         self.batch_start = self.rows;
         let (mut rows, mut bytes) = (0, 0);
         while rows < max_rows && bytes < max_bytes {
+            let step = self.step(max_bytes - bytes).min(max_rows - rows);
             let Some(reader) = self.reader.as_mut() else {
                 if !self.next_run()? {
-                    self.bytes += bytes as u64;
                     return Ok(true);
                 }
                 continue;
             };
             let (from, levels_from) = (self.values.len(), self.defs.len());
             let defs = (self.max_def > 0).then_some(&mut self.defs);
-            let step = (max_rows - rows).min(STEP);
             let (records, values, _) = reader.read_records(step, defs, None, &mut self.values).map_err(damaged)?;
             if records == 0 {
-                self.reader = None; // this row group is done
+                self.reader = None; // this run of pages is done
                 continue;
             }
             let non_null = match self.max_def {
@@ -141,10 +142,21 @@ impl ParquetTexts {
             }
             rows += records;
             self.rows += records as u64;
-            bytes += self.values[from..].iter().map(ByteArray::len).sum::<usize>();
+            let added = self.values[from..].iter().map(ByteArray::len).sum::<usize>();
+            bytes += added;
+            self.bytes += added as u64;
         }
-        self.bytes += bytes as u64;
         Ok(false)
+    }
+
+    /// How many rows to read next, with `room` bytes left in the batch: as many as rows of the
+    /// average size so far fit in it, at least one and at most [`STEP`] (one before any row).
+    fn step(&self, room: usize) -> usize {
+        if self.rows == 0 {
+            return 1;
+        }
+        let average = (self.bytes / self.rows) as usize;
+        (room / average.max(1)).clamp(1, STEP)
     }
 
     /// Starts the reader of the next run of pages (see [`Chunk`]), opening the next row group

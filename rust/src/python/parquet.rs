@@ -28,8 +28,9 @@ const BATCH_BYTES: usize = 1 << 20;
 /// Iterating gives lists of str in file order, null rows left out: `batch_rows` rows each, or
 /// fewer once their strings reach `batch_bytes` bytes, so that a batch of long documents stays
 /// small. Hand it to `Trainer.train_from_iterator` as it is (lists of str are batches), or
-/// chain the lists for one str per row. Only the page being read is held in memory (and a
-/// row group's dictionary while pages encoded with it are read), whatever the file's size.
+/// chain the lists for one str per row. Only the pages of the batch being read are held in
+/// memory (and a row group's dictionary while pages encoded with it are read), whatever the
+/// file's size.
 ///
 /// Raises OSError (FileNotFoundError, ...) for a file that cannot be opened, and ValueError
 /// for one that is not Parquet, has no such column of strings, is damaged, or holds strings
@@ -46,12 +47,6 @@ pub struct ParquetReader {
     bytes_read: AtomicU64,
     /// `None` once the file is read to its end, or a read failed.
     texts: Mutex<Option<ParquetTexts>>,
-}
-
-impl ParquetReader {
-    fn error(&self, e: ReadError) -> PyErr {
-        read_error(&self.path, e)
-    }
 }
 
 fn read_error(path: &std::path::Path, e: ReadError) -> PyErr {
@@ -152,7 +147,7 @@ impl ParquetReader {
             Ok(len) => len,
             Err(e) => {
                 *held = None;
-                return Err(self.error(e));
+                return Err(read_error(&self.path, e));
             }
         };
         let batch = texts.last_batch();

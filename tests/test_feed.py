@@ -99,7 +99,7 @@ def test_memory_does_not_grow_with_the_size_of_an_item(kind):
             offsets = pa.array(range(0, len(data) + 1, len(line)), pa.int64())
             item = pa.Array.from_buffers(pa.large_string(), n, [None, offsets.buffers()[1], pa.py_buffer(data)])
             del data
-        t = _core.Trainer()
+        t = _core.Trainer(num_threads=2)  # (a long str is copied into a batch on one thread)
         t.train_from_iterator(["warm up: threads and tables"], 257)
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")  # the peak (VmHWM) starts again from here

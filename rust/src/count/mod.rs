@@ -430,18 +430,20 @@ impl SpanCounts {
     /// pool's threads (and cores) to others: for when whoever feeds the batches is slower than
     /// counting them. The same counts as [`SpanCounts::add_batch`].
     pub fn add_batch_here(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
-        let table = self.first_table();
-        let counted = table.count(batch, 0..batch.len(), splitter, stop);
-        table.settle();
-        counted
+        self.count_here(batch.text().as_bytes(), (0..batch.len()).map(|i| batch.get(i)), splitter, stop)
     }
 
     /// Splits one text and adds its spans on the calling thread alone, as
     /// [`SpanCounts::add_batch_here`] does for a batch: for a text too long to copy into a batch
     /// of its own for nothing.
     pub fn add_text_here(&mut self, text: &str, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        self.count_here(text.as_bytes(), std::iter::once(text), splitter, stop)
+    }
+
+    /// Counts `texts`, which all lie in `all`, into the first table.
+    fn count_here<'a>(&mut self, all: &[u8], texts: impl Iterator<Item = &'a str>, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
         let table = self.first_table();
-        let counted = table.count_in(text.as_bytes(), std::iter::once(text), splitter, stop);
+        let counted = table.count_in(all, texts, splitter, stop);
         table.settle();
         counted
     }

@@ -21,7 +21,8 @@ pub struct ToQueue<'a> {
     failed: Option<Error>,
     splitter: &'a Splitter,
     stop: &'a AtomicBool,
-    /// Texts and bytes handed on (queued or counted here), and how many batches.
+    /// Texts and bytes handed on (queued or counted here), and how many batches (a text counted
+    /// on its own, see [`ToQueue::count_text_here`], counts as one).
     pub texts: u64,
     pub bytes: u64,
     pub sent: u64,

@@ -87,12 +87,19 @@ fn push_str(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) -> PyResult<()>
         return count_long(py, feeder, text);
     }
     if feeder.add(text) {
-        py.detach(|| feeder.flush());
-        if let Some(e) = feeder.out.interrupted.take() {
-            return Err(e);
-        }
+        flush(py, feeder)?;
     }
     Ok(())
+}
+
+/// Hands the batch on, without the GIL while it waits for room in the queue; then raises what
+/// Ctrl-C's handler raised, if it ran meanwhile.
+fn flush(py: Python<'_>, feeder: &mut Feeder<'_>) -> PyResult<()> {
+    py.detach(|| feeder.flush());
+    match feeder.out.interrupted.take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// Counts a text longer than a batch on this thread, where it is, rather than copy it into a
@@ -100,10 +107,7 @@ fn push_str(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) -> PyResult<()>
 /// handed on first.
 fn count_long(py: Python<'_>, feeder: &mut Feeder<'_>, text: &str) -> PyResult<()> {
     if !feeder.batch().is_empty() {
-        py.detach(|| feeder.flush());
-        if let Some(e) = feeder.out.interrupted.take() {
-            return Err(e);
-        }
+        flush(py, feeder)?;
     }
     py.detach(|| {
         feeder.out.queue.count_text_here(text);

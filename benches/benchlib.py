@@ -89,12 +89,13 @@ def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", read
     """The `text` column, one document per row; the first `fraction` of the rows. `feed` says
     what the iterator yields: "str" one str per non-null row (what every trainer takes), "list"
     one list of str per batch of rows (nulls dropped), "arrow" the record batch's pyarrow string
-    array itself (pyarrow reader only; bpeforge only: it reads it through the Arrow C Data
-    Interface and skips nulls).
+    array itself (with the pyarrow reader, and for bpeforge only: it reads the array through the
+    Arrow C Data Interface and skips nulls).
 
     `reader` reads the file: "bpeforge" with bpeforge.ParquetReader (page by page, in Rust, 1024
     rows a batch), "pyarrow" with pyarrow's ParquetFile.iter_batches (record batches of 1024 rows),
-    as a training script would. The same texts either way.
+    as a training script would. The same texts either way on a file without nulls (as the
+    corpora are): pyarrow's fraction counts null rows, bpeforge's counts texts.
 
     The reader is made and the file opened here, before the first text is asked for: a training
     script has its reader ready before it trains, and importing pyarrow (about 0.1 s) inside the

@@ -26,7 +26,8 @@ zstandard = pytest.importorskip("zstandard")
 
 
 def docs_of(batches) -> list:
-    return [d for batch in batches for d in batch]
+    """The documents of batches of str, or of pyarrow arrays (``read_parquet(..., arrow=True)``)."""
+    return [d for batch in batches for d in (batch.to_pylist() if hasattr(batch, "to_pylist") else batch)]
 
 
 def text_source(path: Path) -> Source:
@@ -514,17 +515,20 @@ def test_jsonl_zst_streams(tmp_path):
 # ------------------------------------------------------------------------------ Parquet
 
 
-def test_parquet_by_record_batches(tmp_path):
+# arrow=False: bpeforge.ParquetReader; arrow=True: pyarrow, the command line's --parquet-reader pyarrow.
+@pytest.mark.parametrize("arrow", [False, True])
+def test_parquet_by_batches(tmp_path, arrow):
     texts = [f"row {i}" if i % 7 else None for i in range(2500)]
     p = tmp_path / "a.parquet"
     pq.write_table(pa.table({"id": list(range(2500)), "text": texts}), p, row_group_size=1000)
-    batches = list(read_parquet(text_source(p), batch_rows=500))
+    batches = list(read_parquet(text_source(p), batch_rows=500, arrow=arrow))
     assert len(batches) >= 5 and all(len(b) <= 500 for b in batches)
     assert docs_of(batches) == [t for t in texts if t]
-    assert inputs.check_parquet(text_source(p)) == 2500
+    assert inputs.check_parquet(text_source(p), arrow=arrow) == 2500
 
 
-def test_parquet_string_flavours(tmp_path):
+@pytest.mark.parametrize("arrow", [False, True])
+def test_parquet_string_flavours(tmp_path, arrow):
     texts = ["a", "b", "a"]
     for name, arr in [
         ("large", pa.array(texts, pa.large_string())),
@@ -532,7 +536,7 @@ def test_parquet_string_flavours(tmp_path):
     ]:
         p = tmp_path / f"{name}.parquet"
         pq.write_table(pa.table({"text": arr}), p)
-        assert docs_of(read_parquet(text_source(p))) == texts
+        assert docs_of(read_parquet(text_source(p), arrow=arrow)) == texts
 
 
 @pytest.mark.parametrize(
@@ -545,7 +549,8 @@ def test_parquet_string_flavours(tmp_path):
         ("twocols", "2 columns are named 'text'"),
     ],
 )
-def test_parquet_errors(tmp_path, content, message):
+@pytest.mark.parametrize("arrow", [False, True])
+def test_parquet_errors(tmp_path, content, message, arrow):
     p = tmp_path / "x.parquet"
     if content == "nocol":
         pq.write_table(pa.table({"body": ["x"]}), p)
@@ -556,18 +561,19 @@ def test_parquet_errors(tmp_path, content, message):
     else:
         p.write_bytes(content)
     with pytest.raises(InputError, match=re.escape(message)) as e:
-        inputs.check_parquet(text_source(p))
+        inputs.check_parquet(text_source(p), arrow=arrow)
     assert str(p) in str(e.value)
     with pytest.raises(InputError, match=re.escape(message)):
-        docs_of(read_parquet(text_source(p)))
+        docs_of(read_parquet(text_source(p), arrow=arrow))
 
 
-def test_truncated_parquet(tmp_path):
+@pytest.mark.parametrize("arrow", [False, True])
+def test_truncated_parquet(tmp_path, arrow):
     p = tmp_path / "x.parquet"
     pq.write_table(pa.table({"text": [f"row {i}" for i in range(10000)]}), p)
     p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
     with pytest.raises(InputError, match="not a readable Parquet file"):
-        docs_of(read_parquet(text_source(p)))
+        docs_of(read_parquet(text_source(p), arrow=arrow))
 
 
 # ------------------------------------------------------------------------------ Corpus

@@ -512,7 +512,7 @@ def run_train(args: argparse.Namespace) -> int:
         # UTF-8: the default corpus skips them.
         skip_bad_lines=args.skip_bad_lines or stdlib_root is not None,
         on_read=on_read if show_progress else None,
-        arrow=arrow,  # Parquet batches reach Rust as Arrow arrays, without a str per document
+        arrow=arrow,  # with pyarrow, Parquet batches reach Rust as Arrow arrays, without a str per document
     )
 
     # Until the outputs are written there is nothing to clean up, so Ctrl-C may end the process

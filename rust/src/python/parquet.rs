@@ -117,7 +117,16 @@ impl ParquetReader {
             None => BATCH_BYTES,
         };
         let texts = py.detach(|| guarded(|| ParquetTexts::open(&path, column))).map_err(|e| read_error(&path, e))?;
-        Ok(ParquetReader { num_rows: texts.num_rows(), path, column: column.to_string(), batch_rows, batch_bytes, rows_read: AtomicU64::new(0), bytes_read: AtomicU64::new(0), texts: Mutex::new(Some(texts)) })
+        Ok(ParquetReader {
+            num_rows: texts.num_rows(),
+            path,
+            column: column.to_string(),
+            batch_rows,
+            batch_bytes,
+            rows_read: AtomicU64::new(0),
+            bytes_read: AtomicU64::new(0),
+            texts: Mutex::new(Some(texts)),
+        })
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

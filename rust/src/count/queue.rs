@@ -68,10 +68,8 @@ impl<'a> ToQueue<'a> {
         match sent {
             Ok(()) => self.emptied.try_recv().unwrap_or_default(),
             Err(TrySendError::Full(full)) => {
-                if let Err(e) = self.here.add_batch_here(&full, self.splitter, self.stop) {
-                    self.failed = Some(e);
-                    self.gone = true;
-                }
+                let counted = self.here.add_batch_here(&full, self.splitter, self.stop);
+                self.fail_on(counted);
                 full
             }
             Err(TrySendError::Disconnected(full)) => {
@@ -96,7 +94,14 @@ impl<'a> ToQueue<'a> {
         self.texts += 1;
         self.bytes += text.len() as u64;
         self.sent += 1;
-        if let Err(e) = self.here.add_text_here(text, self.splitter, self.stop) {
+        let counted = self.here.add_text_here(text, self.splitter, self.stop);
+        self.fail_on(counted);
+    }
+
+    /// Keeps the error if counting here failed: batches handed on from then on are dropped,
+    /// and [`ToQueue::finish`] gives it back.
+    fn fail_on(&mut self, counted: Result<(), Error>) {
+        if let Err(e) = counted {
             self.failed = Some(e);
             self.gone = true;
         }

@@ -220,10 +220,7 @@ pub(super) fn count_iterator(
             feeding.store(false, Ordering::SeqCst);
             feeder.out.queue.wait_for_room();
             if !feeder.batch().is_empty() {
-                py.detach(|| feeder.flush());
-            }
-            if let Some(e) = feeder.out.interrupted.take() {
-                return Err(e);
+                flush(py, &mut feeder)?;
             }
             py.check_signals()
         })();

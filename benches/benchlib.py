@@ -92,8 +92,9 @@ def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", read
     array itself (with the pyarrow reader, and for bpeforge only: it reads the array through the
     Arrow C Data Interface and skips nulls).
 
-    `reader` reads the file: "bpeforge" with bpeforge.ParquetReader (page by page, in Rust, 1024
-    rows a batch), "pyarrow" with pyarrow's ParquetFile.iter_batches (record batches of 1024 rows),
+    `reader` reads the file: "bpeforge" with bpeforge.ParquetReader (page by page, in Rust,
+    batches of up to 1024 rows or 1 MB), "pyarrow" with pyarrow's ParquetFile.iter_batches (record
+    batches of 1024 rows),
     as a training script would. The same texts either way on a file without nulls (as the
     corpora are): pyarrow's fraction counts null rows, bpeforge's counts texts.
 

@@ -291,9 +291,17 @@ def test_output_naming_and_force(corpus, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["named", "named.tiktoken"]  # no temporary leftovers
     r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "new" / "deeper" / "tok")
     assert r.returncode == 0 and (tmp_path / "new" / "deeper" / "tok.tiktoken").is_file()
+    # the suffix in any case, as save and load take it: the file keeps the case typed
+    r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "cased" / "Tok.TikToken")
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "cased").iterdir()) == ["Tok", "Tok.TikToken"]
+    ranks = (tmp_path / "cased" / "Tok" / "tokenizer.tiktoken").read_bytes()
+    assert (tmp_path / "cased" / "Tok.TikToken").read_bytes() == ranks and len(ranks.splitlines()) > 256
     # a folder named like a ranks file is refused before anything is read or written
     before = sorted(p.name for p in tmp_path.iterdir())
     r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "x.tiktoken.tiktoken")
+    assert r.returncode == 2 and "named like a .tiktoken ranks file" in r.stderr, r.stderr
+    r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "x.TIKTOKEN.tiktoken")
     assert r.returncode == 2 and "named like a .tiktoken ranks file" in r.stderr, r.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 

@@ -187,25 +187,30 @@ def parse_pattern(text: Optional[str]) -> Tuple[str, str]:
 
 def output_paths(output: str) -> Tuple[Path, Path]:
     """(folder, .tiktoken file) for ``-o``: ``out/tok`` -> ``out/tok/`` and ``out/tok.tiktoken``;
-    ``out/tok.tiktoken`` -> the same two.
+    ``out/tok.tiktoken`` -> the same two. The suffix is taken in any case, as ``save`` and
+    ``load`` take it, and the file keeps the case typed.
 
     >>> [str(p) for p in output_paths("out/tok")], [str(p) for p in output_paths("out/tok.tiktoken")]
     (['out/tok', 'out/tok.tiktoken'], ['out/tok', 'out/tok.tiktoken'])
+    >>> [str(p) for p in output_paths("out/tok.TikToken")]
+    ['out/tok', 'out/tok.TikToken']
     """
+    from .io import named_like_ranks_file
+
     path = Path(output)
-    if path.suffix == ".tiktoken":
+    suffix = ".tiktoken"
+    if named_like_ranks_file(path):
+        suffix = path.suffix
         path = path.with_suffix("")
     if not path.name or path.name in (".", ".."):
         raise CLIError(f"-o {output!r}: give a folder name, e.g. -o out/tok", EXIT_USAGE)
-    from .io import named_like_ranks_file
-
     if named_like_ranks_file(path):
         # `x.tiktoken.tiktoken`: the folder would be named like a ranks file.
         raise CLIError(f"-o {output!r}: the folder would be named like a .tiktoken ranks file; give e.g. -o out/tok", EXIT_USAGE)
     if ".." in path.parts:
         # Where the system takes it (through links): making `a/../b`'s parents would create `a`.
         path = path.parent.resolve() / path.name
-    return path, path.with_name(path.name + ".tiktoken")
+    return path, path.with_name(path.name + suffix)
 
 
 def _looks_like_tokenizer_folder(folder: Path) -> bool:
@@ -697,8 +702,8 @@ def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool, outp
         replaced = [str(tiktoken_file), str(folder / RANKS_FILE)]
         if output:  # as typed (`./out/tok`, `a/../b`): tiktoken keys its cache by the string
             typed = output.rstrip("/") or output
-            stem = typed[: -len(".tiktoken")] if typed.endswith(".tiktoken") else typed
-            replaced += [stem + ".tiktoken", os.path.join(stem, RANKS_FILE)]
+            stem = typed[: -len(".tiktoken")] if typed.lower().endswith(".tiktoken") else typed
+            replaced += [stem + tiktoken_file.suffix, os.path.join(stem, RANKS_FILE)]
         for path in replaced:
             forget_tiktoken_cache(path)  # tiktoken would serve its copy of the old file
     except OSError as e:

@@ -97,6 +97,27 @@ def test_progress_callback_exception_stops_training():
     assert t.vocab_size == 256
 
 
+@pytest.mark.parametrize("phase", ["count", "merge"])
+def test_no_progress_report_comes_after_the_callback_raised(phase):
+    # Enough texts and merges for several reports of each phase (counting reports after each
+    # batch handed on, the merge loop every few merges): after the callback raised, training
+    # stops and the callback is not called again, with the reports already made or queued.
+    texts = [" ".join(f"w{(i * 7919 + k * 104729) % 5000}x{k % 13}" for k in range(400)) for i in range(1500)]
+    calls = []
+    bpeforge.Trainer().train_from_iterator(texts, 4000, progress=lambda p, info: calls.append(p))
+    assert calls.count(phase) >= 3
+    calls.clear()
+
+    def progress(p, info):
+        calls.append(p)
+        if p == phase:
+            raise Boom(phase)
+
+    with pytest.raises(Boom):
+        bpeforge.Trainer().train_from_iterator(texts, 4000, progress=progress)
+    assert calls.count(phase) == 1 and calls[-1] == phase, calls[-5:]
+
+
 def test_empty_iterator_gives_byte_tokenizer():
     t = bpeforge.Trainer()
     t.train_from_iterator(iter([]), 1000)

@@ -70,6 +70,24 @@ def test_a_text_longer_than_a_batch_trains_the_same_counted_where_it_is():
     assert on(2, arrow) == where_it_is
 
 
+@pytest.mark.parametrize("last", ["short", "long"])
+def test_what_the_feeder_counted_while_the_worker_was_behind_is_kept(last):
+    # Texts from a list come faster than one thread counts them: the queue fills, and the
+    # feeder counts what it has no room for, into a table it hands to the worker once it is
+    # done feeding. A batch may come after that (a short last text) or none (a last text longer
+    # than a batch, counted where it is): either way its counts are kept.
+    lines = stdlib_lines(12 << 20)
+    texts = ["".join(lines[i : i + 2000]) for i in range(0, len(lines), 2000)] * 3
+    texts.append("a short one" if last == "short" else "".join(lines[: len(lines) // 4]))
+
+    def on(threads):
+        t = _core.Trainer(num_threads=threads)
+        t.train_from_iterator(iter(texts), VOCAB)
+        return t.get_merges(), t.stats["texts"], t.stats["bytes"], t.stats["distinct_spans"]
+
+    assert on(2) == on(1)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the peak RSS from /proc")
 @pytest.mark.parametrize("kind", ["list", "arrow", "str"])
 def test_memory_does_not_grow_with_the_size_of_an_item(kind):

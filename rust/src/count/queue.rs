@@ -98,6 +98,18 @@ impl<'a> ToQueue<'a> {
         self.fail_on(counted);
     }
 
+    /// What was counted here, once nothing more will be (after [`ToQueue::wait_for_room`]),
+    /// for the worker to count into as well: its threads then add to a table that holds most
+    /// spans already rather than to a new one, which the join would look every span up in.
+    /// `None` if counting here failed (then [`ToQueue::finish`] gives the error) or counted
+    /// nothing.
+    pub fn hand_over_here(&mut self) -> Option<SpanCounts> {
+        if self.count_here || self.failed.is_some() || self.here.is_empty() {
+            return None;
+        }
+        Some(std::mem::take(&mut self.here))
+    }
+
     /// Keeps the error if counting here failed: batches handed on from then on are dropped,
     /// and [`ToQueue::finish`] gives it back.
     fn fail_on(&mut self, counted: Result<(), Error>) {
@@ -211,6 +223,22 @@ mod tests {
         out.hand_on(batch_of(&["e f"; 3])); // waits for the worker
         assert_eq!(out.finish().unwrap().len(), 2, "only the second batch's spans were counted here");
         assert_eq!(worker.join().unwrap(), [1, 3]);
+    }
+
+    #[test]
+    fn what_was_counted_here_is_handed_over_once_counting_here_is_over() {
+        let (mut out, queued) = queue(1, true, &GO);
+        out.hand_on(batch_of(&["a b"])); // queued
+        out.hand_on(batch_of(&["c d"])); // no room: counted here
+        assert!(out.hand_over_here().is_none(), "counting here may go on: nothing to hand over yet");
+        out.wait_for_room();
+        let here = out.hand_over_here().expect("the second batch was counted here");
+        assert_eq!((here.len(), here.get(b"c"), here.get(b" d"), here.get(b"a")), (2, 1, 1, 0));
+        assert!(out.hand_over_here().is_none(), "handed over once");
+        let worker = std::thread::spawn(slow_worker(queued));
+        out.hand_on(batch_of(&["e f"])); // waits for the worker
+        assert_eq!(out.finish().unwrap().len(), 0, "nothing left here");
+        assert_eq!(worker.join().unwrap(), [1, 1]);
     }
 
     #[test]

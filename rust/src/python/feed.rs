@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex, PoisonError};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -175,12 +175,20 @@ pub(super) fn count_iterator(
     let (to_worker, batches) = mpsc::sync_channel::<Batch>(QUEUED_BATCHES);
     let (to_feeder, emptied) = mpsc::channel::<Batch>();
     let feeding = AtomicBool::new(true);
+    // What the feeder counted, handed to the worker once feeding is over.
+    let handed: Mutex<Option<SpanCounts>> = Mutex::new(None);
     std::thread::scope(|scope| -> PyResult<Counted> {
-        let (stop, spans_seen, feeding) = (&stop, &spans_seen, &feeding);
+        let (stop, spans_seen, feeding, handed) = (&stop, &spans_seen, &feeding, &handed);
         let worker = std::thread::Builder::new().name("bpeforge-count".into()).spawn_scoped(scope, move || -> Result<SpanCounts, Error> {
             let mut counts = SpanCounts::new();
+            let take_handed = |counts: &mut SpanCounts| {
+                if let Some(theirs) = handed.lock().unwrap_or_else(PoisonError::into_inner).take() {
+                    counts.absorb(theirs);
+                }
+            };
             while let Ok(batch) = batches.recv() {
                 if !feeding.load(Ordering::SeqCst) {
+                    take_handed(&mut counts);
                     pool.install(|| counts.add_batch(&batch, splitter, stop))?;
                 } else if threads > 2 {
                     pool.install(|| counts.add_batch_on(&batch, splitter, stop, threads - 1))?;
@@ -190,6 +198,7 @@ pub(super) fn count_iterator(
                 spans_seen.store(counts.len_at_least(), Ordering::Relaxed);
                 let _ = to_feeder.send(batch); // the feeder may be gone already: then it is dropped
             }
+            take_handed(&mut counts); // if no batch came after it was handed over
             Ok(counts)
         });
         let worker = worker.map_err(|e| PyRuntimeError::new_err(format!("cannot start the counting thread: {e}")))?;
@@ -216,9 +225,12 @@ pub(super) fn count_iterator(
                     report_count(py, progress, feeder.out.queue.texts, feeder.out.queue.bytes, spans_seen.load(Ordering::Relaxed))?;
                 }
             }
-            // No one feeds any more: what is queued from now on is counted on every thread.
-            feeding.store(false, Ordering::SeqCst);
+            // No one feeds any more: what is queued from now on is counted on every thread,
+            // one of them into the table counted here (handed over before the worker can see
+            // that feeding is over).
             feeder.out.queue.wait_for_room();
+            *handed.lock().unwrap_or_else(PoisonError::into_inner) = feeder.out.queue.hand_over_here();
+            feeding.store(false, Ordering::SeqCst);
             if !feeder.batch().is_empty() {
                 flush(py, &mut feeder)?;
             }

@@ -553,8 +553,10 @@ def test_tiktoken_reads_the_outputs_anew_after_a_forced_retrain(corpus, tmp_path
     env = {**ENV, "TIKTOKEN_CACHE_DIR": str(tmp_path / "cache")}
     monkeypatch.chdir(tmp_path)
     (tmp_path / "x").mkdir()
-    for output in ("out/tok", "./dot/tok.tiktoken", "x/../up/tok/"):
-        stem = output.rstrip("/").removesuffix(".tiktoken")
+    for output in ("out/tok", "./dot/tok.tiktoken", "x/../up/tok/", "cased/Tok.TikToken"):
+        stem, suffix = output.rstrip("/").removesuffix(".tiktoken").removesuffix(".TikToken"), ".tiktoken"
+        if output.endswith(".TikToken"):
+            suffix = ".TikToken"  # the file keeps the case typed, and is read anew under that name
         for vocab in (300, 340):
             r = subprocess.run(
                 [sys.executable, "-m", "bpeforge", "train", str(d / "docs.txt"), "-o", output, "--vocab-size", str(vocab), "--force"],
@@ -562,7 +564,7 @@ def test_tiktoken_reads_the_outputs_anew_after_a_forced_retrain(corpus, tmp_path
             )
             assert r.returncode == 0, r.stderr
             # Read as typed, and absolute: tiktoken keys its cache by the string.
-            for path in (stem + ".tiktoken", stem + "/tokenizer.tiktoken", str(tmp_path / stem) + ".tiktoken"):
+            for path in (stem + suffix, stem + "/tokenizer.tiktoken", str(tmp_path / stem) + suffix):
                 assert len(tiktoken.load.load_tiktoken_bpe(path)) == vocab - 9, (output, path)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -74,15 +75,24 @@ def test_a_text_longer_than_a_batch_trains_the_same_counted_where_it_is():
 def test_what_the_feeder_counted_while_the_worker_was_behind_is_kept(last):
     # Texts from a list come faster than one thread counts them: the queue fills, and the
     # feeder counts what it has no room for, into a table it hands to the worker once it is
-    # done feeding. A batch may come after that (a short last text) or none (a last text longer
-    # than a batch, counted where it is): either way its counts are kept.
+    # done feeding. A batch comes after that (a short last text, in the last batch), or none (a
+    # last text longer than a batch is counted where it is; the pause before it lets the
+    # worker empty the queue, so the worker takes the table once the queue closes): either way
+    # its counts are kept.
     lines = stdlib_lines(12 << 20)
     texts = ["".join(lines[i : i + 2000]) for i in range(0, len(lines), 2000)] * 3
-    texts.append("a short one" if last == "short" else "".join(lines[: len(lines) // 4]))
+    tail = "a short one" if last == "short" else "".join(lines[: len(lines) // 4])
+    assert last == "short" or len(tail.encode()) > 2 << 20
+
+    def items():
+        yield from texts
+        if last == "long":
+            time.sleep(0.3)
+        yield tail
 
     def on(threads):
         t = _core.Trainer(num_threads=threads)
-        t.train_from_iterator(iter(texts), VOCAB)
+        t.train_from_iterator(items(), VOCAB)
         return t.get_merges(), t.stats["texts"], t.stats["bytes"], t.stats["distinct_spans"]
 
     assert on(2) == on(1)

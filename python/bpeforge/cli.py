@@ -675,7 +675,7 @@ def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool, outp
     """Writes the tokenizer folder and the ``.tiktoken`` file, each complete or not at all:
     the folder is written under a temporary name beside it and renamed at the end. ``output``:
     the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold."""
-    from .io import RANKS_FILE, forget_tiktoken_cache, ranks_to_tiktoken
+    from .io import RANKS_FILE, forget_tiktoken_cache, named_like_ranks_file, ranks_to_tiktoken
 
     parent = folder.parent
     try:
@@ -702,7 +702,7 @@ def save_outputs(tokenizer, folder: Path, tiktoken_file: Path, force: bool, outp
         replaced = [str(tiktoken_file), str(folder / RANKS_FILE)]
         if output:  # as typed (`./out/tok`, `a/../b`): tiktoken keys its cache by the string
             typed = output.rstrip("/") or output
-            stem = typed[: -len(".tiktoken")] if typed.lower().endswith(".tiktoken") else typed
+            stem = typed[: -len(tiktoken_file.suffix)] if named_like_ranks_file(Path(typed)) else typed
             replaced += [stem + tiktoken_file.suffix, os.path.join(stem, RANKS_FILE)]
         for path in replaced:
             forget_tiktoken_cache(path)  # tiktoken would serve its copy of the old file

@@ -453,6 +453,16 @@ impl SpanCounts {
         self.tables.extend(other.tables.into_iter().filter(|t| t.len() > 0));
     }
 
+    /// [`SpanCounts::absorb`] with `other`'s tables put first, where the pool's first threads
+    /// count from then on (thread `i` counts into table `i`): for tables that hold most spans
+    /// already, which a batch then adds to rather than a table a thread starts anew (the join
+    /// would look up each of its spans in the others).
+    pub fn absorb_first(&mut self, other: SpanCounts) {
+        let mut tables: Vec<Table> = other.tables.into_iter().filter(|t| t.len() > 0).collect();
+        tables.append(&mut self.tables);
+        self.tables = tables;
+    }
+
     /// The first thread's table (made if there is none yet), which counts outside the pool use.
     fn first_table(&mut self) -> &mut Table {
         if self.tables.is_empty() {
@@ -657,6 +667,25 @@ mod tests {
         assert_eq!(all.get(b"hello"), 2);
         assert_eq!(all.get(b" hello"), 1);
         assert_eq!(all.len(), 5);
+    }
+
+    #[test]
+    fn tables_absorbed_first_are_where_the_first_threads_count_next() {
+        let splitter = Splitter::new(presets::GPT4).unwrap();
+        let go = AtomicBool::new(false);
+        let (mut mine, mut theirs) = (SpanCounts::new(), SpanCounts::new());
+        mine.add_text_here("mine", &splitter, &go).unwrap();
+        theirs.add_text_here("theirs", &splitter, &go).unwrap();
+        mine.absorb_first(SpanCounts::default()); // no table: nothing comes first
+        assert_eq!(mine.tables.len(), 1);
+        mine.absorb_first(theirs);
+        assert_eq!(mine.tables.len(), 2);
+        // Counting outside the pool (the first thread's table) adds to theirs now.
+        mine.add_text_here("theirs mine", &splitter, &go).unwrap();
+        assert_eq!((mine.tables[0].get(b"theirs"), mine.tables[0].get(b" mine"), mine.tables[0].get(b"mine")), (2, 1, 0));
+        assert_eq!((mine.tables[1].get(b"mine"), mine.tables[1].get(b"theirs")), (1, 0));
+        let want: Vec<(Vec<u8>, u64)> = [(&b" mine"[..], 1), (b"mine", 1), (b"theirs", 2)].iter().map(|(b, n)| (b.to_vec(), *n)).collect();
+        assert_eq!(sorted(mine.into_spans(&go).unwrap()), want);
     }
 
     #[test]

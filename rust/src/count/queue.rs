@@ -99,8 +99,7 @@ impl<'a> ToQueue<'a> {
     }
 
     /// What was counted here, once nothing more will be (after [`ToQueue::wait_for_room`]),
-    /// for the worker to count into as well: its threads then add to a table that holds most
-    /// spans already rather than to a new one, which the join would look every span up in.
+    /// for the worker to count into as well (see [`SpanCounts::absorb_first`]).
     /// `None` if counting here failed (then [`ToQueue::finish`] gives the error) or counted
     /// nothing.
     pub fn hand_over_here(&mut self) -> Option<SpanCounts> {

@@ -183,7 +183,7 @@ pub(super) fn count_iterator(
             let mut counts = SpanCounts::new();
             let take_handed = |counts: &mut SpanCounts| {
                 if let Some(theirs) = handed.lock().unwrap_or_else(PoisonError::into_inner).take() {
-                    counts.absorb(theirs);
+                    counts.absorb_first(theirs);
                 }
             };
             while let Ok(batch) = batches.recv() {

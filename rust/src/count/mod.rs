@@ -458,9 +458,10 @@ impl SpanCounts {
     /// already, which a batch then adds to rather than a table a thread starts anew (the join
     /// would look up each of its spans in the others).
     pub fn absorb_first(&mut self, other: SpanCounts) {
-        let mut tables: Vec<Table> = other.tables.into_iter().filter(|t| t.len() > 0).collect();
-        tables.append(&mut self.tables);
-        self.tables = tables;
+        let before = self.tables.len();
+        self.absorb(other);
+        let added = self.tables.len() - before;
+        self.tables.rotate_right(added);
     }
 
     /// The first thread's table (made if there is none yet), which counts outside the pool use.

@@ -145,12 +145,14 @@ impl ParquetReader {
         };
         let Some(texts) = held.as_mut() else { return Ok(None) };
         let (rows, bytes) = (self.batch_rows, self.batch_bytes);
-        let read = py.detach(|| guarded(|| texts.next_batch(rows, bytes).map(|batch| batch.len())));
+        // Its pages' buffers are reused from page to page (see `keeping_spares`).
+        let read = py.detach(|| crate::memory::keeping_spares(|| guarded(|| texts.next_batch(rows, bytes).map(|batch| batch.len()))));
         self.rows_read.store(texts.rows_read(), Ordering::Relaxed);
         self.bytes_read.store(texts.bytes_read(), Ordering::Relaxed);
         let len = match read {
             Ok(0) => {
                 *held = None; // the end: close the file
+                crate::memory::drop_spares();
                 return Ok(None);
             }
             Ok(len) => len,

@@ -98,10 +98,10 @@ class ParquetReader:
     memory (and a row group's dictionary while pages encoded with it are read), whatever the
     file's size.
 
-    Raises OSError (FileNotFoundError, ...) for a file that cannot be opened, and ValueError
-    for one that is not Parquet, has no such column of strings, is damaged, or holds strings
-    that are not UTF-8 (when their batch is read; the message names the row). The codecs are
-    those pyarrow writes: snappy, gzip, zstd, lz4 and brotli.
+    Raises OSError (FileNotFoundError, ...) for a file that cannot be opened or read, and
+    ValueError for one that is not Parquet, has no such column of strings, is damaged, or
+    holds strings that are not UTF-8 (when their batch is read; the message names the row).
+    The codecs are those pyarrow writes: snappy, gzip, zstd, lz4 and brotli.
     """
 
     def __new__(

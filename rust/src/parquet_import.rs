@@ -40,9 +40,19 @@ impl std::fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// A failure of the Parquet reader past opening the file: the file's contents, as far as the
-/// user can tell (a decompressor's error comes as an I/O error, too).
+/// A failure of the Parquet reader past opening the file: the system's, when a read of the
+/// file failed (an I/O error with the system's error code), else the file's contents (a
+/// decompressor's error on a damaged page comes as an I/O error too, of its own making, and a
+/// page cut short as one of missing data).
 fn damaged(e: ParquetError) -> ReadError {
+    let e = match e {
+        ParquetError::External(inner) => match inner.downcast::<std::io::Error>() {
+            Ok(io) if io.raw_os_error().is_some() => return ReadError::Io(*io),
+            Ok(io) => ParquetError::External(io),
+            Err(inner) => ParquetError::External(inner),
+        },
+        e => e,
+    };
     ReadError::Format(format!("cannot read it ({e})"))
 }
 
@@ -366,6 +376,24 @@ fn find_column(file: &SerializedFileReader<File>, name: &str) -> Result<(usize, 
 mod tests {
     use super::*;
     use bytes::Bytes;
+
+    #[test]
+    fn failed_reads_are_told_from_damaged_files() {
+        use std::io::{Error, ErrorKind};
+        // A read the system failed (EIO = 5, EACCES = 13 on Linux and macOS).
+        for code in [5, 13] {
+            let e = ParquetError::External(Box::new(Error::from_raw_os_error(code)));
+            assert!(matches!(damaged(e), ReadError::Io(e) if e.raw_os_error() == Some(code)), "{code}");
+        }
+        // A decompressor's or a short page's error.
+        for kind in [ErrorKind::InvalidData, ErrorKind::UnexpectedEof, ErrorKind::Other] {
+            let e = ParquetError::External(Box::new(Error::new(kind, "bad block")));
+            assert!(matches!(damaged(e), ReadError::Format(m) if m == "cannot read it (External: bad block)"), "{kind:?}");
+        }
+        assert!(matches!(damaged(ParquetError::General("bad page".into())), ReadError::Format(m) if m.contains("bad page")));
+        let other = ParquetError::External(Box::new(std::fmt::Error));
+        assert!(matches!(damaged(other), ReadError::Format(_)));
+    }
 
     /// Pages from a list.
     struct Listed(std::vec::IntoIter<Page>);

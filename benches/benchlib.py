@@ -95,8 +95,8 @@ def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", read
     `reader` reads the file: "bpeforge" with bpeforge.ParquetReader (page by page, in Rust,
     batches of up to 1024 rows or 1 MB), "pyarrow" with pyarrow's ParquetFile.iter_batches (record
     batches of 1024 rows),
-    as a training script would. The same texts either way on a file without nulls (as the
-    corpora are): pyarrow's fraction counts null rows, bpeforge's counts texts.
+    as a training script would. The same texts either way: the fraction counts texts (non-null
+    rows) of the file's rows, `round(rows * fraction)` of them.
 
     The reader is made and the file opened here, before the first text is asked for: a training
     script has its reader ready before it trains, and importing pyarrow (about 0.1 s) inside the
@@ -120,7 +120,7 @@ def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", read
         for batch in pf.iter_batches(batch_size=1024, columns=["text"]):
             if st.texts >= limit:
                 break
-            col = batch.column(0)
+            col = pc.drop_null(batch.column(0))
             if st.texts + len(col) > limit:
                 col = col.slice(0, limit - st.texts)
             st.texts += len(col)
@@ -128,18 +128,16 @@ def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", read
             if feed == "arrow":
                 yield col
             elif feed == "list":
-                yield [s for s in col.to_pylist() if s is not None]
+                yield col.to_pylist()
             else:
-                for s in col.to_pylist():
-                    if s is not None:
-                        yield s
+                yield from col.to_pylist()
 
     return rows()
 
 
 def _iter_parquet_bpeforge(path: str, fraction: float, st: Stats, feed: str):
-    """_iter_parquet with bpeforge's reader. The fraction counts texts (non-null rows), which is
-    the rows of a file without nulls (as the corpora are); the bytes are counted in Rust."""
+    """_iter_parquet with bpeforge's reader (which skips null rows); the bytes are counted in
+    Rust."""
     from bpeforge import ParquetReader
 
     pr = ParquetReader(path, "text")

@@ -56,6 +56,14 @@ fn damaged(e: ParquetError) -> ReadError {
     ReadError::Format(format!("cannot read it ({e})"))
 }
 
+/// Whether a panic at `file` (its location's file, as the panic gives it) is in bpeforge's own
+/// code, a bug, rather than in the Parquet reader's crates, which panic on some damaged files.
+/// Cargo names the files of the crate it builds relative to the crate's folder, and those of
+/// the crates it depends on (and of the standard library) by their full paths.
+pub fn panicked_in_own_code(file: &str) -> bool {
+    file.starts_with("rust/src/") || file.starts_with("rust\\src\\")
+}
+
 /// The most rows [`ParquetTexts::next_batch`] reads at a time, between two looks at the size of
 /// its batch (fewer when the rows read so far are long: see [`ParquetTexts::step`]).
 const STEP: usize = 32;
@@ -376,6 +384,19 @@ fn find_column(file: &SerializedFileReader<File>, name: &str) -> Result<(usize, 
 mod tests {
     use super::*;
     use bytes::Bytes;
+
+    #[test]
+    fn panics_in_own_code_are_told_from_the_crates() {
+        let here = std::panic::Location::caller().file();
+        assert!(panicked_in_own_code(here), "{here}");
+        for theirs in [
+            "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/parquet-57.3.2/src/encodings/rle.rs",
+            "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/slice/index.rs",
+            "C:\\Users\\me\\.cargo\\registry\\src\\parquet-57.3.2\\src\\file\\reader.rs",
+        ] {
+            assert!(!panicked_in_own_code(theirs), "{theirs}");
+        }
+    }
 
     #[test]
     fn failed_reads_are_told_from_damaged_files() {

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use super::int_arg;
-use crate::parquet_import::{ParquetTexts, ReadError};
+use crate::parquet_import::{panicked_in_own_code, ParquetTexts, ReadError};
 
 /// A batch's rows, at most...
 const BATCH_ROWS: usize = 1024;
@@ -68,33 +68,67 @@ fn read_error(path: &std::path::Path, e: ReadError) -> PyErr {
 thread_local! {
     /// Set while this thread runs the Parquet reader under [`guarded`].
     static GUARDED: Cell<bool> = const { Cell::new(false) };
+    /// Set by the panic hook when a panic under [`guarded`] was in bpeforge's own code.
+    static OWN_PANIC: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f`, turning a panic of the Parquet reader (on a damaged file) into a [`ReadError`]
-/// whose message is the panic's. Such a panic prints nothing: the message goes in the
-/// exception. (A panic hook is installed for this, once, in front of the one before; panics
-/// elsewhere still go to that one.)
-fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, ReadError> {
+/// How the Parquet reader failed: on the file, or by a bug of bpeforge's own reader code (a
+/// panic there; its message).
+enum Failure {
+    Read(ReadError),
+    Bug(String),
+}
+
+impl Failure {
+    fn into_py(self, path: &std::path::Path) -> PyErr {
+        match self {
+            Failure::Read(e) => read_error(path, e),
+            Failure::Bug(what) => PyRuntimeError::new_err(format!(
+                "internal error in the Parquet reader on {} (a bpeforge bug: please report it): {what}",
+                path.display()
+            )),
+        }
+    }
+}
+
+/// Runs `f`, turning a panic of the Parquet reader's crates (on a damaged file) into a
+/// [`ReadError`] whose message is the panic's, and one of bpeforge's own code into a
+/// [`Failure::Bug`]. A crate's panic prints nothing: the message goes in the exception; a bug's
+/// is printed as any panic is. (A panic hook is installed for this, once, in front of the one
+/// before; panics elsewhere still go to that one.)
+fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, Failure> {
     static HOOK: Once = Once::new();
     HOOK.call_once(|| {
         let before = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if !GUARDED.with(Cell::get) {
+            let own = info.location().is_some_and(|at| panicked_in_own_code(at.file()));
+            if GUARDED.with(Cell::get) {
+                OWN_PANIC.with(|o| o.set(own));
+            }
+            if own || !GUARDED.with(Cell::get) {
                 before(info)
             }
         }));
     });
     GUARDED.with(|g| g.set(true));
+    OWN_PANIC.with(|o| o.set(false));
     let result = std::panic::catch_unwind(AssertUnwindSafe(f));
     GUARDED.with(|g| g.set(false));
-    result.unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("no message");
-        Err(ReadError::Format(format!("cannot read it (the Parquet reader failed: {what})")))
-    })
+    match result {
+        Ok(read) => read.map_err(Failure::Read),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            Err(if OWN_PANIC.with(Cell::get) {
+                Failure::Bug(what.to_string())
+            } else {
+                Failure::Read(ReadError::Format(format!("cannot read it (the Parquet reader failed: {what})")))
+            })
+        }
+    }
 }
 
 #[pymethods]
@@ -116,7 +150,7 @@ impl ParquetReader {
             Some(n) => int_arg(n, "batch_bytes", 1, 1 << 40)? as usize,
             None => BATCH_BYTES,
         };
-        let texts = py.detach(|| guarded(|| ParquetTexts::open(&path, column))).map_err(|e| read_error(&path, e))?;
+        let texts = py.detach(|| guarded(|| ParquetTexts::open(&path, column))).map_err(|e| e.into_py(&path))?;
         Ok(ParquetReader {
             num_rows: texts.num_rows(),
             path,
@@ -158,7 +192,7 @@ impl ParquetReader {
             Ok(len) => len,
             Err(e) => {
                 *held = None;
-                return Err(read_error(&self.path, e));
+                return Err(e.into_py(&self.path));
             }
         };
         let batch = texts.last_batch();

@@ -69,7 +69,8 @@ thread_local! {
 /// Runs `f` with the spares on for this thread: the mapped blocks it frees may be kept (see
 /// [`SPARES`]) and those it makes may come from them. For a reader, which frees and makes
 /// blocks of the same few sizes again and again; not for the merge loop, whose blocks are best
-/// fresh mappings (placed for huge pages). [`release`] unmaps the spares.
+/// fresh mappings (with spares for every block, kernel-docs' merge phase took a fifth longer,
+/// its tables moved where they got fewer huge pages). [`release`] unmaps the spares.
 pub fn keeping_spares<T>(f: impl FnOnce() -> T) -> T {
     #[cfg(target_os = "linux")]
     {
@@ -126,9 +127,9 @@ pub fn drop_spares() {
     }
 }
 
-/// A mapping of `size` bytes: made from a spare if it is no larger than one may be (a spare at
-/// least as long as it first, which is cut to size where it is), else a new one (which the
-/// system places for huge pages, as a spare moved to grow might not be).
+/// A mapping of `size` bytes: made from a spare if it is no longer than a spare may be (one at
+/// least as long first, cut to size where it is; else a shorter one, grown, which may move),
+/// else a new one.
 #[cfg(target_os = "linux")]
 unsafe fn map_reusing(size: usize) -> *mut u8 {
     if size > SPARE_MAX {

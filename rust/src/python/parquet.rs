@@ -101,11 +101,11 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, Failure> {
     HOOK.call_once(|| {
         let before = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            let own = info.location().is_some_and(|at| panicked_in_own_code(at.file()));
-            if GUARDED.with(Cell::get) {
+            let (guarded, own) = (GUARDED.with(Cell::get), info.location().is_some_and(|at| panicked_in_own_code(at.file())));
+            if guarded {
                 OWN_PANIC.with(|o| o.set(own));
             }
-            if own || !GUARDED.with(Cell::get) {
+            if own || !guarded {
                 before(info)
             }
         }));

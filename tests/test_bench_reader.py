@@ -63,7 +63,7 @@ def test_the_parquet_readers_give_the_same_texts_and_counts(tmp_path_factory, do
     for reader in benchlib.PARQUET_READERS:
         stats = benchlib.Stats()
         items = list(benchlib._iter_parquet(str(path), fraction, stats, feed, reader))
-        texts = [t for batch in items for t in batch] if feed == "list" else items
-        got[reader] = (texts, stats.texts, stats.bytes)
+        flat = [t for batch in items for t in batch] if feed == "list" else items
+        got[reader] = (flat, stats.texts, stats.bytes)
     want = texts[:limit]
     assert got["bpeforge"] == got["pyarrow"] == (want, len(want), sum(len(d.encode()) for d in want))

@@ -100,8 +100,9 @@ class ParquetReader:
 
     Raises OSError (FileNotFoundError, ...) for a file that cannot be opened or read, and
     ValueError for one that is not Parquet, has no such column of strings, is damaged, or
-    holds strings that are not UTF-8 (when their batch is read; the message names the row).
-    The codecs are those pyarrow writes: snappy, gzip, zstd, lz4 and brotli.
+    holds strings that are not UTF-8 (when their batch is read; the message names the row);
+    RuntimeError says bpeforge itself failed (a bug: please report it). The codecs are those
+    pyarrow writes: snappy, gzip, zstd, lz4 and brotli.
     """
 
     def __new__(

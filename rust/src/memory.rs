@@ -21,8 +21,9 @@
 //!
 //! A fresh mapping costs a fault and the zeroing of each of its pages when first written. The
 //! Parquet reader maps and unmaps two buffers of megabytes per page (compressed and
-//! decompressed bytes); under [`keeping_spares`] the last two mappings freed are kept and the
-//! next blocks made from them (kernel-docs.parquet read alone: 0.044 s down to 0.036 s).
+//! decompressed bytes); under [`keeping_spares`] up to two freed mappings are kept (while a
+//! slot is free) and the next blocks made from them (kernel-docs.parquet read alone: 0.044 s
+//! down to 0.036 s).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 #[cfg(target_os = "linux")]
@@ -66,8 +67,9 @@ thread_local! {
     static KEEPING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Runs `f` with the spares on for this thread: the mapped blocks it frees may be kept (see
-/// [`SPARES`]) and those it makes may come from them. For a reader, which frees and makes
+/// Runs `f` with the spares on for this thread: the mapped blocks it frees may be kept (two
+/// at most, of up to 8 MiB) and those it makes may come from them (never a zeroed block, whose
+/// bytes must be zero). For a reader, which frees and makes
 /// blocks of the same few sizes again and again; not for the merge loop, whose blocks are best
 /// fresh mappings (with spares for every block, kernel-docs' merge phase took a fifth longer,
 /// its tables moved where they got fewer huge pages). [`release`] unmaps the spares.
@@ -127,19 +129,21 @@ pub fn drop_spares() {
     }
 }
 
-/// A mapping of `size` bytes: made from a spare if it is no longer than a spare may be (one at
-/// least as long first, cut to size where it is; else a shorter one, grown, which may move),
-/// else a new one.
+/// A mapping of `size` bytes: made from a spare if it is no longer than a spare may be (the
+/// shortest one at least as long first, cut to size where it is; else a shorter one, grown,
+/// which may move), else a new one.
 #[cfg(target_os = "linux")]
 unsafe fn map_reusing(size: usize) -> *mut u8 {
     if size > SPARE_MAX {
         return map(size);
     }
-    let long_enough = SPARES.iter().find(|s| {
-        let word = s.load(Ordering::Relaxed);
-        word != 0 && unpack(word).1 >= size
-    });
-    for slot in long_enough.into_iter().chain(&SPARES) {
+    let best = SPARES
+        .iter()
+        .map(|s| (s, s.load(Ordering::Relaxed)))
+        .filter(|&(_, word)| word != 0 && unpack(word).1 >= size)
+        .min_by_key(|&(_, word)| unpack(word).1)
+        .map(|(s, _)| s);
+    for slot in best.into_iter().chain(&SPARES) {
         let word = slot.swap(0, Ordering::AcqRel);
         if word != 0 {
             let (p, len) = unpack(word);
@@ -206,9 +210,11 @@ unsafe fn huge(p: *mut libc::c_void, size: usize) {
 }
 
 // SAFETY: every block is either from `System` (and goes back to it) or a private anonymous
-// mapping of at least its size (and is unmapped or remapped as a whole); `mapped` sends each
-// block to the same side on every call, since it depends only on the layout, which the caller
-// passes unchanged (and `realloc` moves blocks that change sides).
+// mapping of at least its size (and is unmapped, remapped or kept as a spare as a whole; a spare
+// is in one slot at a time, taken out by a swap before it is made a block again, and a block
+// made from one is not zeroed, so `alloc_zeroed` never takes one); `mapped` sends each block to
+// the same side on every call, since it depends only on the layout, which the caller passes
+// unchanged (and `realloc` moves blocks that change sides).
 #[cfg(target_os = "linux")]
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -297,6 +303,11 @@ mod tests {
         let layout = |size| Layout::from_size_align(size, 8).unwrap();
         let (big, small) = (layout(3 * LARGE), layout(LARGE + 12345));
         let spares = || SPARES.iter().filter(|s| s.load(Ordering::Relaxed) != 0).count();
+        // A spare's length is its mapping's: whole pages.
+        let p = 0x7f00_1234_5000 as *mut u8;
+        assert_eq!(pack(p, 4096 * 3 + 1).map(unpack), Some((p, 4096 * 4)));
+        assert_eq!(pack(p, 4096 * 3).map(unpack), Some((p, 4096 * 3)));
+        assert_eq!(pack(p, 4096 * 4096), None, "too long to pack");
         // SAFETY: each block is used within its layout and freed once with it.
         unsafe {
             keeping_spares(|| {
@@ -320,6 +331,12 @@ mod tests {
                 std::ptr::write_bytes(g, 2, 5 * LARGE);
                 assert_eq!(spares(), 1);
                 a.dealloc(g, layout(5 * LARGE));
+                // Spares of 5 and 1 MiB and a bit: a block of 1 MiB is made from the shorter.
+                let short = SPARES.iter().map(|s| unpack(s.load(Ordering::Relaxed))).min_by_key(|&(_, len)| len).unwrap();
+                assert_eq!(short.1, small.size().div_ceil(4096) * 4096);
+                let b = a.alloc(layout(LARGE));
+                assert_eq!(b, short.0, "not the shortest spare long enough");
+                a.dealloc(b, layout(LARGE));
             });
             release();
             assert_eq!(spares(), 0);

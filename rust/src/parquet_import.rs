@@ -8,9 +8,11 @@
 //! [`Chunk`]), and a batch's values are slices of it, so memory stays near the size of one page
 //! plus one batch whatever the size of the file.
 
+use std::cell::Cell;
 use std::fs::File;
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, Once, PoisonError};
 
 use parquet::basic::{ConvertedType, Encoding, LogicalType, Type as PhysicalType};
 use parquet::column::page::{Page, PageMetadata, PageReader};
@@ -40,11 +42,11 @@ impl std::fmt::Display for ReadError {
 
 impl std::error::Error for ReadError {}
 
-/// A failure of the Parquet reader past opening the file: the system's, when a read of the
-/// file failed (an I/O error with the system's error code), else the file's contents (a
+/// A failure of the Parquet reader: the system's, when a read of the file failed (an I/O
+/// error with the system's error code), else the file's contents, which `what` describes (a
 /// decompressor's error on a damaged page comes as an I/O error too, of its own making, and a
 /// page cut short as one of missing data).
-fn damaged(e: ParquetError) -> ReadError {
+fn failed(e: ParquetError, what: impl FnOnce(ParquetError) -> String) -> ReadError {
     let e = match e {
         ParquetError::External(inner) => match inner.downcast::<std::io::Error>() {
             Ok(io) if io.raw_os_error().is_some() => return ReadError::Io(*io),
@@ -53,15 +55,84 @@ fn damaged(e: ParquetError) -> ReadError {
         },
         e => e,
     };
-    ReadError::Format(format!("cannot read it ({e})"))
+    ReadError::Format(what(e))
+}
+
+/// [`failed`] past opening the file.
+fn damaged(e: ParquetError) -> ReadError {
+    failed(e, |e| format!("cannot read it ({e})"))
+}
+
+/// How reading failed: on the file, or by a bug of bpeforge's own code (a panic there; its
+/// message).
+#[derive(Debug)]
+pub enum Failure {
+    Read(ReadError),
+    Bug(String),
+}
+
+/// The folder of bpeforge's source files as the compiler names them, and panics with them: this
+/// file's (`rust/src/` when bpeforge is the package cargo builds, a full path when it is built
+/// as a dependency; `--remap-path-prefix` changes both alike).
+fn own_source_dir() -> &'static str {
+    let file = file!();
+    file.rfind(['/', '\\']).map_or("", |at| &file[..=at])
 }
 
 /// Whether a panic at `file` (its location's file, as the panic gives it) is in bpeforge's own
-/// code, a bug, rather than in the Parquet reader's crates, which panic on some damaged files.
-/// Cargo names the files of the crate it builds relative to the crate's folder, and those of
-/// the crates it depends on (and of the standard library) by their full paths.
+/// code, a bug, rather than in the crates that read Parquet, which panic on some damaged files.
+/// A panic the standard library raises on its own (such as "capacity overflow", located in the
+/// library) counts as theirs.
 pub fn panicked_in_own_code(file: &str) -> bool {
-    file.starts_with("rust/src/") || file.starts_with("rust\\src\\")
+    let own = own_source_dir();
+    !own.is_empty() && file.starts_with(own)
+}
+
+thread_local! {
+    /// Set while this thread runs [`guarded`].
+    static GUARDED: Cell<bool> = const { Cell::new(false) };
+    /// Set by the panic hook when a panic under [`guarded`] was in bpeforge's own code.
+    static OWN_PANIC: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` (the reader), turning a panic of the crates that read Parquet (on a damaged file)
+/// into a [`ReadError`] whose message is the panic's, and a panic of bpeforge's own code into a
+/// [`Failure::Bug`]. A crate's panic prints nothing: its message goes in the error; a bug's is
+/// printed as any panic is. (A panic hook is installed for this, once, in front of the one
+/// before; panics elsewhere still go to that one.)
+pub fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, Failure> {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let before = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let (guarded, own) = (GUARDED.with(Cell::get), info.location().is_some_and(|at| panicked_in_own_code(at.file())));
+            if guarded {
+                OWN_PANIC.with(|o| o.set(own));
+            }
+            if own || !guarded {
+                before(info)
+            }
+        }));
+    });
+    GUARDED.with(|g| g.set(true));
+    OWN_PANIC.with(|o| o.set(false));
+    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
+    GUARDED.with(|g| g.set(false));
+    match result {
+        Ok(read) => read.map_err(Failure::Read),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            Err(if OWN_PANIC.with(Cell::get) {
+                Failure::Bug(what.to_string())
+            } else {
+                Failure::Read(ReadError::Format(format!("cannot read it (the Parquet reader failed: {what})")))
+            })
+        }
+    }
 }
 
 /// The most rows [`ParquetTexts::next_batch`] reads at a time, between two looks at the size of
@@ -99,8 +170,7 @@ impl ParquetTexts {
         if handle.metadata().map_err(ReadError::Io)?.is_dir() {
             return Err(ReadError::Io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a folder")));
         }
-        let file = SerializedFileReader::new(handle)
-            .map_err(|e| ReadError::Format(format!("not a readable Parquet file ({e})")))?;
+        let file = SerializedFileReader::new(handle).map_err(|e| failed(e, |e| format!("not a readable Parquet file ({e})")))?;
         let (leaf, max_def) = find_column(&file, column)?;
         let descr = file.metadata().file_metadata().schema_descr().column(leaf);
         Ok(ParquetTexts { file, leaf, descr, max_def, next_group: 0, chunk: None, reader: None, values: Vec::new(), defs: Vec::new(), rows: 0, batch_start: 0, bytes: 0 })
@@ -389,6 +459,8 @@ mod tests {
     fn panics_in_own_code_are_told_from_the_crates() {
         let here = std::panic::Location::caller().file();
         assert!(panicked_in_own_code(here), "{here}");
+        let bindings = format!("{}python/parquet.rs", own_source_dir());
+        assert!(panicked_in_own_code(&bindings), "{bindings}");
         for theirs in [
             "/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/parquet-57.3.2/src/encodings/rle.rs",
             "/rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/core/src/slice/index.rs",
@@ -396,6 +468,26 @@ mod tests {
         ] {
             assert!(!panicked_in_own_code(theirs), "{theirs}");
         }
+    }
+
+    #[test]
+    fn guarded_tells_bugs_from_damaged_files() {
+        assert!(matches!(guarded(|| Ok(7)), Ok(7)));
+        let failed = guarded::<()>(|| Err(ReadError::Format("no column".into())));
+        assert!(matches!(failed, Err(Failure::Read(ReadError::Format(m))) if m == "no column"));
+        let ours = guarded::<()>(|| panic!("a bug of ours"));
+        assert!(matches!(&ours, Err(Failure::Bug(m)) if m == "a bug of ours"), "{ours:?}");
+        // A panic located outside bpeforge's files, as the parquet crate's are (here the standard
+        // library's own), after the bug above: the file's, not a bug.
+        let theirs = guarded::<()>(|| {
+            let huge: Vec<u8> = Vec::with_capacity(usize::MAX);
+            Ok(drop(huge))
+        });
+        assert!(
+            matches!(&theirs, Err(Failure::Read(ReadError::Format(m))) if m.starts_with("cannot read it (the Parquet reader failed: capacity overflow")),
+            "{theirs:?}"
+        );
+        assert!(matches!(guarded(|| Ok(1)), Ok(1)), "the guard is down again");
     }
 
     #[test]

@@ -2,18 +2,16 @@
 //! rows. The pages are read and decoded by [`crate::parquet_import`] without the GIL; only the
 //! str objects are made with it.
 
-use std::cell::Cell;
-use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, Once, TryLockError};
+use std::sync::{Mutex, TryLockError};
 
 use pyo3::exceptions::{PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use super::int_arg;
-use crate::parquet_import::{panicked_in_own_code, ParquetTexts, ReadError};
+use crate::parquet_import::{guarded, Failure, ParquetTexts, ReadError};
 
 /// A batch's rows, at most...
 const BATCH_ROWS: usize = 1024;
@@ -34,8 +32,9 @@ const BATCH_BYTES: usize = 1 << 20;
 ///
 /// Raises OSError (FileNotFoundError, ...) for a file that cannot be opened or read, and
 /// ValueError for one that is not Parquet, has no such column of strings, is damaged, or
-/// holds strings that are not UTF-8 (when their batch is read; the message names the row).
-/// The codecs are those pyarrow writes: snappy, gzip, zstd, lz4 and brotli.
+/// holds strings that are not UTF-8 (when their batch is read; the message names the row);
+/// RuntimeError says bpeforge itself failed (a bug: please report it). The codecs are those
+/// pyarrow writes: snappy, gzip, zstd, lz4 and brotli.
 #[pyclass(module = "bpeforge._core")]
 pub struct ParquetReader {
     path: PathBuf,
@@ -65,69 +64,27 @@ fn read_error(path: &std::path::Path, e: ReadError) -> PyErr {
     }
 }
 
-thread_local! {
-    /// Set while this thread runs the Parquet reader under [`guarded`].
-    static GUARDED: Cell<bool> = const { Cell::new(false) };
-    /// Set by the panic hook when a panic under [`guarded`] was in bpeforge's own code.
-    static OWN_PANIC: Cell<bool> = const { Cell::new(false) };
+/// Closes the file, and gives back the page buffers kept for the next pages.
+fn close(texts: &mut Option<ParquetTexts>) {
+    *texts = None;
+    crate::memory::drop_spares();
 }
 
-/// How the Parquet reader failed: on the file, or by a bug of bpeforge's own reader code (a
-/// panic there; its message).
-enum Failure {
-    Read(ReadError),
-    Bug(String),
-}
-
-impl Failure {
-    fn into_py(self, path: &std::path::Path) -> PyErr {
-        match self {
-            Failure::Read(e) => read_error(path, e),
-            Failure::Bug(what) => PyRuntimeError::new_err(format!(
-                "internal error in the Parquet reader on {} (a bpeforge bug: please report it): {what}",
-                path.display()
-            )),
-        }
+/// A reader dropped before its end gives back the page buffers kept for its next pages.
+impl Drop for ParquetReader {
+    fn drop(&mut self) {
+        crate::memory::drop_spares();
     }
 }
 
-/// Runs `f`, turning a panic of the Parquet reader's crates (on a damaged file) into a
-/// [`ReadError`] whose message is the panic's, and one of bpeforge's own code into a
-/// [`Failure::Bug`]. A crate's panic prints nothing: the message goes in the exception; a bug's
-/// is printed as any panic is. (A panic hook is installed for this, once, in front of the one
-/// before; panics elsewhere still go to that one.)
-fn guarded<T>(f: impl FnOnce() -> Result<T, ReadError>) -> Result<T, Failure> {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let before = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            let (guarded, own) = (GUARDED.with(Cell::get), info.location().is_some_and(|at| panicked_in_own_code(at.file())));
-            if guarded {
-                OWN_PANIC.with(|o| o.set(own));
-            }
-            if own || !guarded {
-                before(info)
-            }
-        }));
-    });
-    GUARDED.with(|g| g.set(true));
-    OWN_PANIC.with(|o| o.set(false));
-    let result = std::panic::catch_unwind(AssertUnwindSafe(f));
-    GUARDED.with(|g| g.set(false));
-    match result {
-        Ok(read) => read.map_err(Failure::Read),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("no message");
-            Err(if OWN_PANIC.with(Cell::get) {
-                Failure::Bug(what.to_string())
-            } else {
-                Failure::Read(ReadError::Format(format!("cannot read it (the Parquet reader failed: {what})")))
-            })
-        }
+/// The Python exception for a failure of the reader on `path`.
+fn failure_to_py(path: &std::path::Path, failure: Failure) -> PyErr {
+    match failure {
+        Failure::Read(e) => read_error(path, e),
+        Failure::Bug(what) => PyRuntimeError::new_err(format!(
+            "internal error in the Parquet reader on {} (a bpeforge bug: please report it): {what}",
+            path.display()
+        )),
     }
 }
 
@@ -150,7 +107,7 @@ impl ParquetReader {
             Some(n) => int_arg(n, "batch_bytes", 1, 1 << 40)? as usize,
             None => BATCH_BYTES,
         };
-        let texts = py.detach(|| guarded(|| ParquetTexts::open(&path, column))).map_err(|e| e.into_py(&path))?;
+        let texts = py.detach(|| guarded(|| ParquetTexts::open(&path, column))).map_err(|e| failure_to_py(&path, e))?;
         Ok(ParquetReader {
             num_rows: texts.num_rows(),
             path,
@@ -185,14 +142,13 @@ impl ParquetReader {
         self.bytes_read.store(texts.bytes_read(), Ordering::Relaxed);
         let len = match read {
             Ok(0) => {
-                *held = None; // the end: close the file
-                crate::memory::drop_spares();
+                close(&mut held); // the end
                 return Ok(None);
             }
             Ok(len) => len,
             Err(e) => {
-                *held = None;
-                return Err(e.into_py(&self.path));
+                close(&mut held);
+                return Err(failure_to_py(&self.path, e));
             }
         };
         let batch = texts.last_batch();
@@ -211,7 +167,7 @@ impl ParquetReader {
                 Ok(text) => list.append(text)?,
                 Err(e) => {
                     let row = texts.row_of(i);
-                    *held = None;
+                    close(&mut held);
                     return Err(PyValueError::new_err(format!(
                         "{}: row {row} of column '{}' is not UTF-8 ({})",
                         self.path.display(),

@@ -162,6 +162,14 @@ pub struct ParquetTexts {
     bytes: u64,
 }
 
+/// The page buffers kept for the next pages (see [`ParquetTexts::next_batch`]) go back to the
+/// system with the reader, at its end, on an error, or when it is dropped before its end.
+impl Drop for ParquetTexts {
+    fn drop(&mut self) {
+        crate::memory::drop_spares();
+    }
+}
+
 impl ParquetTexts {
     /// Opens `path` and finds the top-level column `column`, which must hold strings (Parquet's
     /// BYTE_ARRAY annotated as UTF-8 strings). Reads only the file's footer.
@@ -192,9 +200,16 @@ impl ParquetTexts {
     /// fit in the bytes left (at least one, at most [`STEP`]), so a batch ends soon after its
     /// limit (past it by one row when the rows are alike). Empty only at the end of the file.
     /// [`Self::row_of`] says which row each came from.
+    ///
+    /// The buffers of the pages read are reused from page to page (see
+    /// [`memory::keeping_spares`](crate::memory::keeping_spares)), and given back when the
+    /// reader is dropped.
     pub fn next_batch(&mut self, max_rows: usize, max_bytes: usize) -> Result<&[ByteArray], ReadError> {
-        // Rows that are all null make no batch: read on.
-        while !self.fill_batch(max_rows.max(1), max_bytes.max(1))? && self.values.is_empty() {}
+        crate::memory::keeping_spares(|| {
+            // Rows that are all null make no batch: read on.
+            while !self.fill_batch(max_rows.max(1), max_bytes.max(1))? && self.values.is_empty() {}
+            Ok(())
+        })?;
         Ok(&self.values)
     }
 

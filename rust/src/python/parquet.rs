@@ -64,19 +64,6 @@ fn read_error(path: &std::path::Path, e: ReadError) -> PyErr {
     }
 }
 
-/// Closes the file, and gives back the page buffers kept for the next pages.
-fn close(texts: &mut Option<ParquetTexts>) {
-    *texts = None;
-    crate::memory::drop_spares();
-}
-
-/// A reader dropped before its end gives back the page buffers kept for its next pages.
-impl Drop for ParquetReader {
-    fn drop(&mut self) {
-        crate::memory::drop_spares();
-    }
-}
-
 /// The Python exception for a failure of the reader on `path`.
 fn failure_to_py(path: &std::path::Path, failure: Failure) -> PyErr {
     match failure {
@@ -136,18 +123,17 @@ impl ParquetReader {
         };
         let Some(texts) = held.as_mut() else { return Ok(None) };
         let (rows, bytes) = (self.batch_rows, self.batch_bytes);
-        // Its pages' buffers are reused from page to page (see `keeping_spares`).
-        let read = py.detach(|| crate::memory::keeping_spares(|| guarded(|| texts.next_batch(rows, bytes).map(|batch| batch.len()))));
+        let read = py.detach(|| guarded(|| texts.next_batch(rows, bytes).map(|batch| batch.len())));
         self.rows_read.store(texts.rows_read(), Ordering::Relaxed);
         self.bytes_read.store(texts.bytes_read(), Ordering::Relaxed);
         let len = match read {
             Ok(0) => {
-                close(&mut held); // the end
+                *held = None; // the end: close the file
                 return Ok(None);
             }
             Ok(len) => len,
             Err(e) => {
-                close(&mut held);
+                *held = None;
                 return Err(failure_to_py(&self.path, e));
             }
         };
@@ -167,7 +153,7 @@ impl ParquetReader {
                 Ok(text) => list.append(text)?,
                 Err(e) => {
                     let row = texts.row_of(i);
-                    close(&mut held);
+                    *held = None;
                     return Err(PyValueError::new_err(format!(
                         "{}: row {row} of column '{}' is not UTF-8 ({})",
                         self.path.display(),

@@ -7,17 +7,15 @@
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
 //! The Python bindings live alone in `python.rs` (and `python/`); nothing else knows about Python.
-//! [`arrow_import`] reads Arrow string arrays through the Arrow C Data Interface, for them, and
-//! [`parquet_import`] a column of strings of a Parquet file, page by page;
+//! [`sources`] reads texts from Arrow string arrays and Parquet files, before the stages;
 //! [`memory`] returns freed memory to the system between stages.
 
-pub mod arrow_import;
 pub mod count;
 pub mod error;
 pub mod memory;
 pub mod merge;
-pub mod parquet_import;
 pub mod pretokenize;
+pub mod sources;
 pub mod vocab;
 
 #[cfg(feature = "python")]
@@ -30,14 +28,14 @@ static ALLOCATOR: memory::Allocator = memory::Allocator;
 
 /// Where item `i` lies in a buffer of items stored end to end, given where each item ends
 /// (`ends`, increasing): from the previous item's end (0 for the first) to its own.
-fn stretch(ends: &[usize], i: usize) -> std::ops::Range<usize> {
+fn item_range(ends: &[usize], i: usize) -> std::ops::Range<usize> {
     (if i == 0 { 0 } else { ends[i - 1] })..ends[i]
 }
 
-/// The tests' random numbers, so that they need no extra crate: `next(m)` draws below `m` from
+/// The tests' random numbers, so that they need no extra crate: `next(m)` is a number below `m` from
 /// a 64-bit linear congruential generator started at `seed` (the same draws every run).
 #[cfg(test)]
-fn draws(seed: u64) -> impl FnMut(u64) -> u64 {
+fn test_random(seed: u64) -> impl FnMut(u64) -> u64 {
     let mut state = seed;
     move |m| {
         state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);

@@ -35,7 +35,7 @@ impl Vocab {
     }
 
     fn range(&self, id: u32) -> std::ops::Range<usize> {
-        crate::stretch(&self.ends, id as usize)
+        crate::item_range(&self.ends, id as usize)
     }
 
     /// The bytes of token `id`. Panics if `id` is not a token: ids come from this vocabulary.
@@ -264,7 +264,7 @@ mod tests {
                 (1..t.len()).any(|k| tokens[..rank].contains(&&t[..k]) && tokens[..rank].contains(&&t[k..]))
             })
         };
-        let mut draw = crate::draws(11);
+        let mut draw = crate::test_random(11);
         let (mut valid, mut invalid) = (0, 0);
         for _ in 0..3000 {
             let mut extra: Vec<Vec<u8>> = Vec::new();

@@ -25,7 +25,7 @@ impl Batch {
     /// increase, within the buffer, and the bytes up to the last one are UTF-8 with every offset
     /// on a character boundary. The bytes are checked once copied, not where they are: the
     /// buffer may be foreign memory that someone else writes to meanwhile (see
-    /// `arrow_import.rs`), and only what was copied is ever read as text.
+    /// `sources/arrow.rs`), and only what was copied is ever read as text.
     pub fn extend_from_buffer(&mut self, data: &[u8], ends: impl IntoIterator<Item = usize>) -> Result<(), BufferError> {
         let base = self.text.len();
         let before = self.ends.len();
@@ -88,7 +88,7 @@ impl Batch {
 
     /// Text `i`.
     pub fn get(&self, i: usize) -> &str {
-        &self.text[crate::stretch(&self.ends, i)]
+        &self.text[crate::item_range(&self.ends, i)]
     }
 }
 
@@ -288,7 +288,7 @@ mod tests {
 
     #[test]
     fn filler_hands_on_each_batch_as_the_text_that_fills_it_comes() {
-        let mut draw = crate::draws(7);
+        let mut draw = crate::test_random(7);
         let mut next = |n: usize| draw(n as u64) as usize;
         for round in 0..300 {
             let size = BatchSize { texts: 1 + next(6), min_bytes: next(20), max_bytes: 1 + next(60) };

@@ -618,7 +618,7 @@ impl Spans {
 
     /// Span `i` and its count.
     pub fn get(&self, i: usize) -> (&[u8], u64) {
-        (&self.bytes[crate::stretch(&self.ends, i)], self.counts[i])
+        (&self.bytes[crate::item_range(&self.ends, i)], self.counts[i])
     }
 
     /// The spans and their counts, in order.
@@ -695,7 +695,7 @@ mod tests {
         // where the key is read the other way), with one-byte, short and long spans.
         let splitter = Splitter::new(presets::GPT4).unwrap();
         let go = AtomicBool::new(false);
-        let mut next = crate::draws(11);
+        let mut next = crate::test_random(11);
         for _ in 0..300 {
             let text: String = (0..next(12)).map(|_| ["a", " bcd", " 7", "\n\n", " averyveryverylongword", "é!", " x"][next(7) as usize]).collect();
             let (mut here, mut batched) = (SpanCounts::new(), SpanCounts::new());
@@ -712,7 +712,7 @@ mod tests {
         // 600 KB of texts on a pool of 4: on at most 1, 2 or 3 of its threads at once (as many
         // tables used), the same counts as on all of them.
         let splitter = Splitter::new(presets::GPT4).unwrap();
-        let mut next = crate::draws(3);
+        let mut next = crate::test_random(3);
         let mut batch = Batch::new();
         while batch.bytes() < 600 << 10 {
             let text: String = (0..1 + next(40)).map(|_| ["a", " bc", " d", "\n", " 17", "é"][next(6) as usize]).collect();
@@ -787,7 +787,7 @@ mod tests {
         // long spans share prefixes and spans differ only by trailing zeros ("a" vs "a\0"). In
         // every third round the first table holds nearly all the spans (joined in one part),
         // in the others the tables are alike (joined in a part per thread); on 1 and 3 threads.
-        let mut next = crate::draws(3);
+        let mut next = crate::test_random(3);
         for round in 0..60 {
             let mut reference = std::collections::BTreeMap::<Vec<u8>, u64>::new();
             let tables: Vec<Table> = (0..1 + round % 4)

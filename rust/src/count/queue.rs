@@ -167,7 +167,7 @@ mod tests {
 
     #[test]
     fn batches_the_queue_has_no_room_for_are_counted_here() {
-        let mut next = crate::draws(7);
+        let mut next = crate::test_random(7);
         let words = ["the", " cat", " sat", "\n", " 42", "!", " über", " the"];
         let texts: Vec<String> =
             (0..400).map(|_| (0..1 + next(30)).map(|_| words[next(words.len() as u64) as usize]).collect()).collect();

@@ -140,7 +140,7 @@ mod tests {
         let mut lists = Lists { min_compact: 1000, ..Lists::default() };
         // (position, ids) of every list pushed, in order; None once dropped.
         let mut model: Vec<Option<(ListAt, Vec<u32>)>> = Vec::new();
-        let mut next = crate::draws(1);
+        let mut next = crate::test_random(1);
         let mut compactions = 0;
         for step in 0..200_000u32 {
             if next(5) < 3 || model.is_empty() {

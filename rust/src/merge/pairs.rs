@@ -249,7 +249,7 @@ mod tests {
         // Blocks for tokens 0..40 with random pairs, against a map.
         let mut index = PairIndex::default();
         let mut model: BTreeMap<Pair, (Slot, i64)> = BTreeMap::new();
-        let mut next = crate::draws(3);
+        let mut next = crate::test_random(3);
         for t in 0..40u32 {
             index.open_block(t);
             for pair in random_block(t, 3, &mut next) {
@@ -280,7 +280,7 @@ mod tests {
         // the pairs of the model counted in it, and not 0.
         let mut index = PairIndex::default();
         let mut model: BTreeMap<Slot, (u64, Pair)> = BTreeMap::new();
-        let mut next = crate::draws(5);
+        let mut next = crate::test_random(5);
         for t in 0..300u32 {
             index.open_block(t);
             if next(3) == 0 {

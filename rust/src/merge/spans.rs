@@ -189,20 +189,20 @@ impl<T: TokenId> SpanTable<T> {
         let blocks = starts.iter().step_by(SPANS_PER_TASK).map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
         // Filled in parallel, each part of the spans into its own stretch of the table.
         let mut words = vec![T::new(0); total];
-        let parts = starts.chunks(starts.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 12));
-        let mut stretches = Vec::new();
+        let groups = starts.chunks(starts.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 12));
+        let mut parts = Vec::new();
         let mut rest = &mut words[..];
         let mut done = 0;
-        for part in parts {
+        for part in groups {
             let end = part.last().map_or(done, |&(i, at)| at + padded(h + spans.get(i).0.len()));
-            let (stretch, later) = rest.split_at_mut(end - done);
-            stretches.push((part, done, stretch));
+            let (part_spans, later) = rest.split_at_mut(end - done);
+            parts.push((part, done, part_spans));
             (rest, done) = (later, end);
         }
-        stretches.into_par_iter().for_each(|(part, first, stretch)| {
+        parts.into_par_iter().for_each(|(part, first, part_spans)| {
             for &(i, at) in part {
                 let (bytes, n) = spans.get(i);
-                let span = &mut stretch[at - first..];
+                let span = &mut part_spans[at - first..];
                 write_bits(span, bytes.len() as u64, 32);
                 write_bits(&mut span[32 / T::BITS as usize..], n, 64);
                 for (w, &b) in span[h..h + bytes.len()].iter_mut().zip(bytes) {

@@ -71,12 +71,15 @@ pub enum Failure {
     Bug(String),
 }
 
-/// The folder of bpeforge's source files as the compiler names them, and panics with them: this
-/// file's (`rust/src/` when bpeforge is the package cargo builds, a full path when it is built
-/// as a dependency; `--remap-path-prefix` changes both alike).
+/// The folder of bpeforge's source files as the compiler names them, and panics with them: the
+/// crate's source root, two folders up from this file (`rust/src/` when bpeforge is the package
+/// cargo builds, a full path when it is built as a dependency; `--remap-path-prefix` changes both
+/// alike).
 fn own_source_dir() -> &'static str {
     let file = file!();
-    file.rfind(['/', '\\']).map_or("", |at| &file[..=at])
+    let parent = |path: &'static str| path.rfind(['/', '\\']).map_or("", |at| &path[..at]);
+    let root = parent(parent(file));
+    if root.is_empty() { "" } else { &file[..=root.len()] }
 }
 
 /// Whether a panic at `file` (its location's file, as the panic gives it) is in bpeforge's own

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """bpeforge fed from a Parquet file three ways, same corpus, pattern and vocab size, one fresh
 process per run: "arrow" hands each record batch's pyarrow string array to Rust (the Arrow C Data
-Interface, no Python str per document), "list" hands `column.to_pylist()` lists of str (what the
-CLI did before), "str" one str per document (what compare.py feeds every trainer). Prints a
-markdown table of wall time, CPU time, peak RSS, and each feed's speed relative to "list".
+Interface, no Python str per document), "list" hands `column.to_pylist()` lists of str, "str"
+one str per document (what compare.py feeds every trainer). Prints a markdown table of wall time,
+CPU time, peak RSS, and each feed's speed relative to "list".
 
-    python benches/arrow_vs_str.py --corpus /root/corpus/kernel-docs.parquet --vocab-size 32768
-    python benches/arrow_vs_str.py --corpus /root/corpus/kernel-code.parquet --vocab-size 65536 --repeat 3
+    python benches/arrow_vs_str.py --corpus $BPEFORGE_CORPUS_DIR/kernel-docs.parquet --vocab-size 32768
+    python benches/arrow_vs_str.py --corpus $BPEFORGE_CORPUS_DIR/kernel-code.parquet --vocab-size 65536 --repeat 3
 
 See benches/README.md.
 """

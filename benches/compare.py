@@ -4,9 +4,9 @@ split pattern and vocab size, one after the other, each in a fresh process; prin
 of wall time, CPU time, peak RSS, number of ranks, whether the mergeable ranks are identical to
 rustbpe's, and each trainer's speed relative to rustbpe in the same run.
 
-    python benches/compare.py --corpus /root/corpus/kernel-docs.txt --vocab-size 32768
+    python benches/compare.py --corpus $BPEFORGE_CORPUS_DIR/kernel-docs.txt --vocab-size 32768
     python benches/compare.py --stdlib --vocab-size 4096 --only rustbpe,bpeforge --repeat 3
-    python benches/compare.py --corpus /root/corpus/kernel-code.parquet --fraction 1/8
+    python benches/compare.py --corpus $BPEFORGE_CORPUS_DIR/kernel-code.parquet --fraction 1/8
 
 See benches/README.md for what is measured and how.
 """

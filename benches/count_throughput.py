@@ -4,9 +4,9 @@ regex split and span counting (plus handing the texts over from Python). bpeforg
 preset pattern of bpeforge.PATTERNS, and rustbpe with the same pattern for reference, each in a
 fresh process, one after the other.
 
-    python benches/count_throughput.py --corpus /root/corpus/kernel-docs.txt
+    python benches/count_throughput.py --corpus $BPEFORGE_CORPUS_DIR/kernel-docs.txt
     python benches/count_throughput.py --stdlib --patterns gpt4,o200k_base --repeat 3
-    python benches/count_throughput.py --corpus /root/corpus/kernel-docs.txt --feed arrow --only bpeforge
+    python benches/count_throughput.py --corpus $BPEFORGE_CORPUS_DIR/kernel-docs.txt --feed arrow --only bpeforge
 
 By default the corpus is read into memory before the clock starts (--stream to time reading too).
 MB/s = corpus bytes / wall seconds; MB/s/core = MB/s / nproc; MB/CPU-s = corpus bytes / (user+sys).

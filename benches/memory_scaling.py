@@ -2,7 +2,7 @@
 print peak RSS, distinct spans and time for each trainer. Memory should follow the number of
 distinct spans (the same for both), not the corpus size.
 
-    python benches/memory_scaling.py --corpus /root/corpus/kernel-docs.txt --vocab-size 32768
+    python benches/memory_scaling.py --corpus $BPEFORGE_CORPUS_DIR/kernel-docs.txt --vocab-size 32768
 """
 
 import argparse

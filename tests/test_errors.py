@@ -357,7 +357,7 @@ def test_numeric_options_are_checked_by_name(kwargs, error, message):
 
 
 def test_a_single_str_is_not_taken_for_an_iterable_of_texts():
-    with pytest.raises(TypeError, match="not a single str"):
+    with pytest.raises(TypeError, match=r"got a str .*pass \[text\]"):
         bpeforge.Tokenizer.train_from_iterator("hello world", 300)
 
 

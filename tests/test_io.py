@@ -232,7 +232,7 @@ def test_save_refuses_what_load_would_refuse_and_leaves_the_folder(tok, tmp_path
 
 
 def test_a_save_that_fails_leaves_the_folder_as_it_was(tok, tmp_path, monkeypatch):
-    import bpeforge.chat
+    import bpeforge.io
 
     tok.save(tmp_path)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -241,7 +241,7 @@ def test_a_save_that_fails_leaves_the_folder_as_it_was(tok, tmp_path, monkeypatc
     def too_big(tokenizer):
         raise MemoryError()
 
-    monkeypatch.setattr(bpeforge.chat, "token_bytes_npy", too_big)
+    monkeypatch.setattr(bpeforge.io, "token_bytes_npy", too_big)
     with pytest.raises(MemoryError, match=r"one entry per id up to \d+ \(the largest special token id\)"):
         other.save(tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

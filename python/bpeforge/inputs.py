@@ -50,6 +50,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from ._core import ParquetReader
+from .errors import InputError
+
 FORMATS = ("text", "jsonl", "parquet")
 EXTENSIONS = {
     ".txt": "text",
@@ -64,11 +67,6 @@ COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 CHUNK_BYTES = 1 << 20  # text is read this many bytes at a time
 BATCH_DOCS = 1024  # documents per batch handed on (JSONL lines, Parquet rows)
 BATCH_CHARS = 4 << 20  # ... or fewer, once a batch holds this many characters
-
-
-class InputError(Exception):
-    """A problem with the input data: a missing or unreadable file, a bad line, a missing
-    column. The message is one line and names the file (and line, where there is one)."""
 
 
 @dataclass(frozen=True)
@@ -633,8 +631,6 @@ def _pyarrow():
 
 def _parquet_reader(source: Source, text_column: str, batch_rows: int = BATCH_DOCS):
     """A :class:`bpeforge.ParquetReader` of ``source``'s column, or :class:`InputError`."""
-    from ._core import ParquetReader
-
     try:
         return ParquetReader(source.path, text_column, batch_rows=batch_rows)
     except (OSError, ValueError) as e:

@@ -157,6 +157,30 @@ def test_every_format_gives_the_same_tokenizer(corpus, txt_result, tmp_path, nam
     assert report_value(r.stdout, "compression") == report_value(txt_result[1].stdout, "compression")
 
 
+@pytest.mark.parametrize("options, api", [
+    ([], {}),
+    (["--pattern", "nanochat", "--special-tokens", "<|a|>,<|b|>", "--min-frequency", "3", "--threads", "1"],
+     dict(pattern="nanochat", special_tokens=["<|a|>", "<|b|>"], min_frequency=3, num_threads=1)),
+])
+def test_the_command_line_and_the_api_train_the_same_tokenizer(corpus, tmp_path, options, api):
+    """Both train through bpeforge.training: on the same documents (nothing held out) the same
+    ranks, pattern and special tokens, and the same .tiktoken file."""
+    import warnings
+
+    from bpeforge.io import ranks_to_tiktoken
+
+    d, docs = corpus
+    r = run("train", d / "docs.txt", "--vocab-size", 600, "--holdout", 0, "-o", tmp_path / "tok", *options)
+    assert r.returncode == 0, r.stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # min_frequency may stop it early: the CLI warned too
+        expected = bpeforge.Tokenizer.train_from_iterator(docs, 600, **api)
+    saved = bpeforge.Tokenizer.load(tmp_path / "tok")
+    assert saved.mergeable_ranks == expected.mergeable_ranks and len(expected.mergeable_ranks) > 300
+    assert (saved.pattern, saved.special_tokens) == (expected.pattern, expected.special_tokens)
+    assert (tmp_path / "tok.tiktoken").read_bytes() == ranks_to_tiktoken(expected.mergeable_ranks)
+
+
 def test_folder_glob_and_explicit_format(corpus, tmp_path):
     d, docs = corpus
     r = run("train", d, "--vocab-size", 300, "-o", tmp_path / "all", "--holdout", 0, "--special-tokens", "none")
@@ -443,13 +467,14 @@ ERROR_CASES = {
     "not a tokenizer folder": (["{bad}/ok.txt", "-o", "{bad}/precious", "--force"], ["holds something other than a tokenizer bpeforge saved"]),
     "model folder": (["{bad}/ok.txt", "-o", "{bad}/hf-model", "--force"], ["hf-model exists and holds something other than a tokenizer"]),
     "foreign tokenizer": (["{bad}/ok.txt", "-o", "{bad}/hf-tokenizer", "--force"], ["hf-tokenizer exists and holds something other than"]),
-    "bad preset": (["{bad}/ok.txt", "--pattern", "gtp4"], ["--pattern 'gtp4': no such preset", "cl100k_base"]),
+    "bad preset": (["{bad}/ok.txt", "--pattern", "gtp4"], ["--pattern: 'gtp4': no such preset", "cl100k_base"]),
     "bad regex": (["{bad}/ok.txt", "--pattern", "(unclosed"], ["--pattern: invalid split pattern"]),
     # Checked before the inputs are even looked at (nope.txt does not exist).
     "bad regex matching empty": (["nope.txt", "--pattern", r"a*|\S+|\s+"], ["--pattern: ", "can match an empty string"]),
     "invalid utf-8 jsonl": (["{bad}/surrogate.jsonl"], ["surrogate.jsonl:2: not valid UTF-8", "--skip-bad-lines"]),
-    "bad threads": (["{bad}/ok.txt", "--threads", "5000"], ["argument --threads: must be at most 1024, got 5000"]),
-    "bad threads digits": (["{bad}/ok.txt", "--threads", "9" * 5000], ["argument --threads: must be at most 1024, got a 5,000-digit number"]),
+    # The trainer's own rule on threads, named by the flag.
+    "bad threads": (["nope.txt", "--threads", "5000"], ["--threads: num_threads must be between 1 and 1024, got 5000"]),
+    "bad threads digits": (["{bad}/ok.txt", "--threads", "9" * 5000], ["argument --threads: must be at most 9223372036854775807, got a 5,000-digit number"]),
     "bad min-frequency float": (["{bad}/ok.txt", "--min-frequency", "1e20"], ["argument --min-frequency: must be an integer, got '1e20'"]),
     "bad min-frequency huge": (
         ["{bad}/ok.txt", "--min-frequency", str(10**20)],
@@ -457,15 +482,16 @@ ERROR_CASES = {
     ),
     "bad doc-cap huge": (["{bad}/ok.txt", "--doc-cap", str(10**30)], ["argument --doc-cap: must be at most 9223372036854775807"]),
     "bad max-chars huge": (["{bad}/ok.txt", "--max-chars", str(2**63)], [f"argument --max-chars: must be at most 9223372036854775807, got {2**63}"]),
-    "vocab too large": (["{bad}/ok.txt", "--vocab-size", "99999999999"], ["argument --vocab-size: must be at most 2147483648, got 99999999999"]),
-    "vocab too small": (["{bad}/ok.txt", "--vocab-size", "260"], ["--vocab-size 260 is too small", "265"]),
+    # Training's rule on the vocabulary (special tokens included), as the API states it, before any input is read.
+    "vocab too large": (["nope.txt", "--vocab-size", "99999999999"], ["--vocab-size: vocab_size must be at least", "at most 2147483648, got 99999999999"]),
+    "vocab too small": (["{bad}/ok.txt", "--vocab-size", "260"], ["--vocab-size: vocab_size must be at least 256 + 9 special tokens = 265", "got 260"]),
     "vocab not a number": (["{bad}/ok.txt", "--vocab-size", "lots"], ["--vocab-size: must be an integer, got 'lots'"]),
     "vocab negative": (["{bad}/ok.txt", "--vocab-size", "-5"], ["--vocab-size"]),
     "bad option": (["{bad}/ok.txt", "--vocab-sizes", "300"], ["unrecognized arguments: --vocab-sizes"]),
     "bad format": (["{bad}/ok.txt", "--input-format", "csv"], ["invalid choice: 'csv'"]),
-    "duplicate special": (["{bad}/ok.txt", "--special-tokens", "<|a|>,<|a|>"], ["'<|a|>' is given twice"]),
+    "duplicate special": (["nope.txt", "--special-tokens", "<|a|>,<|a|>"], ["--special-tokens: special token '<|a|>' is given twice"]),
     # Bytes that are not UTF-8 in an argument (Python reads them as lone surrogates), before any input.
-    "bad special not utf-8": (["nope.txt", "--special-tokens", "<|ok|>,a\udcffb"], ["--special-tokens: 'a\\udcffb' is not valid UTF-8 text"]),
+    "bad special not utf-8": (["nope.txt", "--special-tokens", "<|ok|>,a\udcffb"], ["--special-tokens: special token 'a\\udcffb' is not valid UTF-8 text"]),
     # fancy-regex gives up on this pattern and text (its backtracking limit): the user's pattern, not a bug.
     "pattern the regex engine gives up on": (
         ["{bad}/aaa.txt", "--pattern", r"(?:(?:a|aa)+)+(?=b)|\s+|\S"],
@@ -476,7 +502,7 @@ ERROR_CASES = {
     "bad separator surrogate escape": (["{bad}/ok.txt", "--doc-separator", "\\ud800"], ["--doc-separator '\\\\ud800': not valid UTF-8 text"]),
     "empty input": (["{bad}/empty.txt"], ["no documents to train on: the inputs hold no text"]),
     "all held out": (["{bad}/ok.txt", "--holdout", "1"], ["no documents to train on: all 10 were held out", "--holdout 0"]),
-    "bad preset regex char": (["{bad}/ok.txt", "--pattern", "gtp 4"], ["--pattern 'gtp 4': no such preset"]),
+    "bad preset regex char": (["{bad}/ok.txt", "--pattern", "gtp 4"], ["--pattern: 'gtp 4': no such preset"]),
     "no output": (["{bad}/ok.txt", "--no-o"], []),
 }
 
@@ -590,27 +616,40 @@ def test_skip_bad_lines_skips_invalid_utf8_and_lone_surrogates(bad_files, tmp_pa
     assert report_int(r.stdout, "documents") == 2
 
 
-def test_numeric_option_bounds():
+def test_numeric_option_bounds(tmp_path, capsys):
     parser = cli.build_parser()
     top = ["--vocab-size", str(2**31), "--threads", "1024", "--min-frequency", str(2**63 - 1), "--doc-cap", str(2**63 - 1)]
     top += ["--max-chars", str(2**63 - 1), "--holdout", str(2**63 - 1)]
     args = parser.parse_args(["train", "-o", "x", *top])
     assert (args.vocab_size, args.threads, args.min_frequency) == (2**31, 1024, 2**63 - 1)
     assert (args.doc_cap, args.max_chars, args.holdout) == (2**63 - 1, 2**63 - 1, 2**63 - 1)
-    for option, value in [("--vocab-size", 2**31 + 1), ("--threads", 1025), ("--min-frequency", 2**63), ("--doc-cap", 2**63), ("--max-chars", 2**63), ("--holdout", 2**63)]:
+    for option, value in [("--min-frequency", 2**63), ("--doc-cap", 2**63), ("--max-chars", 2**63), ("--holdout", 2**63)]:
         with pytest.raises(cli.CLIError) as e:
             parser.parse_args(["train", "-o", "x", option, str(value)])
         assert e.value.code == 2 and f"argument {option}: must be at most {value - 1}, got {value}" in str(e.value)
+    # The largest vocabulary and thread count are training's and the trainer's rules, checked
+    # before any input is read (nope.txt does not exist), and named by the flag.
+    for option, value, message in [
+        ("--vocab-size", 2**31 + 1, "vocab_size must be at least 256 + 0 special tokens = 256 and at most 2147483648, got 2147483649"),
+        ("--threads", 1025, "num_threads must be between 1 and 1024, got 1025"),
+    ]:
+        argv = ["train", "nope.txt", "-o", str(tmp_path / "tok"), "--special-tokens", "none", option, str(value)]
+        assert cli.main(argv) == 2
+        assert capsys.readouterr().err == f"bpeforge: error: {option}: {message}\n"
+    assert not (tmp_path / "tok").exists()
 
 
-def test_public_names_have_docstrings():
+@pytest.mark.parametrize("module", ["arguments", "signals", "outputs", "report", "train", "eval", None])
+def test_public_names_have_docstrings(module):
+    import importlib
     import inspect
 
+    mod = importlib.import_module("bpeforge.cli" + (f".{module}" if module else ""))
     missing = [
         name
-        for name, obj in vars(cli).items()
+        for name, obj in vars(mod).items()
         if not name.startswith("_")
-        and getattr(obj, "__module__", None) == cli.__name__
+        and getattr(obj, "__module__", None) == mod.__name__
         and (inspect.isfunction(obj) or inspect.isclass(obj))
         and not obj.__doc__
     ]
@@ -667,7 +706,7 @@ def test_internal_errors_are_one_line(monkeypatch, capsys):
     def boom(args):
         raise RuntimeError("something\nwent wrong")
 
-    monkeypatch.setattr(cli, "run_train", boom)
+    monkeypatch.setattr(cli.train, "run_train", boom)  # where the train parser finds it
     monkeypatch.delenv("BPEFORGE_DEBUG", raising=False)
     assert cli.main(["train", "-o", "x"]) == 1
     err = capsys.readouterr().err
@@ -774,7 +813,7 @@ def test_force_ignores_what_an_interrupted_save_left(corpus, tmp_path):
     d, _ = corpus
     assert run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok").returncode == 0
     (tmp_path / "tok" / f".tokenizer.json.{12345}.{67890}.tmp").write_text("{")  # a save cut off
-    (tmp_path / "tok" / f".tokenizer.tiktoken.{4242}.tmp").write_text("")  # one by an earlier version
+    (tmp_path / "tok" / f".tokenizer.tiktoken.{4242}.tmp").write_text("")  # the form without the thread
     r = run("train", d / "docs.txt", "--vocab-size", 350, "-o", tmp_path / "tok", "--force")
     assert r.returncode == 0, r.stderr
     assert check_saved(tmp_path / "tok").n_vocab == 350

@@ -295,3 +295,8 @@ def test_surrogate_pairs_are_counted_as_tiktoken_reads_them():
     assert (rows[0].bytes, rows[0].chars) == (len("😀 hi".encode()), len("😀 hi"))
     assert (rows[1].bytes, rows[1].chars) == (len("a\ufffdb".encode()), 3)
     assert rows[0].tokens == len(tok.encode("😀 hi"))
+
+
+def test_evaluate_checks_num_threads():
+    with pytest.raises(ValueError, match="num_threads must be a positive int, got 0"):
+        bpeforge.evaluate([bpeforge.Tokenizer(BYTE_RANKS)], ["hi"], num_threads=0)

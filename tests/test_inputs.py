@@ -1,5 +1,5 @@
 """Readers of bpeforge.inputs (text, JSONL, Parquet, .gz/.zst, folders and globs), the Corpus
-pipeline (doc cap, max chars, held-out slice) and the console progress, tested in-process."""
+pipeline (doc cap, max chars, held-out slice), tested in-process."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import struct
 import sys
 from pathlib import Path
 
@@ -16,13 +17,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import bpeforge
-from bpeforge import inputs
+import strategies
+from bpeforge import _core, inputs
 from bpeforge.inputs import Corpus, InputError, Source, detect, expand_inputs, read_jsonl, read_parquet, read_text
-from bpeforge.progress import ConsoleProgress, merge_line
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 zstandard = pytest.importorskip("zstandard")
+
+STRING_TYPES = [pa.string(), pa.large_string()] + ([pa.string_view()] if hasattr(pa, "string_view") else [])
 
 
 def docs_of(batches) -> list:
@@ -361,7 +364,6 @@ def test_truncated_or_corrupt_compressed_files_are_input_errors(tmp_path, name):
             docs_of(read(source))
 
 
-
 @settings(max_examples=200, deadline=None)
 @given(
     text=st.text(alphabet="ab\n|", max_size=60),
@@ -638,40 +640,6 @@ def test_corpus_trains_through_list_batches(tmp_path):
     assert tok.decode(tok.encode("hello world")) == "hello world"
 
 
-# ------------------------------------------------------------------------------ progress
-
-
-def test_merge_line_format():
-    assert merge_line(501, 50025, (69, 120), 756, 166814) == (
-        "Progress: 1% (501/50025 merges) - Last merge: (69, 120) -> 756 (frequency: 166814)"
-    )
-
-
-def test_console_progress_logs_each_percent_once():
-    out = io.StringIO()
-    p = ConsoleProgress(file=out, bars=False, log=True)
-    trainer = bpeforge.Trainer(bpeforge.resolve_pattern(None))
-    texts = [f"w{i} w{i * 7} w{i * 13}" for i in range(3000)]
-    trainer.train_from_iterator(texts, 256 + 400, progress=p)
-    p.close()
-    lines = out.getvalue().splitlines()
-    assert lines[0].startswith("Read 3,000 documents")
-    assert lines[1] == "Starting BPE training: 400 merges to compute"
-    pct = [int(m.group(1)) for m in map(re.compile(r"Progress: (\d+)% \(\d+/400 merges\)").match, lines) if m]
-    assert pct == sorted(set(pct)) and pct[-1] == 100 and len(pct) == 100
-    assert lines[-1].startswith("Finished training: 400 merges")
-
-
-def test_console_progress_is_quiet_off_a_terminal():
-    out = io.StringIO()
-    p = ConsoleProgress(file=out)  # a StringIO is not a terminal
-    assert not p.bars and not p.log
-    trainer = bpeforge.Trainer(bpeforge.resolve_pattern(None))
-    trainer.train_from_iterator(["a b c"] * 10, 260, progress=p)
-    p.close()
-    assert out.getvalue() == ""
-
-
 def test_public_names_have_docstrings():
     import inspect
 
@@ -711,3 +679,85 @@ def test_numpy_missing_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "numpy", None)
     with pytest.raises(ModuleNotFoundError, match=r"bpeforge\[numpy\]"):
         tok.token_bytes(as_numpy=True)
+
+
+# ------------------------------------------------------------------------------ the Arrow path
+
+
+docs_lists = st.lists(st.lists(strategies.texts(max_pieces=5).filter(bool), max_size=12), max_size=8)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    batches=docs_lists,
+    doc_cap=st.one_of(st.none(), st.integers(1, 30)),
+    max_chars=st.one_of(st.none(), st.integers(1, 400)),
+    every=st.sampled_from([0, 1, 2, 3, 7]),
+    budget=st.integers(1, 200),
+    large=st.booleans(),
+)
+def test_corpus_arrow_batches_match_list_batches(batches, doc_cap, max_chars, every, budget, large):
+    """Corpus._take_arrow (pyarrow.compute) and Corpus._take (Python) give the same documents,
+    held-out slice, sample and figures, batch after batch."""
+    kw = dict(doc_cap=doc_cap, max_chars=max_chars, holdout_every=every, holdout_max_bytes=budget)
+    a, b = Corpus([], **kw), Corpus([], arrow=True, **kw)
+    for docs in batches:
+        if a.stopped_early:
+            break
+        got_a = a._take(list(docs))
+        got_b = b._take_arrow(pa.array(docs, pa.large_string() if large else pa.string()))
+        assert got_b.to_pylist() == got_a
+        assert got_b.null_count == 0
+    for attr in ("documents", "chars", "bytes", "heldout", "heldout_chars", "heldout_bytes", "sample", "sample_bytes", "stopped_early"):
+        assert getattr(b, attr) == getattr(a, attr), attr
+
+
+def test_holding_out_slices_the_batch_without_copying_it():
+    docs = pa.array([f"document {i}" for i in range(1000)])
+    c = Corpus([], arrow=True, holdout_every=10, holdout_max_bytes=10_000)
+    got = c._take_arrow(docs)
+    assert c.heldout == [f"document {i}" for i in range(9, 1000, 10)]
+    assert got.to_pylist() == [f"document {i}" for i in range(1000) if i % 10 != 9]
+    data = docs.buffers()[2].address
+    assert got.num_chunks == 100 and all(chunk.buffers()[2].address == data for chunk in got.chunks)
+
+
+def test_parquet_arrow_batches(tmp_path):
+    texts = [f"row {i} é" if i % 7 else (None if i % 2 else "") for i in range(2500)]
+    p = tmp_path / "a.parquet"
+    pq.write_table(pa.table({"id": list(range(2500)), "text": texts}), p, row_group_size=1000)
+    source = Source(p, "parquet")
+    batches = list(inputs.read_parquet(source, batch_rows=500, arrow=True))
+    assert all(isinstance(b, pa.Array) and b.null_count == 0 for b in batches)
+    assert [d for b in batches for d in b.to_pylist()] == [t for t in texts if t]
+    assert [d for b in inputs.read_parquet(source, batch_rows=500) for d in b] == [t for t in texts if t]
+    for typ in STRING_TYPES + [pa.dictionary(pa.int32(), pa.string())]:
+        q = tmp_path / f"{typ}.parquet"
+        pq.write_table(pa.table({"text": pa.array(texts).cast(typ)}), q)
+        got = [d for b in inputs.read_parquet(Source(q, "parquet"), arrow=True) for d in b.to_pylist()]
+        assert got == [t for t in texts if t], typ
+
+
+def test_parquet_with_invalid_utf8_is_an_input_error(tmp_path):
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(struct.pack("<3i", 0, 2, 4)), pa.py_buffer(b"ok\xff\xfe")])
+    p = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"text": bad}), p)
+    with pytest.raises(inputs.InputError, match="bad.parquet: cannot read"):
+        list(inputs.read_parquet(Source(p, "parquet"), arrow=True))
+
+
+def test_corpus_from_parquet_trains_like_str(tmp_path):
+    texts = [f"document {i}: " + "naïve text " * (i % 13) for i in range(3000)]
+    p = tmp_path / "c.parquet"
+    pq.write_table(pa.table({"text": texts}), p, row_group_size=700)
+    kw = dict(doc_cap=50, max_chars=60_000, holdout_every=100)
+    a = Corpus([Source(p, "parquet")], **kw)
+    b = Corpus([Source(p, "parquet")], arrow=True, **kw)
+    ta, tb = _core.Trainer(), _core.Trainer()
+    ta.train_from_iterator(a, 400)
+    tb.train_from_iterator(b, 400)
+    assert ta.get_mergeable_ranks() == tb.get_mergeable_ranks()
+    assert ta.stats["texts"] == tb.stats["texts"] == a.documents == b.documents
+    assert ta.stats["bytes"] == tb.stats["bytes"] == a.bytes == b.bytes
+    assert (a.chars, a.heldout, a.sample, a.stopped_early) == (b.chars, b.heldout, b.sample, b.stopped_early)
+    assert a.stopped_early and a.total_chars == 60_000

@@ -5,19 +5,22 @@
 >>> tok.decode(tok.encode("hello world"))
 'hello world'
 
-The package is layered, each module importing only modules below it (``tests/test_layers.py``
-checks this):
+The package is layered, each module importing only modules of the layers below its own
+(``tests/test_layers.py`` checks it):
 
-1. ``errors`` (exceptions), ``checks`` (arguments), ``patterns`` (split patterns),
-   ``progress`` (console progress), ``version``, and the compiled ``_core``;
-2. ``base``: the encoding core, :class:`~bpeforge.base.BaseTokenizer`;
-3. ``io`` (saving and loading), ``training``, ``pretrained`` (tiktoken's encodings by name);
-4. ``chat`` (conversations for chat models);
-5. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above;
-6. ``eval`` (compression compared) and ``inputs`` (corpus readers);
-7. ``cli``: the ``bpeforge`` command line.
+1. ``_core``: the compiled core (Rust): the trainer, the Parquet reader, split patterns;
+2. ``errors`` (exceptions), ``checks`` (arguments), ``patterns`` (split patterns),
+   ``progress`` (console progress), ``version``;
+3. ``base``: the encoding core, :class:`~bpeforge.base.BaseTokenizer`;
+4. ``io`` (saving and loading), ``training`` (the one training path), ``pretrained``
+   (tiktoken's encodings by name);
+5. ``chat`` (conversations for chat models);
+6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above;
+7. ``eval`` (compression compared) and ``inputs`` (corpus readers);
+8. this module, which re-exports the public names; then ``cli``, the ``bpeforge`` command line.
 """
 
+# PRESETS (the presets as (name, regex) pairs) stays importable from here; PATTERNS is its dict.
 from ._core import DEFAULT_PATTERN, PRESETS, ParquetReader, Trainer, check_ranks, split
 from .errors import EvalError, TokenizerFileError
 from .eval import evaluate, format_table

@@ -14,7 +14,6 @@ number of threads) by the compiled trainer, whose messages are passed on as they
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _core
@@ -38,20 +37,30 @@ def early_stop_reason(min_frequency: int) -> str:
     return "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
 
 
-@dataclass
 class TrainedRanks:
-    """What a training run gives: the ranks, the merges that made them, and the figures."""
+    """What a training run gives: the ranks, the merges that made them, and the figures.
 
-    trainer: _core.Trainer = field(repr=False)
-    ranks: dict[bytes, int]
-    """Token bytes -> rank: the 256 single bytes, then the learned tokens in order."""
-    stats: dict[str, Any]
-    """Texts, bytes, distinct spans, seconds per phase (the trainer's ``stats``)."""
-    pattern: str
-    special_tokens: list[str]
-    ranks_asked: int
-    """How many ranks were asked for: ``vocab_size`` minus the special tokens."""
-    min_frequency: int = 1
+    (Plain classes here rather than dataclasses: importing ``dataclasses`` pulls in ``inspect``
+    and more, and ``import bpeforge`` is kept light for training scripts.)"""
+
+    def __init__(
+        self,
+        trainer: _core.Trainer,
+        pattern: str,
+        special_tokens: list[str],
+        ranks_asked: int,
+        min_frequency: int,
+    ) -> None:
+        self.trainer = trainer
+        #: Token bytes -> rank: the 256 single bytes, then the learned tokens in order.
+        self.ranks: dict[bytes, int] = dict(trainer.get_mergeable_ranks())
+        #: Texts, bytes, distinct spans, seconds per phase (the trainer's ``stats``).
+        self.stats: dict[str, Any] = dict(trainer.stats)
+        self.pattern = pattern
+        self.special_tokens = special_tokens
+        #: How many ranks were asked for: ``vocab_size`` minus the special tokens.
+        self.ranks_asked = ranks_asked
+        self.min_frequency = min_frequency
 
     def merges(self) -> list[tuple[int, int, int, int]]:
         """Every merge in order as ``(left_id, right_id, token_id, count)`` (asked of the
@@ -78,7 +87,6 @@ class TrainedRanks:
         return tokenizer
 
 
-@dataclass
 class Training:
     """A training run, set up: every option checked, no text read yet.
 
@@ -92,23 +100,23 @@ class Training:
     (259, False)
     """
 
-    vocab_size: int
-    pattern: Optional[str] = None
-    special_tokens: Optional[Sequence[str]] = None
-    min_frequency: int = 1
-    num_threads: Optional[int] = None
-    ranks_asked: int = field(init=False)
-    trainer: _core.Trainer = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.special_tokens, (str, Mapping)):
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        pattern: Optional[str] = None,
+        special_tokens: Optional[Sequence[str]] = None,
+        min_frequency: int = 1,
+        num_threads: Optional[int] = None,
+    ) -> None:
+        if isinstance(special_tokens, (str, Mapping)):
             raise TypeError(
-                f"special_tokens must be a list of str, not a {type(self.special_tokens).__name__}: training numbers "
+                f"special_tokens must be a list of str, not a {type(special_tokens).__name__}: training numbers "
                 "them after the trained ranks, so no ids are taken here"
             )
-        self.special_tokens = list(NANOCHAT_SPECIAL_TOKENS if self.special_tokens is None else self.special_tokens)
-        self.vocab_size = as_int(self.vocab_size, "vocab_size")  # an int for the sums below
-        self.min_frequency = as_int(self.min_frequency, "min_frequency")  # ... and for the messages
+        self.special_tokens: list[str] = list(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+        self.vocab_size = as_int(vocab_size, "vocab_size")  # an int for the sums below
+        self.min_frequency = as_int(min_frequency, "min_frequency")  # ... and for the messages
         n_special = len(self.special_tokens)
         if not 256 + n_special <= self.vocab_size <= MAX_TOKEN_ID:
             raise OptionError(
@@ -116,14 +124,15 @@ class Training:
                 f"vocab_size must be at least 256 + {n_special} special tokens = {256 + n_special} "
                 f"and at most {MAX_TOKEN_ID}, got {self.vocab_size}",
             )
+        #: The ranks to train: ``vocab_size`` minus the special tokens.
         self.ranks_asked = self.vocab_size - n_special
         try:
             special_token_ids(self.special_tokens, self.ranks_asked)
         except ValueError as e:
             raise OptionError("special_tokens", str(e)) from None
         try:
-            self.pattern = resolve_pattern(self.pattern)
-            self.trainer = _core.Trainer(self.pattern, num_threads=self.num_threads)
+            self.pattern: str = resolve_pattern(pattern)
+            self.trainer = _core.Trainer(self.pattern, num_threads=num_threads)
         except ValueError as e:
             # The trainer checks the pattern and the number of threads; its messages name them.
             option = "num_threads" if str(e).startswith("num_threads") else "pattern"
@@ -165,13 +174,4 @@ class Training:
             raise
         if console is not None:
             console.close()
-        assert isinstance(self.pattern, str) and isinstance(self.special_tokens, list)
-        return TrainedRanks(
-            trainer=self.trainer,
-            ranks=dict(self.trainer.get_mergeable_ranks()),
-            stats=dict(self.trainer.stats),
-            pattern=self.pattern,
-            special_tokens=list(self.special_tokens),
-            ranks_asked=self.ranks_asked,
-            min_frequency=self.min_frequency,
-        )
+        return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)

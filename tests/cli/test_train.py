@@ -353,7 +353,7 @@ ERROR_CASES = {
     "bad regex matching empty": (["nope.txt", "--pattern", r"a*|\S+|\s+"], ["--pattern: ", "can match an empty string"]),
     "invalid utf-8 jsonl": (["{bad}/surrogate.jsonl"], ["surrogate.jsonl:2: not valid UTF-8", "--skip-bad-lines"]),
     # The trainer's own rule on threads, named by the flag.
-    "bad threads": (["nope.txt", "--threads", "5000"], ["--threads: num_threads must be between 1 and 1024, got 5000"]),
+    "bad threads": (["nope.txt", "--threads", "5000"], ["--threads must be between 1 and 1024, got 5000"]),
     "bad threads digits": (["{bad}/ok.txt", "--threads", "9" * 5000], ["argument --threads: must be at most 9223372036854775807, got a 5,000-digit number"]),
     "bad min-frequency float": (["{bad}/ok.txt", "--min-frequency", "1e20"], ["argument --min-frequency: must be an integer, got '1e20'"]),
     "bad min-frequency huge": (
@@ -363,8 +363,8 @@ ERROR_CASES = {
     "bad doc-cap huge": (["{bad}/ok.txt", "--doc-cap", str(10**30)], ["argument --doc-cap: must be at most 9223372036854775807"]),
     "bad max-chars huge": (["{bad}/ok.txt", "--max-chars", str(2**63)], [f"argument --max-chars: must be at most 9223372036854775807, got {2**63}"]),
     # Training's rule on the vocabulary (special tokens included), as the API states it, before any input is read.
-    "vocab too large": (["nope.txt", "--vocab-size", "99999999999"], ["--vocab-size: vocab_size must be at least", "at most 2147483648, got 99999999999"]),
-    "vocab too small": (["{bad}/ok.txt", "--vocab-size", "260"], ["--vocab-size: vocab_size must be at least 256 + 9 special tokens = 265", "got 260"]),
+    "vocab too large": (["nope.txt", "--vocab-size", "99999999999"], ["--vocab-size must be at least", "at most 2147483648, got 99999999999"]),
+    "vocab too small": (["{bad}/ok.txt", "--vocab-size", "260"], ["--vocab-size must be at least 256 + 9 special tokens = 265", "got 260"]),
     "vocab not a number": (["{bad}/ok.txt", "--vocab-size", "lots"], ["--vocab-size: must be an integer, got 'lots'"]),
     "vocab negative": (["{bad}/ok.txt", "--vocab-size", "-5"], ["--vocab-size"]),
     "bad option": (["{bad}/ok.txt", "--vocab-sizes", "300"], ["unrecognized arguments: --vocab-sizes"]),
@@ -470,12 +470,12 @@ def test_numeric_option_bounds(tmp_path, capsys):
     # The largest vocabulary and thread count are training's and the trainer's rules, checked
     # before any input is read (nope.txt does not exist), and named by the flag.
     for option, value, message in [
-        ("--vocab-size", 2**31 + 1, "vocab_size must be at least 256 + 0 special tokens = 256 and at most 2147483648, got 2147483649"),
-        ("--threads", 1025, "num_threads must be between 1 and 1024, got 1025"),
+        ("--vocab-size", 2**31 + 1, "must be at least 256 + 0 special tokens = 256 and at most 2147483648, got 2147483649"),
+        ("--threads", 1025, "must be between 1 and 1024, got 1025"),
     ]:
         argv = ["train", "nope.txt", "-o", str(tmp_path / "tok"), "--special-tokens", "none", option, str(value)]
         assert cli.main(argv) == 2
-        assert capsys.readouterr().err == f"bpeforge: error: {option}: {message}\n"
+        assert capsys.readouterr().err == f"bpeforge: error: {option} {message}\n"
     assert not (tmp_path / "tok").exists()
 
 

@@ -137,7 +137,23 @@ def set_up_training(args: argparse.Namespace) -> Training:
             num_threads=args.threads,
         )
     except OptionError as e:
-        raise CLIError(f"{FLAGS.get(e.option, e.option)}: {' '.join(str(e).split())}", EXIT_USAGE) from None
+        raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+
+
+def name_the_flag(e: OptionError) -> str:
+    """``e``'s message on one line, naming the command line's flag for its option: ``vocab_size
+    must be ...`` becomes ``--vocab-size must be ...``; another message is put after ``FLAG: ``.
+
+    >>> name_the_flag(OptionError("num_threads", "num_threads must be between 1 and 1024, got 0"))
+    '--threads must be between 1 and 1024, got 0'
+    >>> name_the_flag(OptionError("pattern", "'gtp4': no such preset"))
+    "--pattern: 'gtp4': no such preset"
+    """
+    message = " ".join(str(e).split())
+    flag = FLAGS.get(e.option, e.option)
+    if message.startswith(e.option + " "):
+        return flag + message[len(e.option) :]
+    return f"{flag}: {message}"
 
 
 @dataclass

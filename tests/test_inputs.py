@@ -372,7 +372,7 @@ def test_truncated_or_corrupt_compressed_files_are_input_errors(tmp_path, name):
 )
 def test_split_stream_matches_str_split(text, sep, chunk):
     chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
-    got = docs_of(inputs._split_stream(iter(chunks), sep))
+    got = docs_of(inputs.text._split_stream(iter(chunks), sep))
     assert got == [d for d in text.split(sep) if d]
 
 
@@ -423,7 +423,7 @@ def test_chunked_reader_matches_str_split(scratch_file, case, chunk_bytes):
 
 
 def test_long_document_across_many_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(inputs, "CHUNK_BYTES", 16)
+    monkeypatch.setattr(inputs.text, "CHUNK_BYTES", 16)  # where read_text reads it
     p = tmp_path / "a.txt"
     p.write_text("x" * 1000 + "\n" + "y" * 10)
     assert docs_of(read_text(text_source(p))) == ["x" * 1000, "y" * 10]
@@ -640,12 +640,15 @@ def test_corpus_trains_through_list_batches(tmp_path):
     assert tok.decode(tok.encode("hello world")) == "hello world"
 
 
-def test_public_names_have_docstrings():
+@pytest.mark.parametrize("module", ["sources", "files", "text", "jsonl", "parquet", "corpus"])
+def test_public_names_have_docstrings(module):
+    import importlib
     import inspect
 
+    mod = importlib.import_module(f"bpeforge.inputs.{module}")
     missing = []
-    for name, obj in vars(inputs).items():
-        if name.startswith("_") or getattr(obj, "__module__", None) != inputs.__name__:
+    for name, obj in vars(mod).items():
+        if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
             continue
         if (inspect.isfunction(obj) or inspect.isclass(obj)) and not obj.__doc__:
             missing.append(name)
@@ -668,10 +671,10 @@ def test_a_broken_pyarrow_is_not_called_missing(monkeypatch):
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setattr(sys, "meta_path", [Broken(), *sys.meta_path])
     with pytest.raises(inputs.InputError, match="installed but fails to import: compiled against another NumPy"):
-        inputs._pyarrow()
+        inputs.parquet._pyarrow()
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # not installed
     with pytest.raises(inputs.InputError, match=r"needs pyarrow \(pip install 'bpeforge\[parquet\]'\)"):
-        inputs._pyarrow()
+        inputs.parquet._pyarrow()
 
 
 def test_numpy_missing_names_the_extra(monkeypatch):

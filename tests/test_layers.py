@@ -30,8 +30,12 @@ LAYERS: list[set[str]] = [
     {"bpeforge.chat"},
     # the public Tokenizer, made of the modules above
     {"bpeforge.tokenizer"},
-    # compression compared; corpus readers
-    {"bpeforge.eval", "bpeforge.inputs"},
+    # compression compared; the corpus readers: which files, opening them, each format, the corpus
+    {"bpeforge.eval", "bpeforge.inputs.sources"},
+    {"bpeforge.inputs.files"},
+    {"bpeforge.inputs.text", "bpeforge.inputs.jsonl", "bpeforge.inputs.parquet"},
+    {"bpeforge.inputs.corpus"},
+    {"bpeforge.inputs"},
     # the package's face: re-exports
     {"bpeforge"},
     # the command line: what the subcommands share, then what train writes and prints, then

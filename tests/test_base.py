@@ -3,6 +3,7 @@ needs them, and the tiktoken.Encoding they make (exact round trips, the vocabula
 special tokens after the ranks)."""
 
 import re
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -158,3 +159,10 @@ def test_a_panic_inside_tiktoken_is_a_runtime_error():
 def test_bad_ranks_name_the_problem(ranks, kind, message):
     with pytest.raises(kind, match=re.escape(message)):
         bpeforge.Tokenizer(ranks)
+
+
+def test_numpy_missing_names_the_extra(monkeypatch):
+    tok = bpeforge.Tokenizer.train_from_iterator(["ab ab"], vocab_size=260, special_tokens=[])
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    with pytest.raises(ModuleNotFoundError, match=r"bpeforge\[numpy\]"):
+        tok.token_bytes(as_numpy=True)

@@ -30,6 +30,11 @@ Conventions:
   and counted with ``skip_bad_lines``), and so is a line that is not UTF-8 or whose text holds a
   lone surrogate (a ``\\ud800`` escape).
 * Parquet: the ``text_column`` column must hold strings; nulls are skipped.
+
+Modules, in the order they build on each other: :mod:`~bpeforge.inputs.sources` (which files),
+:mod:`~bpeforge.inputs.files` (opening them), :mod:`~bpeforge.inputs.text`,
+:mod:`~bpeforge.inputs.jsonl`, :mod:`~bpeforge.inputs.parquet` (a reader per format), and
+:mod:`~bpeforge.inputs.corpus` (the documents of all the files, held-out ones set aside).
 """
 
 from ..errors import InputError

@@ -189,7 +189,7 @@ class BaseTokenizer:
         return self._encoding.n_vocab
 
     def __repr__(self) -> str:
-        return f"<bpeforge.Tokenizer n_vocab={self.n_vocab} special_tokens={len(self._special_tokens)}>"
+        return f"<bpeforge.{type(self).__name__} n_vocab={self.n_vocab} special_tokens={len(self._special_tokens)}>"
 
     # --------------------------------------------------------------------------- encoding
 

@@ -1,6 +1,6 @@
 """Arrow string arrays as items of ``Trainer.train_from_iterator`` (through the Arrow PyCapsule
 interface, ``__arrow_c_array__``): the same ranks and the same figures as the same texts given as
-str. (The Arrow path of the corpus readers is tested in test_inputs.py, and of `bpeforge train`
+str. (The Arrow path of the corpus readers is tested in tests/inputs/, and of `bpeforge train`
 in cli/test_train.py.)"""
 
 from __future__ import annotations

@@ -353,3 +353,18 @@ def test_endoftext_serves_as_bos():
     tok = bpeforge.Tokenizer.train_from_iterator(CORPUS, vocab_size=300, special_tokens=names)
     ids, _ = tok.render_conversation([U()])
     assert ids[0] == tok.encode_special("<|endoftext|>") == tok.get_bos_token_id()
+
+
+def test_render_for_completion_needs_a_user_message():
+    tok = bpeforge.Tokenizer.train_from_iterator(["hello world"] * 3, 300)
+    conversation = [{"role": "system", "content": "be brief"}, {"role": "assistant", "content": "hi"}]
+    with pytest.raises(ValueError, match="only a system message before the assistant message"):
+        tok.render_for_completion(conversation)
+
+
+def test_the_token_bytes_file_helpers_are_there_too():
+    """nanochat users find the token-bytes file helpers in bpeforge.chat: they are io's."""
+    from bpeforge import io
+
+    for name in ("TOKEN_BYTES_FILE", "read_token_bytes", "write_token_bytes", "token_bytes_npy"):
+        assert getattr(chat, name) is getattr(io, name)

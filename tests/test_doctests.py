@@ -9,7 +9,7 @@ import pytest
 import bpeforge
 
 MODULES = sorted(
-    name for _, name, _ in pkgutil.iter_modules(bpeforge.__path__, "bpeforge.") if not name.endswith("__main__")
+    name for _, name, _ in pkgutil.walk_packages(bpeforge.__path__, "bpeforge.") if not name.endswith("__main__")
 ) + ["bpeforge"]
 
 

@@ -1,17 +1,19 @@
-"""Saving and loading: standard files, same encoding after reload, clear errors on bad files."""
+"""bpeforge.io, saving and loading: standard files, same encoding after reload, clear errors on
+bad files, the token-bytes file, and tiktoken's cache of the ranks file."""
 
 import json
 import os
+import struct
 import tempfile
-from pathlib import Path
 
 import pytest
 import tiktoken.load
 
 import bpeforge
-from bpeforge.chat import read_token_bytes
-from bpeforge.io import CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE
+from bpeforge import io
+from bpeforge.io import CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE, read_token_bytes
 
+BYTES = {bytes([i]): i for i in range(256)}
 SAMPLE = "The quick brown fox; jumps over 12345 lazy dogs!\n\tdon't STOP — ünïcödé 日本語 🎉"
 
 
@@ -232,7 +234,7 @@ def test_save_refuses_what_load_would_refuse_and_leaves_the_folder(tok, tmp_path
 
 
 def test_a_save_that_fails_leaves_the_folder_as_it_was(tok, tmp_path, monkeypatch):
-    import bpeforge.chat
+    import bpeforge.io
 
     tok.save(tmp_path)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -241,7 +243,7 @@ def test_a_save_that_fails_leaves_the_folder_as_it_was(tok, tmp_path, monkeypatc
     def too_big(tokenizer):
         raise MemoryError()
 
-    monkeypatch.setattr(bpeforge.chat, "token_bytes_npy", too_big)
+    monkeypatch.setattr(bpeforge.io, "token_bytes_npy", too_big)
     with pytest.raises(MemoryError, match=r"one entry per id up to \d+ \(the largest special token id\)"):
         other.save(tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
@@ -325,3 +327,78 @@ def test_save_to_a_tiktoken_name_is_refused_and_load_of_a_ranks_file_names_its_f
     (tmp_path / "Upper.TIKTOKEN").write_bytes(b"")
     with pytest.raises(FileNotFoundError, match=r"ranks file, not a folder"):
         bpeforge.Tokenizer.load(tmp_path / "Upper.TIKTOKEN")
+
+
+def test_a_tokenizer_with_another_byte_order_saves_and_loads(tmp_path):
+    import tiktoken
+
+    # OpenAI's encodings order the single bytes their own way.
+    enc = tiktoken.Encoding("x", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): (i + 128) % 256 for i in range(256)},
+                            special_tokens={"<|e|>": 256})
+    tok = bpeforge.Tokenizer.from_encoding(enc)
+    tok.save(tmp_path / "t")
+    back = bpeforge.Tokenizer.load(tmp_path / "t")
+    assert back.mergeable_ranks == tok.mergeable_ranks and back.special_tokens == {"<|e|>": 256}
+    assert back.encode("hi") == enc.encode_ordinary("hi") == [232, 233]
+
+
+def test_load_names_the_folder_of_an_out_of_range_special_id(tmp_path):
+    import json
+
+    bpeforge.Tokenizer(BYTES, special_tokens={"<|bos|>": 256}).save(tmp_path / "t")
+    config = json.loads((tmp_path / "t" / "tokenizer.json").read_text())
+    config["special_tokens"]["<|bos|>"] = 2**64
+    (tmp_path / "t" / "tokenizer.json").write_text(json.dumps(config))
+    with pytest.raises(bpeforge.TokenizerFileError, match="special ids must be"):
+        bpeforge.Tokenizer.load(tmp_path / "t")
+
+
+def test_token_bytes_numpy_and_npy(tok, tmp_path):
+    np = pytest.importorskip("numpy")
+    arr = tok.token_bytes(as_numpy=True)
+    assert arr.dtype == np.int32 and arr.tolist() == tok.token_bytes()
+    data = io.token_bytes_npy(tok)
+    (tmp_path / "tb.npy").write_bytes(data)
+    loaded = np.load(tmp_path / "tb.npy", allow_pickle=False)
+    assert loaded.dtype == np.int32 and loaded.tolist() == tok.token_bytes()
+    # and numpy's own file reads back without numpy
+    np.save(tmp_path / "np.npy", arr)
+    assert io.read_token_bytes(tmp_path / "np.npy") == tok.token_bytes()
+    assert (tmp_path / "np.npy").read_bytes() == data
+
+
+def test_write_and_read_token_bytes(tok, tmp_path):
+    path = io.write_token_bytes(tok, tmp_path)
+    assert path == tmp_path / TOKEN_BYTES_FILE
+    assert io.read_token_bytes(tmp_path) == tok.token_bytes()
+    assert io.read_token_bytes(path) == tok.token_bytes()
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: b"NOTNUMPY" + d[8:], "not a .npy file"),
+        (lambda d: d[:-4], "truncated"),
+        (lambda d: d.replace(b"<i4", b"<f8"), "int32"),
+    ],
+)
+def test_read_token_bytes_rejects_bad_files(tok, tmp_path, mutate, message):
+    path = tmp_path / TOKEN_BYTES_FILE
+    path.write_bytes(mutate(io.token_bytes_npy(tok)))
+    with pytest.raises(bpeforge.TokenizerFileError, match=message):
+        io.read_token_bytes(path)
+
+
+def test_npy_header_alignment():
+    byte_ranks = {bytes([i]): i for i in range(256)}
+    for n_special in [0, 1, 7, 800, 9_800]:  # shapes of 3 to 5 digits
+        tok = bpeforge.Tokenizer(byte_ranks, special_tokens=[f"<|s{k}|>" for k in range(n_special)])
+        data = io.token_bytes_npy(tok)
+        (header_len,) = struct.unpack("<H", data[8:10])
+        assert (10 + header_len) % 64 == 0 and data[10 + header_len - 1 : 10 + header_len] == b"\n"
+        assert len(data) == 10 + header_len + 4 * tok.n_vocab
+
+
+def test_save_writes_token_bytes(tok, tmp_path):
+    tok.save(tmp_path)
+    assert io.read_token_bytes(tmp_path) == tok.token_bytes()

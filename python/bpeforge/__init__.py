@@ -4,23 +4,29 @@
 >>> tok = bpeforge.Tokenizer.train_from_iterator(["hello world"] * 10, vocab_size=260, special_tokens=[])
 >>> tok.decode(tok.encode("hello world"))
 'hello world'
+
+The package is layered, each module importing only modules of the layers below its own
+(``tests/test_layers.py`` checks it):
+
+1. ``_core``: the compiled core (Rust): the trainer, the Parquet reader, split patterns;
+2. ``errors`` (exceptions), ``checks`` (arguments), ``patterns`` (split patterns),
+   ``progress`` (console progress), ``version``;
+3. ``base``: the encoding core, :class:`~bpeforge.base.BaseTokenizer`;
+4. ``io`` (saving and loading), ``training`` (the one training path), ``pretrained``
+   (tiktoken's encodings by name);
+5. ``chat`` (conversations for chat models);
+6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above;
+7. ``eval`` (compression compared) and ``inputs`` (corpus readers);
+8. this module, which re-exports the public names; then ``cli``, the ``bpeforge`` command line.
 """
 
+# PRESETS (the presets as (name, regex) pairs) stays importable from here; PATTERNS is its dict.
 from ._core import DEFAULT_PATTERN, PRESETS, ParquetReader, Trainer, check_ranks, split
-from .io import TokenizerFileError
-from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer, resolve_pattern
-from .eval import EvalError, evaluate, format_table
-
-from importlib.metadata import PackageNotFoundError as _NotInstalled, version as _version
-
-try:
-    __version__: str = _version("bpeforge")
-except _NotInstalled:  # run from a source tree that was never installed
-    __version__ = "unknown"
-
-PATTERNS: dict[str, str] = dict(PRESETS)
-"""Preset split patterns by name: gpt4 (the default), cl100k_base, nanochat, gpt2, r50k_base,
-p50k_base, o200k_base."""
+from .errors import EvalError, TokenizerFileError
+from .eval import evaluate, format_table
+from .patterns import PATTERNS, resolve_pattern
+from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer
+from .version import __version__
 
 __all__ = [
     "__version__",

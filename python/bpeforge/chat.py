@@ -14,7 +14,11 @@ and friends call them. The rules are nanochat's (``RustBPETokenizer`` in ``nanoc
   shape raises ValueError naming the message by its index in the conversation as given.
 * :func:`render_for_completion` renders all but the last (assistant) message and ends with
   ``<|assistant_start|>``.
-* :func:`token_bytes` gives, for every id, the number of bytes it decodes to (0 for special tokens).
+
+Encoding with ``prepend``/``append``, ``get_bos_token_id``, ``id_to_token`` and ``token_bytes``
+are methods of the encoding core (:class:`bpeforge.base.BaseTokenizer`); the token-bytes file
+helpers (:func:`read_token_bytes`, :func:`write_token_bytes`, :func:`token_bytes_npy`) live in
+:mod:`bpeforge.io` and are re-exported here, where nanochat users look for them.
 
 Message text is always encoded as ordinary text: ``"<|bos|>"`` typed by a user becomes a few text
 tokens, never the special token.
@@ -33,19 +37,24 @@ tokens, never the special token.
 
 from __future__ import annotations
 
-import ast
-import os
-import struct
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
-from .io import TOKEN_BYTES_FILE  # where save() writes the token byte lengths
+from .base import BaseTokenizer
+from .checks import optional_int
+from .io import TOKEN_BYTES_FILE, read_token_bytes, token_bytes_npy, write_token_bytes
 
-if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+__all__ = [
+    "normalize_messages",
+    "render_conversation",
+    "render_for_completion",
+    "visualize_tokenization",
+    "marker_id",
+    "TOKEN_BYTES_FILE",
+    "read_token_bytes",
+    "token_bytes_npy",
+    "write_token_bytes",
+]
 
-BOS = "<|bos|>"
-ENDOFTEXT = "<|endoftext|>"
 USER_START, USER_END = "<|user_start|>", "<|user_end|>"
 ASSISTANT_START, ASSISTANT_END = "<|assistant_start|>", "<|assistant_end|>"
 PYTHON_START, PYTHON_END = "<|python_start|>", "<|python_end|>"
@@ -57,91 +66,8 @@ PART_TYPES = ("text", "python", "python_output")
 
 RED, GREEN, GRAY, RESET = "\033[91m", "\033[92m", "\033[90m", "\033[0m"
 
-SpecialToken = Union[str, bytes, int]
 
-
-# ------------------------------------------------------------------------------ encoding
-
-
-def special_id(tokenizer: "Tokenizer", token: SpecialToken) -> int:
-    """The id of ``token``: a special token name, or an id (checked to be in the vocabulary).
-
-    >>> import bpeforge
-    >>> tok = bpeforge.Tokenizer.train_from_iterator(["ab"], vocab_size=258, special_tokens=["<|bos|>"])
-    >>> special_id(tok, "<|bos|>"), special_id(tok, 7)
-    (257, 7)
-    """
-    from .tokenizer import _as_int
-
-    if isinstance(token, (str, bytes)):
-        return tokenizer.encode_special(token)
-    try:
-        token = _as_int(token, "a special token")
-    except TypeError:
-        raise TypeError(f"a special token must be a name (str) or an id (int), got {type(token).__name__}") from None
-    if not 0 <= token < tokenizer.n_vocab:
-        raise ValueError(f"token id {token} is out of range: ids run from 0 to {tokenizer.n_vocab - 1}")
-    return token
-
-
-def encode(
-    tokenizer: "Tokenizer",
-    text: Union[str, Sequence[str]],
-    prepend: Optional[SpecialToken] = None,
-    append: Optional[SpecialToken] = None,
-    num_threads: Optional[int] = 8,
-) -> Union[List[int], List[List[int]]]:
-    """Encodes ``text`` (a str, or a list of str encoded in parallel on ``num_threads`` threads)
-    as ordinary text, with ``prepend``/``append`` (a special token name or id) added to each
-    sequence. A list gives a list of lists, one per str.
-
-    >>> import bpeforge
-    >>> tok = bpeforge.Tokenizer.train_from_iterator(["ab ab"], vocab_size=266)
-    >>> bos = tok.get_bos_token_id()
-    >>> encode(tok, ["ab", "b"], prepend="<|bos|>", append=bos) == [[bos, 256, bos], [bos, 98, bos]]
-    True
-    """
-    prepend_id = None if prepend is None else special_id(tokenizer, prepend)
-    append_id = None if append is None else special_id(tokenizer, append)
-    enc = tokenizer.encoding
-    if isinstance(text, str):
-        ids = tokenizer._encode_ordinary(text)
-        if prepend_id is not None:
-            ids.insert(0, prepend_id)
-        if append_id is not None:
-            ids.append(append_id)
-        return ids
-    if not isinstance(text, (list, tuple)):
-        raise TypeError(f"text must be a str or a list of str, got {type(text).__name__}")
-    for i, t in enumerate(text):
-        if not isinstance(t, str):
-            raise TypeError(f"text[{i}] must be a str, got {type(t).__name__}")
-    num_threads = _optional_int(num_threads, "num_threads", 1, "a positive int or None (tiktoken's default)")
-    if not text:
-        return []
-    from .tokenizer import tiktoken_errors
-
-    threads = {} if num_threads is None else {"num_threads": num_threads}
-    with tiktoken_errors():
-        batch = enc.encode_ordinary_batch(list(text), **threads)
-    head = [] if prepend_id is None else [prepend_id]
-    tail = [] if append_id is None else [append_id]
-    if head or tail:
-        batch = [head + ids + tail for ids in batch]
-    return batch
-
-
-def bos_token_id(tokenizer: "Tokenizer") -> int:
-    """The id of ``<|bos|>``, or of ``<|endoftext|>`` when there is no ``<|bos|>`` (tiktoken's
-    encodings call their document delimiter that, as nanochat's ``from_pretrained`` knows)."""
-    specials = tokenizer.special_tokens
-    for name in (BOS, ENDOFTEXT):
-        if name in specials:
-            return specials[name]
-    raise KeyError(f"the tokenizer has neither {BOS!r} nor {ENDOFTEXT!r}; its special tokens: {sorted(specials)}")
-
-
-def marker_id(tokenizer: "Tokenizer", name: str) -> int:
+def marker_id(tokenizer: BaseTokenizer, name: str) -> int:
     """The id of chat marker ``name`` (``<|user_start|>``, ...), which must be a special token:
     an ordinary token with the same text is what a user typing it gets, so it never marks a
     turn."""
@@ -152,17 +78,6 @@ def marker_id(tokenizer: "Tokenizer", name: str) -> int:
             f"special_tokens=bpeforge.NANOCHAT_SPECIAL_TOKENS); its special tokens: {sorted(specials)}"
         )
     return specials[name]
-
-
-def id_to_token(tokenizer: "Tokenizer", token_id: int) -> str:
-    """The text of one token (U+FFFD where its bytes are not whole UTF-8 characters). The id may
-    be any integer type (a NumPy integer, a 0-d tensor: whatever has ``__index__``)."""
-    from .tokenizer import _as_int
-
-    token_id = _as_int(token_id, "a token id")
-    if not 0 <= token_id < tokenizer.n_vocab:
-        raise KeyError(f"token id {token_id} is out of range: ids run from 0 to {tokenizer.n_vocab - 1}")
-    return tokenizer.encoding.decode([token_id])
 
 
 # ------------------------------------------------------------------------------ conversations
@@ -262,29 +177,13 @@ def normalize_messages(conversation: Any) -> List[Tuple[int, str, Any]]:
     return out
 
 
-def _optional_int(value: Any, name: str, minimum: int, expected: str) -> Optional[int]:
-    """``value`` as an int (any integer type) of at least ``minimum``, or None; else TypeError
-    (not an integer) or ValueError (too small), saying ``name`` must be ``expected``."""
-    from .tokenizer import _as_int
-
-    if value is None:
-        return None
-    try:
-        number = _as_int(value, name)
-    except TypeError:
-        raise TypeError(f"{name} must be {expected}, got {value!r}") from None
-    if number < minimum:
-        raise ValueError(f"{name} must be {expected}, got {number!r}")
-    return number
-
-
 def _check_max_tokens(max_tokens: Any) -> Optional[int]:
     """``max_tokens`` as an int (any integer type) or None; TypeError or ValueError otherwise."""
-    return _optional_int(max_tokens, "max_tokens", 0, "a non-negative int or None")
+    return optional_int(max_tokens, "max_tokens", 0, "a non-negative int or None")
 
 
 def render_conversation(
-    tokenizer: "Tokenizer", conversation: Any, max_tokens: Optional[int] = 2048
+    tokenizer: BaseTokenizer, conversation: Any, max_tokens: Optional[int] = 2048
 ) -> Tuple[List[int], List[int]]:
     """``(ids, mask)`` for a conversation (see the module docstring for the rules), both cut to
     ``max_tokens`` (``None``: no limit). ``mask[k]`` is 1 where the model is trained on ``ids[k]``.
@@ -304,11 +203,12 @@ def render_conversation(
     """
     max_tokens = _check_max_tokens(max_tokens)
     messages = normalize_messages(conversation)
-    encode_ordinary = tokenizer._encode_ordinary
+    encode_ordinary = tokenizer.encode_ordinary
+
     def special(name: str) -> int:
         return marker_id(tokenizer, name)
 
-    ids: List[int] = [bos_token_id(tokenizer)]
+    ids: List[int] = [tokenizer.get_bos_token_id()]
     mask: List[int] = [0]
 
     def add(token_ids: List[int], value: int) -> None:
@@ -343,7 +243,7 @@ def render_conversation(
     return ids, mask
 
 
-def render_for_completion(tokenizer: "Tokenizer", conversation: Any, max_tokens: Optional[int] = 2048) -> List[int]:
+def render_for_completion(tokenizer: BaseTokenizer, conversation: Any, max_tokens: Optional[int] = 2048) -> List[int]:
     """The ids of ``conversation`` without its last message, which must be from the assistant,
     followed by ``<|assistant_start|>``: a prompt for the model to complete (as nanochat's RL does).
     The rendering is cut to ``max_tokens`` before ``<|assistant_start|>`` is appended, like
@@ -378,7 +278,7 @@ def render_for_completion(tokenizer: "Tokenizer", conversation: Any, max_tokens:
 
 
 def visualize_tokenization(
-    tokenizer: "Tokenizer", ids: Sequence[int], mask: Sequence[int], with_token_id: bool = False
+    tokenizer: BaseTokenizer, ids: Sequence[int], mask: Sequence[int], with_token_id: bool = False
 ) -> str:
     """The tokens of ``ids`` joined by ``|``, each green where its mask is 1 and red otherwise (ANSI
     colours), with ``(id)`` in gray after each token when ``with_token_id``, as nanochat does.
@@ -397,133 +297,3 @@ def visualize_tokenization(
         if with_token_id:
             parts.append(f"{GRAY}({token_id}){RESET}")
     return "|".join(parts)
-
-
-# ------------------------------------------------------------------------------ token bytes
-
-
-def token_bytes(tokenizer: "Tokenizer", as_numpy: bool = False) -> Any:
-    """For every id ``0 .. n_vocab - 1``, the number of bytes the token stands for: the length of
-    its bytes for a rank, 0 for a special token (or an unused id). A list, or an int32 NumPy array
-    with ``as_numpy=True``.
-
-    Unlike nanochat's ``tok_train.py``, which measures ``decode([id])`` and so counts a token that
-    is part of a UTF-8 character as the 3 bytes of U+FFFD, this counts the token's own bytes: the
-    sum over the ids of any encoded text is that text's UTF-8 length, as bits-per-byte needs.
-
-    >>> import bpeforge
-    >>> tok = bpeforge.Tokenizer.train_from_iterator(["hello hello"], vocab_size=262, special_tokens=["<|bos|>"])
-    >>> tb = token_bytes(tok)
-    >>> len(tb) == tok.n_vocab, tb[:2], tb[-1]
-    (True, [1, 1], 0)
-    >>> sum(tb[i] for i in tok.encode("héllo hello")) == len("héllo hello".encode())
-    True
-    """
-    values = [0] * tokenizer.n_vocab
-    for token, rank in tokenizer.encoding._mergeable_ranks.items():
-        values[rank] = len(token)
-    if as_numpy:
-        np = _numpy()
-        return np.asarray(values, dtype=np.int32)
-    return values
-
-
-def _numpy() -> Any:
-    try:
-        import numpy
-    except ModuleNotFoundError as e:
-        if e.name != "numpy":
-            raise
-        raise ModuleNotFoundError("as_numpy=True needs NumPy (pip install 'bpeforge[numpy]')", name="numpy") from None
-    return numpy
-
-
-def token_bytes_npy(tokenizer: "Tokenizer") -> bytes:
-    """The ``.npy`` file (format 1.0, little-endian int32, 1-D) of :func:`token_bytes`, written
-    without NumPy: ``numpy.load`` reads it, and ``torch.from_numpy`` of that is nanochat's
-    ``token_bytes.pt`` tensor.
-
-    >>> import bpeforge
-    >>> tok = bpeforge.Tokenizer.train_from_iterator(["aa"], vocab_size=257, special_tokens=[])
-    >>> data = token_bytes_npy(tok)
-    >>> data[:6], len(data) % 64 == (257 * 4) % 64
-    (b'\\x93NUMPY', True)
-    """
-    values = token_bytes(tokenizer)
-    header = "{'descr': '<i4', 'fortran_order': False, 'shape': (%d,), }" % len(values)
-    # magic (6) + version (2) + header length (2) + header, padded with spaces to a multiple of
-    # 64 bytes and ending in a newline, as numpy writes it.
-    pad = 64 - (10 + len(header) + 1) % 64
-    header_bytes = (header + " " * (pad % 64) + "\n").encode("latin1")
-    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header_bytes)) + header_bytes + struct.pack(f"<{len(values)}i", *values)
-
-
-def write_token_bytes(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> Path:
-    """Writes :data:`TOKEN_BYTES_FILE` for ``tokenizer`` into ``directory``; returns its path.
-    (:meth:`Tokenizer.save` does this through ``io.save``; this is for folders written otherwise.)"""
-    path = Path(directory) / TOKEN_BYTES_FILE
-    from .io import _write_atomic
-
-    _write_atomic(path, token_bytes_npy(tokenizer))
-    return path
-
-
-def _check_against_config(directory: Path, data: bytes) -> None:
-    """Raises TokenizerFileError if ``directory`` is a saved tokenizer whose config names
-    another token-bytes file than ``data``, the one there (two saves into the folder at once)."""
-    import json
-
-    from .io import CONFIG_FILE, check_checksum
-
-    try:
-        config = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return  # no config (a folder of write_token_bytes alone), or one load would refuse
-    if isinstance(config, dict):
-        check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"), data)
-
-
-def read_token_bytes(path: Union[str, os.PathLike], as_numpy: bool = False) -> Any:
-    """Reads a token-bytes file (a saved tokenizer folder, or the ``.npy`` file itself) as a list,
-    or as a NumPy array with ``as_numpy=True``. Only what :func:`token_bytes_npy` writes is read
-    without NumPy; a bad file raises ``bpeforge.TokenizerFileError``.
-
-    >>> import bpeforge, tempfile
-    >>> tok = bpeforge.Tokenizer.train_from_iterator(["aa"], vocab_size=258, special_tokens=["<|bos|>"])
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     _ = write_token_bytes(tok, d)
-    ...     read_token_bytes(d)[-3:]
-    [1, 2, 0]
-    """
-    from .io import TokenizerFileError
-
-    path = Path(path)
-    folder = path if path.is_dir() else None
-    if folder is not None:
-        path = path / TOKEN_BYTES_FILE
-    # Read once: checked and parsed as the same bytes, even if a save replaces the file meanwhile.
-    data = path.read_bytes()
-    if folder is not None:
-        _check_against_config(folder, data)
-    if as_numpy:
-        import io
-
-        return _numpy().load(io.BytesIO(data), allow_pickle=False)
-    if data[:8] != b"\x93NUMPY\x01\x00" or len(data) < 10:
-        raise TokenizerFileError(f"{path}: not a .npy file (format 1.0)")
-    (header_len,) = struct.unpack("<H", data[8:10])
-    try:
-        header = ast.literal_eval(data[10 : 10 + header_len].decode("latin1"))
-        descr, shape = header["descr"], header["shape"]
-    except (ValueError, SyntaxError, KeyError, TypeError):
-        raise TokenizerFileError(f"{path}: bad .npy header") from None
-    if (
-        descr != "<i4"
-        or header.get("fortran_order")
-        or not (isinstance(shape, tuple) and len(shape) == 1 and isinstance(shape[0], int) and shape[0] >= 0)
-    ):
-        raise TokenizerFileError(f"{path}: expected a 1-D little-endian int32 array, got {descr} of shape {shape}")
-    body = data[10 + header_len :]
-    if len(body) != 4 * shape[0]:
-        raise TokenizerFileError(f"{path}: {len(body)} data bytes where {4 * shape[0]} were expected (truncated?)")
-    return list(struct.unpack(f"<{shape[0]}i", body))

@@ -18,6 +18,8 @@ A tokenizer is given as
   downloads these on first use; offline and without a cached copy this fails with an
   :class:`EvalError` saying so.
 
+``bpeforge eval`` (:mod:`bpeforge.cli.eval`) is the command line over :func:`evaluate`.
+
 >>> import bpeforge
 >>> byte_level = bpeforge.Tokenizer({bytes([i]): i for i in range(256)})
 >>> tok = bpeforge.Tokenizer.train_from_iterator(["hello hello"] * 4, vocab_size=260, special_tokens=[])
@@ -39,34 +41,36 @@ greeting     11     11  bytes          11         1.00        1.000
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+
+from .base import tiktoken_errors
+from .chat import GREEN, RED, RESET
+from .checks import missing_single_bytes
+from .errors import EncodingUnavailable, EvalError
+from .io import read_tiktoken
+from .patterns import resolve_pattern
+from .pretrained import ALIASES, load_tiktoken_encoding
+from .tokenizer import Tokenizer
 
 if TYPE_CHECKING:  # imported where used: training alone never loads tiktoken
     import tiktoken
 
-from .chat import GREEN, RED, RESET
-from .tokenizer import Tokenizer, resolve_pattern, tiktoken_errors
+__all__ = [
+    "ALIASES",
+    "EncodingUnavailable",
+    "EvalError",
+    "EvalRow",
+    "evaluate",
+    "format_table",
+    "load_tiktoken_encoding",
+    "load_tiktoken_file",
+    "load_tokenizer",
+    "split_tiktoken_spec",
+]
 
 TokenizerLike = Union[Tokenizer, "tiktoken.Encoding", str, "os.PathLike[str]"]
-
-ALIASES: Dict[str, str] = {"gpt4": "cl100k_base"}
-"""Short names accepted for tiktoken encodings, as nanochat's ``tok_eval`` calls them."""
-
-
-
-class EvalError(ValueError):
-    """A tokenizer or text that :func:`evaluate` cannot use; the message says which and why."""
-
-
-class EncodingUnavailable(EvalError, ConnectionError):
-    """tiktoken could not fetch a named encoding's ranks (it downloads them on first use): also
-    a ``ConnectionError``, so ``except OSError`` around ``Tokenizer.from_pretrained`` catches
-    being offline as it would any other failed download."""
 
 
 class EvalRow(NamedTuple):
@@ -96,40 +100,6 @@ class EvalRow(NamedTuple):
 # ------------------------------------------------------------------------------ loading
 
 
-def load_tiktoken_encoding(name: str) -> tiktoken.Encoding:
-    """``tiktoken.get_encoding`` of ``name`` (or of a model name, or ``gpt4``), with a clear
-    :class:`EvalError` when the name is unknown, :class:`EncodingUnavailable` (an EvalError and
-    a ConnectionError) when tiktoken cannot fetch the ranks (offline).
-
-    >>> load_tiktoken_encoding("no-such-encoding")
-    Traceback (most recent call last):
-    ...
-    bpeforge.eval.EvalError: 'no-such-encoding' is not a tiktoken encoding or model name (encodings: ...)
-    """
-    import tiktoken
-
-    known = list(tiktoken.list_encoding_names())
-    encoding_name = ALIASES.get(name, name)
-    if encoding_name not in known:
-        try:
-            encoding_name = tiktoken.encoding_name_for_model(name)
-        except KeyError:
-            raise EvalError(
-                f"{name!r} is not a tiktoken encoding or model name (encodings: {', '.join(sorted(known))})"
-            ) from None
-    try:
-        return tiktoken.get_encoding(encoding_name)
-    except Exception as e:  # noqa: BLE001 - network errors come in many types
-        detail = " ".join(str(e).split()) or type(e).__name__
-        if len(detail) > 200:
-            detail = detail[:197] + "..."
-        raise EncodingUnavailable(
-            f"tiktoken could not load the encoding {encoding_name!r}: it downloads the ranks on first use "
-            f"(cached in TIKTOKEN_CACHE_DIR), and that failed, likely because this machine is offline "
-            f"({type(e).__name__}: {detail}). Give a local .tiktoken file instead: PATH.tiktoken:PATTERN"
-        ) from None
-
-
 def split_tiktoken_spec(spec: str) -> Optional[Tuple[str, Optional[str]]]:
     """``(path, pattern or None)`` when ``spec`` names a ``.tiktoken`` file, else None.
 
@@ -150,14 +120,8 @@ def split_tiktoken_spec(spec: str) -> Optional[Tuple[str, Optional[str]]]:
 def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[str] = None) -> Tokenizer:
     """A tokenizer from a ``.tiktoken`` ranks file (read strictly, no special tokens) and
     ``pattern`` (a preset name, a regex, or None for GPT-4's)."""
-    import tiktoken
-
-    from . import _core
-    from .io import missing_single_bytes, read_tiktoken
-
     try:
         regex = resolve_pattern(pattern)
-        _core.check_pattern(regex)
     except ValueError as e:
         raise EvalError(f"{path}: bad pattern {pattern!r}: {e}") from None
     ranks = read_tiktoken(path)  # ranks 0..n-1 in order, distinct tokens
@@ -166,8 +130,10 @@ def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[s
     missing = missing_single_bytes(ranks)
     if missing:
         raise EvalError(f"{path}: {len(missing)} single bytes are not tokens (e.g. {bytes([missing[0]])!r}); tiktoken needs all 256")
-    encoding = tiktoken.Encoding(name=Path(path).stem, pat_str=regex, mergeable_ranks=ranks, special_tokens={})
-    return Tokenizer.from_encoding(encoding)
+    try:
+        return Tokenizer.from_any_byte_order(ranks, regex, {}, name=Path(path).stem)
+    except ValueError as e:  # all that is left to check is the pattern
+        raise EvalError(f"{path}: bad pattern {pattern!r}: {e}") from None
 
 
 def load_tokenizer(spec: TokenizerLike, pattern: Optional[str] = None) -> Tokenizer:
@@ -215,7 +181,9 @@ def _unique(names: List[str]) -> List[str]:
     return out
 
 
-def _named_tokenizers(tokenizers: Any) -> List[Tuple[str, Any]]:
+def named_tokenizers(tokenizers: Any) -> List[Tuple[str, Any]]:
+    """``(name, tokenizer)`` pairs for the ``tokenizers`` argument of :func:`evaluate`, names
+    made unique (see there for how each is named)."""
     import tiktoken
 
     if isinstance(tokenizers, Mapping):
@@ -298,7 +266,7 @@ def evaluate(
     if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
         raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
     named_texts = _named_texts(texts)
-    loaded = [(name, load_tokenizer(spec, pattern)) for name, spec in _named_tokenizers(tokenizers)]
+    loaded = [(name, load_tokenizer(spec, pattern)) for name, spec in named_tokenizers(tokenizers)]
     bodies = [t for _, t in named_texts]
     counts = []
     for tok_name, tok in loaded:
@@ -389,143 +357,3 @@ def format_table(rows: Sequence[EvalRow], *, color: bool = False) -> str:
     lines += ["=" * total, render(headers, [""] * len(headers)), "-" * total]
     lines += [render(cells, colours) for cells, colours in table]
     return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------ command line
-
-EVAL_EPILOG = """\
-tokenizers:
-  DIR                   a folder written by bpeforge train -o DIR / Tokenizer.save(DIR)
-  FILE.tiktoken         a ranks file, split with --pattern (GPT-4's by default)
-  FILE.tiktoken:PATTERN the same with its own pattern: a preset name or a regex
-  NAME                  a tiktoken encoding (gpt2, cl100k_base, o200k_base, gpt4, ...);
-                        tiktoken downloads it on first use, so it needs the network once
-  The first tokenizer is the reference of the Diff % column: (its tokens - tokens) / its
-  tokens, positive when a tokenizer needs fewer tokens.
-
-examples:
-  bpeforge eval out/tok gpt2 --text news.txt code.py
-  bpeforge eval out/a out/b.tiktoken:nanochat --text sample.txt --json
-"""
-
-
-def _add_arguments(p: argparse.ArgumentParser) -> None:
-    # (nargs="*", checked in run_eval: argparse would say TOKENIZER is missing when --text, given
-    # first, took it.)
-    p.add_argument("tokenizers", nargs="*", metavar="TOKENIZER", help="tokenizers to compare (see below)")
-    p.add_argument(
-        "--text", dest="texts", nargs="+", action="extend", required=True, metavar="FILE",
-        help="UTF-8 text files to encode, each as one text ('-' reads standard input); they take every "
-        "argument up to the next option, so give them after the tokenizers (or end them with --)",
-    )
-    p.add_argument("--pattern", default=None, help="split pattern for .tiktoken files given without :PATTERN (preset name or regex)")
-    from .cli import _int_at_least
-
-    p.add_argument("--threads", type=_int_at_least(1, "--threads", 1024), default=8, help="threads to encode with (default 8)")
-    p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
-    p.add_argument(
-        "--color", choices=["auto", "always", "never"], default="auto",
-        help="colour the table (auto: when standard output is a terminal and NO_COLOR is unset)",
-    )
-
-
-def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Adds the ``eval`` subcommand to ``subparsers`` (of the ``bpeforge`` command); its
-    ``run`` default is :func:`run_eval`."""
-    p = subparsers.add_parser(
-        "eval",
-        help="compare how tokenizers compress texts",
-        description="For each text and tokenizer: bytes, tokens, bytes per token, tokens per character, "
-        "and the relative difference in tokens against the first tokenizer.",
-        epilog=EVAL_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_arguments(p)
-    p.set_defaults(run=run_eval)
-    return p
-
-
-def _error(message: str, code: int = 1) -> Exception:
-    try:
-        from .cli import CLIError
-    except ImportError:  # pragma: no cover - the cli module ships with the package
-        return EvalError(message)
-    return CLIError(message, code)
-
-
-def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
-    texts = []
-    for path in paths:
-        if path == "-" and sys.stdin is None:
-            raise _error("-: standard input is closed")
-        try:
-            data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-        except OSError as e:
-            raise _error(f"{path}: {e.strerror or e}") from None
-        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a byte-order mark, not text
-        try:
-            text = data[bom:].decode("utf-8")
-        except UnicodeDecodeError as e:
-            at = bom + e.start
-            raise _error(f"{path}: not UTF-8 text (byte {at}: {data[at:at + 1]!r})") from None
-        if not text:
-            raise _error(f"{path}: the file is empty")
-        texts.append(("<stdin>" if path == "-" else path, text))
-    return texts
-
-
-def run_eval(args: argparse.Namespace) -> int:
-    """Runs ``bpeforge eval`` with parsed ``args``; prints the table (or JSON) on standard
-    output and returns the exit code. Problems raise the CLI's one-line error."""
-    if not args.tokenizers:
-        raise _error(
-            "no TOKENIZER given (--text takes every argument after it up to the next option: "
-            "give the tokenizers first, or end the texts with --)",
-            2,
-        )
-    if sys.stdout is None:
-        raise _error("standard output is closed: there is nowhere to print the comparison")
-    texts = _read_texts(args.texts)
-    tokenizers: Dict[str, Tokenizer] = {}
-    for name, spec in _named_tokenizers(args.tokenizers):
-        try:
-            tokenizers[name] = load_tokenizer(spec, args.pattern)
-        except (OSError, ValueError, KeyError) as e:
-            message = " ".join(str(e.args[0] if isinstance(e, KeyError) and e.args else e).split())
-            raise _error(f"tokenizer {spec}: {message}") from None
-    try:
-        rows = evaluate(tokenizers, texts, num_threads=args.threads)
-    except ValueError as e:
-        raise _error(str(e)) from None
-    if args.json:
-        print(json.dumps([r._asdict() for r in rows], indent=2, ensure_ascii=False))
-    else:
-        color = args.color == "always" or (
-            args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        )
-        print(format_table(rows, color=color))
-    return 0
-
-
-def main_eval(argv: Optional[Sequence[str]] = None) -> int:
-    """``bpeforge eval`` on its own: parses ``argv`` and runs :func:`run_eval`; an error is one
-    line on standard error and exit code 1 (a bad option: argparse's usage and error, exit code
-    2). From a shell: ``bpeforge eval ...`` or ``python -m bpeforge eval ...`` (not ``python -m
-    bpeforge.eval``: the package imports this module first, and runpy warns about that)."""
-    parser = argparse.ArgumentParser(
-        prog="bpeforge eval",
-        description="Compare how tokenizers compress texts.",
-        epilog=EVAL_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        from .cli import CLIError
-    except ImportError:  # pragma: no cover - the cli module ships with the package
-        CLIError = EvalError  # type: ignore[misc,assignment]
-    try:
-        return run_eval(args)
-    except (CLIError, EvalError, OSError, ValueError) as e:
-        print(f"bpeforge eval: error: {e}", file=sys.stderr)
-        return int(getattr(e, "code", 1))

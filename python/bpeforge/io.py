@@ -1,31 +1,42 @@
-"""Saving and loading tokenizers: a standard ``.tiktoken`` ranks file plus a small JSON file.
+"""Saving and loading tokenizers: a standard ``.tiktoken`` ranks file, a small JSON config and
+``token_bytes.npy`` (the bytes each token id stands for).
 
-No pickle: both files are plain text that any tool can read.
+No pickle: the ranks and the config are plain text that any tool can read, and the ``.npy``
+file is written and read without NumPy (saving must not need it).
+
+tiktoken's cache of ``.tiktoken`` files: ``tiktoken.load.load_tiktoken_bpe`` caches every file
+it reads, local ones too, keyed by the path string it was given, and serves that copy when the
+same string is read again, even after the file changed. tiktoken has no function to drop an
+entry, nor one that gives the cache's folder or key (``read_file_cached`` computes both inline),
+so :func:`forget_tiktoken_cache` repeats its scheme: the folder from ``TIKTOKEN_CACHE_DIR``,
+else ``DATA_GYM_CACHE_DIR``, else ``$TMPDIR/data-gym-cache``; the key the SHA-1 of the path.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import binascii
 import json
 import os
+import re
+import struct
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional, Union
+from typing import Any, Optional, TypeVar, Union
 
-if TYPE_CHECKING:
-    from .tokenizer import Tokenizer
+from . import _core
+from .base import BaseTokenizer, check_tiktoken_parts, import_numpy
+from .checks import missing_single_bytes
+from .errors import TokenizerFileError
+
+T = TypeVar("T", bound=BaseTokenizer)
 
 RANKS_FILE = "tokenizer.tiktoken"
 CONFIG_FILE = "tokenizer.json"
 TOKEN_BYTES_FILE = "token_bytes.npy"
 FORMAT = "bpeforge"
 VERSION = 1
-
-
-class TokenizerFileError(ValueError):
-    """A saved tokenizer file is truncated, corrupt or not ours; the message names the file
-    (and the line, where there is one)."""
 
 
 def named_like_ranks_file(path: Path) -> bool:
@@ -35,17 +46,16 @@ def named_like_ranks_file(path: Path) -> bool:
 
 
 def _sha256(data: bytes) -> str:
-    # Imported here: hashlib loads OpenSSL's libcrypto (about 3 MB resident), which training,
-    # the main job, never needs.
+    # Imported here: hashlib loads OpenSSL's libcrypto, which training, the main job, never needs.
     import hashlib
 
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    # Write beside the target, then rename: a crash leaves the old file or the new one, never half.
-    # The name is this thread's own (the process and the thread), so that two saves into one
-    # folder at once never write the same temporary file.
+def write_atomic(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` beside it, then renames: a crash leaves the old file or the
+    new one, never half. The temporary name is this thread's own (the process and the thread),
+    so that two saves into one folder at once never write the same temporary file."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
         with open(tmp, "wb") as f:
@@ -56,6 +66,15 @@ def _write_atomic(path: Path, data: bytes) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def is_save_leftover(folder: Path, name: str) -> bool:
+    """Whether file ``name`` of ``folder`` is a temporary file :func:`write_atomic` left behind
+    when a save was cut off (``.NAME.PID.THREAD.tmp``, or ``.NAME.PID.tmp`` for one file of
+    ours); ASCII digits only."""
+    ours = "|".join(map(re.escape, (CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE)))
+    path = folder / name
+    return bool(re.fullmatch(r"\.(?:%s)\.[0-9]+(?:\.[0-9]+)?\.tmp" % ours, name)) and path.is_file() and not path.is_symlink()
 
 
 def ranks_to_tiktoken(ranks: dict) -> bytes:
@@ -98,11 +117,9 @@ def read_tiktoken(path: Union[str, os.PathLike], data: Optional[bytes] = None) -
     return ranks
 
 
-def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
+def save(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike]) -> None:
     """Writes the ranks, the config and the token byte lengths of ``tokenizer`` into
     ``directory`` (created if needed), each file atomically."""
-    from .chat import token_bytes_npy  # ids -> byte lengths, for bits-per-byte evaluation
-
     given, directory = directory, Path(directory)
     spelled = os.fspath(given)
     named_as_folder = spelled.endswith("/") or spelled.endswith(os.sep)  # `x.tiktoken/`: a folder, as asked
@@ -138,17 +155,14 @@ def save(tokenizer: "Tokenizer", directory: Union[str, os.PathLike]) -> None:
     # Each file is replaced atomically, the config last: it names the files it goes with (by
     # their checksums), so a save cut off between two files, or two saves into one folder at
     # once, are caught by load rather than mixing two tokenizers.
-    _write_atomic(directory / RANKS_FILE, ranks)
+    write_atomic(directory / RANKS_FILE, ranks)
     forget_tiktoken_cache(os.path.join(os.fspath(given), RANKS_FILE))  # the caller's spelling, `./` and all
-    _write_atomic(directory / TOKEN_BYTES_FILE, token_bytes)
-    _write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
+    write_atomic(directory / TOKEN_BYTES_FILE, token_bytes)
+    write_atomic(directory / CONFIG_FILE, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode())
 
 
 def forget_tiktoken_cache(path: Union[str, os.PathLike]) -> None:
-    """Drops tiktoken's cached copies of the file at ``path``. ``tiktoken.load.load_tiktoken_bpe``
-    caches every file it reads, local ones too, under the path string it was given (in
-    ``TIKTOKEN_CACHE_DIR``, else ``DATA_GYM_CACHE_DIR``, else ``$TMPDIR/data-gym-cache``), and
-    serves that copy when the same string is read again, even after the file changed. A save
+    """Drops tiktoken's cached copies of the file at ``path`` (see the module docstring). A save
     that replaces a ``.tiktoken`` file calls this for the spellings a reader most likely uses
     (as given, with and without ``./``, normalized, absolute, with links resolved); a reader
     using another one gets the stale copy (pass ``expected_hash``, the file's SHA-256, to
@@ -176,36 +190,19 @@ def forget_tiktoken_cache(path: Union[str, os.PathLike]) -> None:
             pass
 
 
-def check_savable(tokenizer: "Tokenizer", ranks: Optional[dict] = None) -> None:
+def check_savable(tokenizer: BaseTokenizer, ranks: Optional[dict] = None) -> None:
     """Raises ValueError if :func:`load` would refuse what :func:`save` writes for ``tokenizer``
     (possible for one wrapped by ``Tokenizer.from_encoding``, whose encoding is taken as it is):
     ranks with gaps, special ids among the ranks, or a pattern that can match empty text.
     ``ranks``: its mergeable ranks, if already at hand."""
-    from . import _core
-    from .tokenizer import _special_ids
-
-    if ranks is None:
-        ranks = tokenizer.mergeable_ranks
-    ordered = sorted(ranks.values())
-    if ordered != list(range(len(ranks))):
-        missing = next(i for i, r in enumerate(ordered) if i != r)
-        raise ValueError(f"cannot save: the ranks do not run 0 to {len(ranks) - 1} without gaps (no token has rank {missing})")
-    if b"" in ranks:
-        raise ValueError(f"cannot save: the empty token has rank {ranks[b'']} (a .tiktoken line cannot hold it)")
-    absent = missing_single_bytes(ranks)
-    if absent:
-        raise ValueError(f"cannot save: byte 0x{absent[0]:02x} is not a token (every single byte must be one)")
     try:
-        _special_ids(tokenizer.special_tokens, len(ranks))
-        _core.check_pattern(tokenizer.pattern)
+        check_tiktoken_parts(tokenizer.mergeable_ranks if ranks is None else ranks, tokenizer.pattern, tokenizer.special_tokens)
     except ValueError as e:
         raise ValueError(f"cannot save: {e}") from None
 
 
-def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
-    """Reads a tokenizer written by :func:`save`."""
-    from .tokenizer import Tokenizer
-
+def load(directory: Union[str, os.PathLike], tokenizer_class: type[T] = BaseTokenizer) -> T:  # type: ignore[assignment]
+    """Reads a tokenizer written by :func:`save`, as an instance of ``tokenizer_class``."""
     directory = Path(directory)
     if not directory.is_dir():
         if named_like_ranks_file(directory) and directory.is_file():
@@ -246,10 +243,8 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
         raise TokenizerFileError(f"{ranks_path}: {len(ranks)} ranks, the config says {n_ranks} (truncated?)")
     check_checksum(directory, RANKS_FILE, config.get("ranks_sha256"), ranks_data)
     check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"))
-    from . import _core
-
     try:
-        return Tokenizer(ranks, pattern, specials)  # checks the ranks (once, on this path)
+        return tokenizer_class(ranks, pattern, specials)  # checks the ranks (once, on this path)
     except ValueError as e:
         error = e
     # Ranks saved from a tiktoken encoding (``Tokenizer.from_encoding``; OpenAI's order the
@@ -259,7 +254,10 @@ def load(directory: Union[str, os.PathLike]) -> "Tokenizer":
         try:
             _core.check_ranks(list(ranks.items()))
         except ValueError:
-            return _load_foreign(directory, ranks, pattern, specials)
+            try:
+                return tokenizer_class.from_any_byte_order(ranks, pattern, specials, name=directory.name)
+            except ValueError as e:
+                raise TokenizerFileError(f"{directory}: {e}") from None
     raise TokenizerFileError(f"{directory}: {error}")
 
 
@@ -282,23 +280,86 @@ def check_checksum(directory: Path, name: str, checksum: object, data: Optional[
         )
 
 
-def missing_single_bytes(ranks: dict) -> list:
-    """The bytes 0..255 that are not tokens of ``ranks`` (tiktoken panics without all of them)."""
-    return [b for b in range(256) if bytes([b]) not in ranks]
+# ------------------------------------------------------------------------------ token bytes
 
 
-def _load_foreign(directory: Path, ranks: dict, pattern: str, specials: dict) -> "Tokenizer":
-    """A saved tokenizer whose ranks are not laid out as bpeforge trains them, wrapped as
-    ``Tokenizer.from_encoding`` does."""
-    import tiktoken
+def token_bytes_npy(tokenizer: BaseTokenizer) -> bytes:
+    """The ``.npy`` file (format 1.0, little-endian int32, 1-D) of ``tokenizer.token_bytes()``,
+    written without NumPy: ``numpy.load`` reads it, and ``torch.from_numpy`` of that is
+    nanochat's ``token_bytes.pt`` tensor.
 
-    from . import _core
-    from .tokenizer import Tokenizer, _special_ids
+    >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
+    >>> data = token_bytes_npy(tok)
+    >>> data[:6], len(data) % 64 == (257 * 4) % 64
+    (b'\\x93NUMPY', True)
+    """
+    values = tokenizer.token_bytes()
+    header = "{'descr': '<i4', 'fortran_order': False, 'shape': (%d,), }" % len(values)
+    # magic (6) + version (2) + header length (2) + header, padded with spaces to a multiple of
+    # 64 bytes and ending in a newline, as numpy writes it.
+    pad = 64 - (10 + len(header) + 1) % 64
+    header_bytes = (header + " " * (pad % 64) + "\n").encode("latin1")
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header_bytes)) + header_bytes + struct.pack(f"<{len(values)}i", *values)
 
+
+def write_token_bytes(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike]) -> Path:
+    """Writes :data:`TOKEN_BYTES_FILE` for ``tokenizer`` into ``directory``; returns its path.
+    (:func:`save` writes it too; this is for folders written otherwise.)"""
+    path = Path(directory) / TOKEN_BYTES_FILE
+    write_atomic(path, token_bytes_npy(tokenizer))
+    return path
+
+
+def _check_against_config(directory: Path, data: bytes) -> None:
+    """Raises TokenizerFileError if ``directory`` is a saved tokenizer whose config names
+    another token-bytes file than ``data``, the one there (two saves into the folder at once)."""
     try:
-        _core.check_pattern(pattern)
-        special_ids = _special_ids(specials, len(ranks))
-    except ValueError as e:
-        raise TokenizerFileError(f"{directory}: {e}") from None
-    encoding = tiktoken.Encoding(name=directory.name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special_ids)
-    return Tokenizer.from_encoding(encoding)
+        config = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return  # no config (a folder of write_token_bytes alone), or one load would refuse
+    if isinstance(config, dict):
+        check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"), data)
+
+
+def read_token_bytes(path: Union[str, os.PathLike], as_numpy: bool = False) -> Any:
+    """Reads a token-bytes file (a saved tokenizer folder, or the ``.npy`` file itself) as a list,
+    or as a NumPy array with ``as_numpy=True``. Only what :func:`token_bytes_npy` writes is read
+    without NumPy; a bad file raises ``bpeforge.TokenizerFileError``.
+
+    >>> import tempfile
+    >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = write_token_bytes(tok, d)
+    ...     read_token_bytes(d)[-3:]
+    [1, 1, 0]
+    """
+    path = Path(path)
+    folder = path if path.is_dir() else None
+    if folder is not None:
+        path = path / TOKEN_BYTES_FILE
+    # Read once: checked and parsed as the same bytes, even if a save replaces the file meanwhile.
+    data = path.read_bytes()
+    if folder is not None:
+        _check_against_config(folder, data)
+    if as_numpy:
+        import io
+
+        return import_numpy("as_numpy=True").load(io.BytesIO(data), allow_pickle=False)
+    if data[:8] != b"\x93NUMPY\x01\x00" or len(data) < 10:
+        raise TokenizerFileError(f"{path}: not a .npy file (format 1.0)")
+    (header_len,) = struct.unpack("<H", data[8:10])
+    try:
+        header = ast.literal_eval(data[10 : 10 + header_len].decode("latin1"))
+        descr, shape = header["descr"], header["shape"]
+    except (ValueError, SyntaxError, KeyError, TypeError):
+        raise TokenizerFileError(f"{path}: bad .npy header") from None
+    if (
+        descr != "<i4"
+        or header.get("fortran_order")
+        or not (isinstance(shape, tuple) and len(shape) == 1 and isinstance(shape[0], int) and shape[0] >= 0)
+    ):
+        raise TokenizerFileError(f"{path}: expected a 1-D little-endian int32 array, got {descr} of shape {shape}")
+    body = data[10 + header_len :]
+    if len(body) != 4 * shape[0]:
+        raise TokenizerFileError(f"{path}: {len(body)} data bytes where {4 * shape[0]} were expected (truncated?)")
+    return list(struct.unpack(f"<{shape[0]}i", body))

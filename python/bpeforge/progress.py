@@ -27,10 +27,15 @@ import sys
 import time
 from typing import Any, Mapping, Optional, TextIO
 
-try:
-    from tqdm import tqdm as _tqdm
-except ImportError:  # pragma: no cover - tqdm is a dependency, but degrade to log lines
-    _tqdm = None
+
+def tqdm_bar_class() -> Any:
+    """tqdm's bar class, imported only when bars are shown (importing bpeforge stays light),
+    or None if tqdm is missing."""
+    try:
+        from tqdm import tqdm
+    except ImportError:  # pragma: no cover - tqdm is a dependency, but degrade to log lines
+        return None
+    return tqdm
 
 
 def is_terminal(stream: Any) -> bool:
@@ -76,7 +81,8 @@ class ConsoleProgress:
     ) -> None:
         self.file = file if file is not None else sys.stderr
         tty = is_terminal(self.file)
-        self.bars = (tty if bars is None else bars) and _tqdm is not None
+        self._tqdm: Any = tqdm_bar_class() if (tty if bars is None else bars) else None
+        self.bars = self._tqdm is not None
         self.log = (tty if log is None else log)
         self.log_interval = log_interval
         self._read_bar: Any = None  # tqdm bars, made when first needed
@@ -100,12 +106,12 @@ class ConsoleProgress:
     def write(self, message: str) -> None:
         """Prints a line on the progress stream, above the bars if there are any."""
         if self._read_bar is not None or self._merge_bar is not None:
-            _tqdm.write(message, file=self.file)
+            self._tqdm.write(message, file=self.file)
         else:
             print(message, file=self.file, flush=True)
 
     def _bar(self, **kwargs):
-        return _tqdm(file=self.file, dynamic_ncols=True, mininterval=0.1, **kwargs)
+        return self._tqdm(file=self.file, dynamic_ncols=True, mininterval=0.1, **kwargs)
 
     # ---------------------------------------------------------------------------- reading
 

@@ -1,14 +1,11 @@
-"""The nanochat RustBPETokenizer API on bpeforge.Tokenizer: names, encode variants, token_bytes."""
-
-import struct
+"""bpeforge.tokenizer, the public Tokenizer: nanochat's RustBPETokenizer API (names, encode
+variants, token_bytes), from_encoding, from_directory. (Its parts are tested with their modules:
+training in test_training.py, files in test_io.py, chat in test_chat.py.)"""
 
 import pytest
 import tiktoken
 
 import bpeforge
-from bpeforge import chat
-from bpeforge.chat import TOKEN_BYTES_FILE
-from bpeforge.eval import EvalError
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog. The dog sleeps; the fox runs.",
@@ -199,32 +196,6 @@ def test_from_encoding_wraps_tiktoken():
         bpeforge.Tokenizer.from_encoding({"not": "an encoding"})
 
 
-def test_from_pretrained_offline_error(monkeypatch):
-    def offline(name):
-        raise ConnectionError(f"cannot reach the network for {name}")
-
-    monkeypatch.setattr(tiktoken, "get_encoding", offline)
-    with pytest.raises(EvalError, match="could not load the encoding 'gpt2'.*offline"):
-        bpeforge.Tokenizer.from_pretrained("gpt2")
-    # being offline is also a ConnectionError (an OSError), as any failed download
-    with pytest.raises(ConnectionError, match="could not load the encoding 'gpt2'.*offline"):
-        bpeforge.Tokenizer.from_pretrained("gpt2")
-    # an unknown name is not
-    with pytest.raises(EvalError) as e:
-        bpeforge.Tokenizer.from_pretrained("no-such-encoding")
-    assert not isinstance(e.value, OSError)
-
-
-def test_from_pretrained_uses_endoftext_as_bos(monkeypatch):
-    enc = tiktoken.Encoding(
-        "fake_gpt2", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
-        special_tokens={"<|endoftext|>": 256},
-    )
-    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: enc)
-    tok = bpeforge.Tokenizer.from_pretrained("gpt2")
-    assert tok.get_bos_token_id() == 256
-
-
 # ------------------------------------------------------------------------------ token_bytes
 
 
@@ -261,54 +232,3 @@ def test_token_bytes_matches_nanochat_formula_on_whole_characters(tok):
         if "\ufffd" in s:
             continue
         assert tb[i] == (0 if s in specials else len(s.encode("utf-8"))), i
-
-
-def test_token_bytes_numpy_and_npy(tok, tmp_path):
-    np = pytest.importorskip("numpy")
-    arr = tok.token_bytes(as_numpy=True)
-    assert arr.dtype == np.int32 and arr.tolist() == tok.token_bytes()
-    data = chat.token_bytes_npy(tok)
-    (tmp_path / "tb.npy").write_bytes(data)
-    loaded = np.load(tmp_path / "tb.npy", allow_pickle=False)
-    assert loaded.dtype == np.int32 and loaded.tolist() == tok.token_bytes()
-    # and numpy's own file reads back without numpy
-    np.save(tmp_path / "np.npy", arr)
-    assert chat.read_token_bytes(tmp_path / "np.npy") == tok.token_bytes()
-    assert (tmp_path / "np.npy").read_bytes() == data
-
-
-def test_write_and_read_token_bytes(tok, tmp_path):
-    path = chat.write_token_bytes(tok, tmp_path)
-    assert path == tmp_path / TOKEN_BYTES_FILE
-    assert chat.read_token_bytes(tmp_path) == tok.token_bytes()
-    assert chat.read_token_bytes(path) == tok.token_bytes()
-
-
-@pytest.mark.parametrize(
-    "mutate, message",
-    [
-        (lambda d: b"NOTNUMPY" + d[8:], "not a .npy file"),
-        (lambda d: d[:-4], "truncated"),
-        (lambda d: d.replace(b"<i4", b"<f8"), "int32"),
-    ],
-)
-def test_read_token_bytes_rejects_bad_files(tok, tmp_path, mutate, message):
-    path = tmp_path / TOKEN_BYTES_FILE
-    path.write_bytes(mutate(chat.token_bytes_npy(tok)))
-    with pytest.raises(bpeforge.TokenizerFileError, match=message):
-        chat.read_token_bytes(path)
-
-
-def test_npy_header_alignment():
-    byte_ranks = {bytes([i]): i for i in range(256)}
-    for n_special in [0, 1, 7, 800, 9_800]:  # shapes of 3 to 5 digits
-        tok = bpeforge.Tokenizer(byte_ranks, special_tokens=[f"<|s{k}|>" for k in range(n_special)])
-        data = chat.token_bytes_npy(tok)
-        (header_len,) = struct.unpack("<H", data[8:10])
-        assert (10 + header_len) % 64 == 0 and data[10 + header_len - 1 : 10 + header_len] == b"\n"
-        assert len(data) == 10 + header_len + 4 * tok.n_vocab
-
-
-def test_save_writes_token_bytes(tok, tmp_path):
-    tok.save(tmp_path)
-    assert chat.read_token_bytes(tmp_path) == tok.token_bytes()

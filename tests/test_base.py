@@ -1,4 +1,9 @@
-"""The exported tiktoken.Encoding: exact round trips, the asked vocabulary, specials after ranks."""
+"""bpeforge.base, the encoding core: the ranks, pattern and special tokens checked as tiktoken
+needs them, and the tiktoken.Encoding they make (exact round trips, the vocabulary asked for,
+special tokens after the ranks)."""
+
+import re
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -94,3 +99,70 @@ def test_import_and_training_leave_tiktoken_and_hashlib_unloaded_until_needed():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+BYTES = {bytes([i]): i for i in range(256)}
+
+
+def test_tokenizer_rejects_broken_ranks():
+    ranks = {bytes([i]): i for i in range(256)}
+    with pytest.raises(ValueError, match="not the concatenation"):
+        bpeforge.Tokenizer({**ranks, b"xyz": 256})
+    with pytest.raises(ValueError, match="out of range"):
+        bpeforge.Tokenizer({**ranks, b"ab": 300})
+    swapped = dict(ranks)
+    swapped[b"a"], swapped[b"b"] = swapped[b"b"], swapped[b"a"]
+    with pytest.raises(ValueError, match="single byte"):
+        bpeforge.Tokenizer(swapped)
+    with pytest.raises(ValueError, match="256 single bytes"):
+        bpeforge.Tokenizer({b"a": 0})
+
+
+def test_tokenizer_rejects_bad_special_tokens():
+    ranks = {bytes([i]): i for i in range(256)}
+    with pytest.raises(ValueError, match="special ids must be"):
+        bpeforge.Tokenizer(ranks, None, {"<x>": 10})
+    with pytest.raises(ValueError, match="given twice"):
+        bpeforge.Tokenizer(ranks, None, ["<x>", "<x>"])
+    with pytest.raises(ValueError, match="share an id"):
+        bpeforge.Tokenizer(ranks, None, {"<x>": 300, "<y>": 300})
+    with pytest.raises(TypeError, match="not a str"):
+        bpeforge.Tokenizer(ranks, None, "<x>")
+
+
+def test_encode_special_unknown_name():
+    tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, None, ["<|bos|>"])
+    with pytest.raises(KeyError, match="not a special token"):
+        tok.encode_special("<|eos|>")
+
+
+def test_a_panic_inside_tiktoken_is_a_runtime_error():
+    # fancy-regex gives up on this pattern (its backtracking limit); tiktoken then panics, which
+    # Python sees as a BaseException that `except Exception` does not catch.
+    tok = bpeforge.Tokenizer(BYTES, r"(?:a|a)+(?!x)b|\S+|\s+")
+    for call in (lambda: tok.encode("a" * 40), lambda: tok.encode(["a" * 40]), lambda: tok.encode("a" * 40, prepend=0)):
+        with pytest.raises(RuntimeError, match="tiktoken failed while encoding.*backtracking"):
+            call()
+    assert tok.encode("ab") == [97, 98]  # and it still encodes what it can
+
+
+@pytest.mark.parametrize(
+    "ranks, kind, message",
+    [
+        ({"a": 0}, TypeError, "a token is str"),
+        ({b"a": 1.0}, TypeError, "the rank of b'a' is 1.0"),
+        ({b"a": True}, TypeError, "the rank of b'a' is True"),
+        ({**BYTES, b"ab": -1}, ValueError, "rank -1 of b'ab' is out of range: 257 ranks must be 0 to 256"),
+        ({**BYTES, b"ab": 2**70}, ValueError, "257 ranks must be 0 to 256"),
+    ],
+)
+def test_bad_ranks_name_the_problem(ranks, kind, message):
+    with pytest.raises(kind, match=re.escape(message)):
+        bpeforge.Tokenizer(ranks)
+
+
+def test_numpy_missing_names_the_extra(monkeypatch):
+    tok = bpeforge.Tokenizer.train_from_iterator(["ab ab"], vocab_size=260, special_tokens=[])
+    monkeypatch.setitem(sys.modules, "numpy", None)
+    with pytest.raises(ModuleNotFoundError, match=r"bpeforge\[numpy\]"):
+        tok.token_bytes(as_numpy=True)

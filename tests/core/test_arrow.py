@@ -1,6 +1,7 @@
 """Arrow string arrays as items of ``Trainer.train_from_iterator`` (through the Arrow PyCapsule
-interface, ``__arrow_c_array__``), and the Arrow path of the Parquet reader and ``Corpus``: the
-same ranks and the same figures as the same texts given as str."""
+interface, ``__arrow_c_array__``): the same ranks and the same figures as the same texts given as
+str. (The Arrow path of the corpus readers is tested in tests/inputs/, and of `bpeforge train`
+in cli/test_train.py.)"""
 
 from __future__ import annotations
 
@@ -16,12 +17,9 @@ from hypothesis import strategies as st
 
 import bpeforge
 import strategies
-from bpeforge import _core, inputs
-from bpeforge.inputs import Corpus, Source
+from bpeforge import _core
 
 pa = pytest.importorskip("pyarrow")
-pc = pytest.importorskip("pyarrow.compute")
-pq = pytest.importorskip("pyarrow.parquet")
 
 VOCAB = 256 + 60
 
@@ -229,109 +227,3 @@ def test_tokenizer_trains_from_arrow_arrays():
     a = bpeforge.Tokenizer.train_from_iterator([pa.array(texts)], vocab_size=265, special_tokens=[])
     b = bpeforge.Tokenizer.train_from_iterator([t for t in texts if t], vocab_size=265, special_tokens=[])
     assert a.mergeable_ranks == b.mergeable_ranks
-
-
-# ------------------------------------------------------------------------------ Corpus
-
-
-docs_lists = st.lists(st.lists(strategies.texts(max_pieces=5).filter(bool), max_size=12), max_size=8)
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    batches=docs_lists,
-    doc_cap=st.one_of(st.none(), st.integers(1, 30)),
-    max_chars=st.one_of(st.none(), st.integers(1, 400)),
-    every=st.sampled_from([0, 1, 2, 3, 7]),
-    budget=st.integers(1, 200),
-    large=st.booleans(),
-)
-def test_corpus_arrow_batches_match_list_batches(batches, doc_cap, max_chars, every, budget, large):
-    """Corpus._take_arrow (pyarrow.compute) and Corpus._take (Python) give the same documents,
-    held-out slice, sample and figures, batch after batch."""
-    kw = dict(doc_cap=doc_cap, max_chars=max_chars, holdout_every=every, holdout_max_bytes=budget)
-    a, b = Corpus([], **kw), Corpus([], arrow=True, **kw)
-    for docs in batches:
-        if a.stopped_early:
-            break
-        got_a = a._take(list(docs))
-        got_b = b._take_arrow(pa.array(docs, pa.large_string() if large else pa.string()))
-        assert got_b.to_pylist() == got_a
-        assert got_b.null_count == 0
-    for attr in ("documents", "chars", "bytes", "heldout", "heldout_chars", "heldout_bytes", "sample", "sample_bytes", "stopped_early"):
-        assert getattr(b, attr) == getattr(a, attr), attr
-
-
-def test_holding_out_slices_the_batch_without_copying_it():
-    docs = pa.array([f"document {i}" for i in range(1000)])
-    c = Corpus([], arrow=True, holdout_every=10, holdout_max_bytes=10_000)
-    got = c._take_arrow(docs)
-    assert c.heldout == [f"document {i}" for i in range(9, 1000, 10)]
-    assert got.to_pylist() == [f"document {i}" for i in range(1000) if i % 10 != 9]
-    data = docs.buffers()[2].address
-    assert got.num_chunks == 100 and all(chunk.buffers()[2].address == data for chunk in got.chunks)
-
-
-def test_parquet_arrow_batches(tmp_path):
-    texts = [f"row {i} é" if i % 7 else (None if i % 2 else "") for i in range(2500)]
-    p = tmp_path / "a.parquet"
-    pq.write_table(pa.table({"id": list(range(2500)), "text": texts}), p, row_group_size=1000)
-    source = Source(p, "parquet")
-    batches = list(inputs.read_parquet(source, batch_rows=500, arrow=True))
-    assert all(isinstance(b, pa.Array) and b.null_count == 0 for b in batches)
-    assert [d for b in batches for d in b.to_pylist()] == [t for t in texts if t]
-    assert [d for b in inputs.read_parquet(source, batch_rows=500) for d in b] == [t for t in texts if t]
-    for typ in STRING_TYPES + [pa.dictionary(pa.int32(), pa.string())]:
-        q = tmp_path / f"{typ}.parquet"
-        pq.write_table(pa.table({"text": pa.array(texts).cast(typ)}), q)
-        got = [d for b in inputs.read_parquet(Source(q, "parquet"), arrow=True) for d in b.to_pylist()]
-        assert got == [t for t in texts if t], typ
-
-
-def test_parquet_with_invalid_utf8_is_an_input_error(tmp_path):
-    bad = pa.Array.from_buffers(pa.string(), 2, [None, pa.py_buffer(struct.pack("<3i", 0, 2, 4)), pa.py_buffer(b"ok\xff\xfe")])
-    p = tmp_path / "bad.parquet"
-    pq.write_table(pa.table({"text": bad}), p)
-    with pytest.raises(inputs.InputError, match="bad.parquet: cannot read"):
-        list(inputs.read_parquet(Source(p, "parquet"), arrow=True))
-
-
-def test_corpus_from_parquet_trains_like_str(tmp_path):
-    texts = [f"document {i}: " + "naïve text " * (i % 13) for i in range(3000)]
-    p = tmp_path / "c.parquet"
-    pq.write_table(pa.table({"text": texts}), p, row_group_size=700)
-    kw = dict(doc_cap=50, max_chars=60_000, holdout_every=100)
-    a = Corpus([Source(p, "parquet")], **kw)
-    b = Corpus([Source(p, "parquet")], arrow=True, **kw)
-    ta, tb = train(a, 400), train(b, 400)
-    assert ta.get_mergeable_ranks() == tb.get_mergeable_ranks()
-    assert ta.stats["texts"] == tb.stats["texts"] == a.documents == b.documents
-    assert ta.stats["bytes"] == tb.stats["bytes"] == a.bytes == b.bytes
-    assert (a.chars, a.heldout, a.sample, a.stopped_early) == (b.chars, b.heldout, b.sample, b.stopped_early)
-    assert a.stopped_early and a.total_chars == 60_000
-
-
-def test_cli_parquet_matches_jsonl_with_doc_cap_and_max_chars(tmp_path):
-    """`bpeforge train` reads Parquet as Arrow arrays and JSONL as str: same report figures, same
-    held-out slice, same ranks, with cropping and a --max-chars stop in the middle of a batch."""
-    import json
-    import subprocess
-    import sys
-
-    docs = [f"document {i}: " + "naïve 東京 text " * (i % 17) if i % 11 else "" for i in range(4000)]
-    pq.write_table(pa.table({"text": [d if i % 13 else None for i, d in enumerate(docs)]}), tmp_path / "d.parquet", row_group_size=900)
-    with open(tmp_path / "d.jsonl", "w", encoding="utf-8") as f:
-        for i, d in enumerate(docs):
-            f.write(json.dumps({"text": d if i % 13 else None}) + "\n")
-    reports = {}
-    for name in ("d.parquet", "d.jsonl"):
-        out = tmp_path / f"out-{name}"
-        args = ["train", str(tmp_path / name), "--vocab-size", "600", "-o", str(out), "--doc-cap", "40", "--max-chars", "70000"]
-        r = subprocess.run([sys.executable, "-m", "bpeforge", *args], capture_output=True, text=True, timeout=120)
-        assert r.returncode == 0, r.stderr
-        rows = [line for line in r.stdout.splitlines() if line.split(" ")[0] in ("corpus", "documents", "characters", "bytes", "compression")]
-        rows = [line.replace("(parquet)", "(FORMAT)").replace("(jsonl)", "(FORMAT)") for line in rows]
-        reports[name] = (rows, (out / "tokenizer.tiktoken").read_bytes())
-    assert reports["d.parquet"] == reports["d.jsonl"]
-    assert "(stopped at --max-chars)" in reports["d.jsonl"][0][0]
-    assert any(re.fullmatch(r"documents\s+1,834 \(\+ 18 held out\)", line) for line in reports["d.jsonl"][0])

@@ -14,7 +14,7 @@ import pytest
 import bpeforge
 import reference
 
-RUST_SRC = Path(__file__).resolve().parent.parent / "rust" / "src"
+RUST_SRC = Path(__file__).resolve().parents[2] / "rust" / "src"
 PANICS = re.compile(r"\.unwrap\(\)|\.expect\(|\bpanic!|\bunreachable!|\btodo!|\bunimplemented!")
 
 

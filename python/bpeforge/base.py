@@ -1,0 +1,349 @@
+"""The encoding core of a tokenizer: trained ranks, a split pattern and special tokens, encoding
+and decoding through tiktoken.
+
+:class:`BaseTokenizer` is what every other module works with (files, chat, evaluation); the
+public :class:`bpeforge.Tokenizer` adds training, saving and loading, chat rendering and
+nanochat's names on top of it.
+
+tiktoken is imported where it is first used, so that training (which never encodes) does not
+load it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence, TypeVar, Union, overload
+
+from . import _core
+from .checks import as_int, missing_single_bytes, optional_int, special_token_ids
+from .patterns import resolve_pattern
+
+if TYPE_CHECKING:
+    import tiktoken
+
+NANOCHAT_SPECIAL_TOKENS: tuple[str, ...] = (
+    "<|bos|>",
+    "<|user_start|>",
+    "<|user_end|>",
+    "<|assistant_start|>",
+    "<|assistant_end|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|output_start|>",
+    "<|output_end|>",
+)
+"""nanochat's nine special tokens, the default for :meth:`bpeforge.Tokenizer.train_from_iterator`."""
+
+BOS = "<|bos|>"
+ENDOFTEXT = "<|endoftext|>"
+
+SpecialToken = Union[str, bytes, int]
+
+T = TypeVar("T", bound="BaseTokenizer")
+
+
+def tiktoken_failure(e: BaseException) -> BaseException:
+    """What to raise for exception ``e`` from tiktoken: itself, or for a panic in tiktoken's Rust
+    code (pyo3's PanicException, which derives from BaseException) a RuntimeError saying so."""
+    if type(e).__name__ != "PanicException":
+        return e
+    return RuntimeError(
+        f"tiktoken failed while encoding ({e}); with a custom split pattern this is usually the regex "
+        "engine's backtracking limit: simplify the pattern"
+    )
+
+
+@contextlib.contextmanager
+def tiktoken_errors() -> Iterator[None]:
+    """Raises a panic inside tiktoken as a RuntimeError (see :func:`tiktoken_failure`)."""
+    try:
+        yield
+    except BaseException as e:
+        raise tiktoken_failure(e) from None
+
+
+def check_tiktoken_parts(ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int]) -> None:
+    """Raises ValueError unless tiktoken can encode with these parts, laid out in any order:
+    ranks 0..n-1 without gaps, every single byte a token, no empty token, a pattern that never
+    matches empty text, special ids above the ranks. (Ranks bpeforge trains also satisfy the
+    stricter :func:`bpeforge._core.check_ranks`; OpenAI's order the single bytes their own way.)"""
+    ordered = sorted(ranks.values())
+    if ordered != list(range(len(ranks))):
+        missing = next(i for i, r in enumerate(ordered) if i != r)
+        raise ValueError(f"the ranks do not run 0 to {len(ranks) - 1} without gaps (no token has rank {missing})")
+    if b"" in ranks:
+        raise ValueError(f"the empty token has rank {ranks[b'']} (a .tiktoken line cannot hold it)")
+    absent = missing_single_bytes(ranks)
+    if absent:
+        raise ValueError(f"byte 0x{absent[0]:02x} is not a token (every single byte must be one)")
+    special_token_ids(special_tokens, len(ranks))
+    _core.check_pattern(pattern)
+
+
+class BaseTokenizer:
+    """A byte-level BPE tokenizer: mergeable ranks, a split pattern and special tokens.
+
+    Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ranks are
+    checked against tiktoken's invariants first (tiktoken checks almost none itself): ranks
+    0..n-1, the 256 single bytes first, distinct bytes, every later token the concatenation of
+    two lower-ranked tokens, special ids above the ranks.
+
+    >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
+    >>> tok.n_vocab, tok.encode("hi", prepend="<|bos|>"), tok.decode([104, 105])
+    (257, [256, 104, 105], 'hi')
+    """
+
+    def __init__(
+        self,
+        mergeable_ranks: Mapping[bytes, int],
+        pattern: Optional[str] = None,
+        special_tokens: Union[Mapping[str, int], Sequence[str]] = (),
+        *,
+        name: str = "bpeforge",
+    ) -> None:
+        ranks = dict(mergeable_ranks)
+        for token, rank in list(ranks.items()):
+            if not isinstance(token, bytes):
+                raise TypeError(f"mergeable_ranks must map bytes to int ranks; a token is {type(token).__name__}: {token!r}")
+            if not isinstance(rank, int) or isinstance(rank, bool):
+                try:  # any integer type (NumPy's too), but not bool
+                    ranks[token] = rank = as_int(rank, "a rank")
+                except TypeError:
+                    raise TypeError(f"mergeable_ranks must map bytes to int ranks; the rank of {token!r} is {rank!r}") from None
+            if not 0 <= rank < len(ranks):
+                raise ValueError(f"invalid mergeable ranks: rank {rank} of {token!r} is out of range: {len(ranks)} ranks must be 0 to {len(ranks) - 1}")
+        _core.check_ranks(list(ranks.items()))
+        self._pattern = resolve_pattern(pattern)
+        _core.check_pattern(self._pattern)  # a clear ValueError, before tiktoken fails or panics
+        self._special_tokens = special_token_ids(special_tokens, len(ranks))
+        #: Figures of the training run that made this tokenizer (empty if it was loaded).
+        self.training_stats: dict = {}
+        import tiktoken
+
+        self._encoding = tiktoken.Encoding(
+            name=name,
+            pat_str=self._pattern,
+            mergeable_ranks=ranks,
+            special_tokens=self._special_tokens,
+        )
+
+    @classmethod
+    def from_encoding(cls: type[T], encoding: tiktoken.Encoding) -> T:
+        """Wraps an existing ``tiktoken.Encoding`` as it is (its ranks are not re-checked), e.g.
+        to render conversations or evaluate with a tokenizer from elsewhere.
+
+        >>> import tiktoken
+        >>> enc = tiktoken.Encoding("tiny", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
+        ...                         special_tokens={"<|endoftext|>": 256})
+        >>> tok = BaseTokenizer.from_encoding(enc)
+        >>> tok.encode("hi", prepend=tok.get_bos_token_id())
+        [256, 104, 105]
+        """
+        import tiktoken
+
+        if not isinstance(encoding, tiktoken.Encoding):
+            raise TypeError(f"expected a tiktoken.Encoding, got {type(encoding).__name__}")
+        tok = cls.__new__(cls)
+        tok._pattern = encoding._pat_str
+        tok._special_tokens = dict(encoding._special_tokens)
+        tok._encoding = encoding
+        tok.training_stats = {}
+        return tok
+
+    @classmethod
+    def from_any_byte_order(
+        cls: type[T], ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int], name: str
+    ) -> T:
+        """A tokenizer of ranks laid out as tiktoken needs but perhaps not as bpeforge trains
+        them (OpenAI's order the single bytes their own way): checked by
+        :func:`check_tiktoken_parts`, then wrapped as :meth:`from_encoding` does."""
+        import tiktoken
+
+        check_tiktoken_parts(ranks, pattern, special_tokens)
+        encoding = tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=dict(ranks), special_tokens=dict(special_tokens))
+        return cls.from_encoding(encoding)
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The ``tiktoken.Encoding`` with these ranks, pattern and special tokens."""
+        return self._encoding
+
+    @property
+    def pattern(self) -> str:
+        """The split pattern (a regex string)."""
+        return self._pattern
+
+    @property
+    def mergeable_ranks(self) -> dict[bytes, int]:
+        """A copy of the ranks: token bytes -> rank."""
+        return dict(self._encoding._mergeable_ranks)
+
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        """A copy of the special tokens: name -> id."""
+        return dict(self._special_tokens)
+
+    @property
+    def n_vocab(self) -> int:
+        """Number of token ids: ranks plus special tokens."""
+        return self._encoding.n_vocab
+
+    def __repr__(self) -> str:
+        return f"<bpeforge.{type(self).__name__} n_vocab={self.n_vocab} special_tokens={len(self._special_tokens)}>"
+
+    # --------------------------------------------------------------------------- encoding
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """The ids of ``text`` encoded as ordinary text (special-token text too)."""
+        try:
+            return self._encoding.encode_ordinary(text)
+        except BaseException as e:
+            raise tiktoken_failure(e) from None
+
+    @overload
+    def encode(  # type: ignore[overload-overlap]  # a str is a Sequence[str] too: it matches first
+        self, text: str, prepend: Optional[SpecialToken] = None, append: Optional[SpecialToken] = None,
+        num_threads: Optional[int] = 8,
+    ) -> list[int]: ...
+
+    @overload
+    def encode(
+        self, text: Sequence[str], prepend: Optional[SpecialToken] = None,
+        append: Optional[SpecialToken] = None, num_threads: Optional[int] = 8,
+    ) -> list[list[int]]: ...
+
+    def encode(
+        self,
+        text: Union[str, Sequence[str]],
+        prepend: Optional[SpecialToken] = None,
+        append: Optional[SpecialToken] = None,
+        num_threads: Optional[int] = 8,
+    ) -> Union[list[int], list[list[int]]]:
+        """Encodes ordinary text: special-token text such as ``<|bos|>`` is encoded as text.
+        Lone surrogates are replaced by U+FFFD, as tiktoken does.
+
+        As nanochat's ``RustBPETokenizer.encode``: ``text`` may be a list of str, encoded in
+        parallel on ``num_threads`` threads into a list of lists; ``prepend``/``append`` (a
+        special token name or id) is added to each sequence.
+
+        >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
+        >>> tok.encode("<|bos|>") == [tok.encode_special("<|bos|>")]
+        False
+        >>> tok.encode(["ab", "b"], prepend="<|bos|>", append=0)
+        [[256, 97, 98, 0], [256, 98, 0]]
+        """
+        if prepend is None and append is None and isinstance(text, str):
+            return self.encode_ordinary(text)
+        prepend_id = None if prepend is None else self.special_id(prepend)
+        append_id = None if append is None else self.special_id(append)
+        if isinstance(text, str):
+            ids = self.encode_ordinary(text)
+            if prepend_id is not None:
+                ids.insert(0, prepend_id)
+            if append_id is not None:
+                ids.append(append_id)
+            return ids
+        if not isinstance(text, (list, tuple)):
+            raise TypeError(f"text must be a str or a list of str, got {type(text).__name__}")
+        for i, t in enumerate(text):
+            if not isinstance(t, str):
+                raise TypeError(f"text[{i}] must be a str, got {type(t).__name__}")
+        num_threads = optional_int(num_threads, "num_threads", 1, "a positive int or None (tiktoken's default)")
+        if not text:
+            return []
+        threads = {} if num_threads is None else {"num_threads": num_threads}
+        with tiktoken_errors():
+            batch = self._encoding.encode_ordinary_batch(list(text), **threads)
+        head = [] if prepend_id is None else [prepend_id]
+        tail = [] if append_id is None else [append_id]
+        if head or tail:
+            batch = [head + ids + tail for ids in batch]
+        return batch
+
+    __call__ = encode  # as nanochat's tokenizer: tok(text) is tok.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Decodes ids to text (invalid UTF-8 from partial sequences becomes U+FFFD)."""
+        return self._encoding.decode(list(ids))
+
+    # --------------------------------------------------------------------------- token ids
+
+    def encode_special(self, name: Union[str, bytes]) -> int:
+        """The id of special token ``name``. As nanochat's (tiktoken's ``encode_single_token``),
+        the text (or bytes) of any single token gives its id too. KeyError names the special
+        tokens if ``name`` is no token."""
+        try:
+            return self._special_tokens[name]  # type: ignore[index]
+        except (KeyError, TypeError):
+            pass
+        try:
+            return self._encoding.encode_single_token(name)
+        except (KeyError, TypeError):
+            raise KeyError(f"{name!r} is not a special token (nor a single token); special tokens: {sorted(self._special_tokens)}") from None
+
+    def special_id(self, token: SpecialToken) -> int:
+        """The id of ``token``: a special token name, or an id (checked to be in the vocabulary).
+
+        >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
+        >>> tok.special_id("<|bos|>"), tok.special_id(7)
+        (256, 7)
+        """
+        if isinstance(token, (str, bytes)):
+            return self.encode_special(token)
+        try:
+            token = as_int(token, "a special token")
+        except TypeError:
+            raise TypeError(f"a special token must be a name (str) or an id (int), got {type(token).__name__}") from None
+        if not 0 <= token < self.n_vocab:
+            raise ValueError(f"token id {token} is out of range: ids run from 0 to {self.n_vocab - 1}")
+        return token
+
+    def get_bos_token_id(self) -> int:
+        """The id of ``<|bos|>``, or of ``<|endoftext|>`` when there is no ``<|bos|>`` (tiktoken's
+        encodings call their document delimiter that, as nanochat's ``from_pretrained`` knows)."""
+        for name in (BOS, ENDOFTEXT):
+            if name in self._special_tokens:
+                return self._special_tokens[name]
+        raise KeyError(f"the tokenizer has neither {BOS!r} nor {ENDOFTEXT!r}; its special tokens: {sorted(self._special_tokens)}")
+
+    def id_to_token(self, id: int) -> str:
+        """The text of token ``id`` (U+FFFD where its bytes are not whole UTF-8 characters). The
+        id may be any integer type (a NumPy integer, a 0-d tensor: whatever has ``__index__``)."""
+        token_id = as_int(id, "a token id")
+        if not 0 <= token_id < self.n_vocab:
+            raise KeyError(f"token id {token_id} is out of range: ids run from 0 to {self.n_vocab - 1}")
+        return self._encoding.decode([token_id])
+
+    def token_bytes(self, as_numpy: bool = False) -> Any:
+        """For every id ``0 .. n_vocab - 1``, the number of bytes the token stands for: the length
+        of its bytes for a rank, 0 for a special token (or an unused id). A list, or an int32
+        NumPy array with ``as_numpy=True``.
+
+        Unlike nanochat's ``tok_train.py``, which measures ``decode([id])`` and so counts a token
+        that is part of a UTF-8 character as the 3 bytes of U+FFFD, this counts the token's own
+        bytes: the sum over the ids of any encoded text is that text's UTF-8 length, as
+        bits-per-byte needs.
+
+        >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
+        >>> tb = tok.token_bytes()
+        >>> len(tb) == tok.n_vocab, tb[:2], tb[-1]
+        (True, [1, 1], 0)
+        """
+        values = [0] * self.n_vocab
+        for token, rank in self._encoding._mergeable_ranks.items():
+            values[rank] = len(token)
+        if as_numpy:
+            np = import_numpy("as_numpy=True")
+            return np.asarray(values, dtype=np.int32)
+        return values
+
+
+def import_numpy(what: str) -> Any:
+    """NumPy, or a ModuleNotFoundError saying that ``what`` needs it and how to install it."""
+    try:
+        import numpy
+    except ModuleNotFoundError as e:
+        if e.name != "numpy":
+            raise
+        raise ModuleNotFoundError(f"{what} needs NumPy (pip install 'bpeforge[numpy]')", name="numpy") from None
+    return numpy

@@ -1,0 +1,90 @@
+"""Checks of arguments shared by several modules: integers, special tokens, token ids.
+
+Rules the compiled core already enforces (a vocabulary's size, a split pattern that compiles
+and never matches an empty string, thread counts) are not repeated here: the core's
+``ValueError`` says what is wrong.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Mapping, Optional, Sequence, Union
+
+MAX_TOKEN_ID = 1 << 31
+"""Token ids (ranks and special ids) are below this: tiktoken's are 32-bit, and bpeforge
+trains at most this many ranks."""
+
+
+def as_int(value: Any, name: str) -> int:
+    """``value`` as an int: an int or another integer type (NumPy's), not a bool; else TypeError.
+
+    >>> as_int(3, "n")
+    3
+    >>> as_int(True, "n")
+    Traceback (most recent call last):
+    TypeError: n must be an int, got bool
+    """
+    if not isinstance(value, bool) and type(value).__name__ != "bool_":
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+
+
+def optional_int(value: Any, name: str, minimum: int, expected: str) -> Optional[int]:
+    """``value`` as an int (any integer type) of at least ``minimum``, or None; else TypeError
+    (not an integer) or ValueError (too small), saying ``name`` must be ``expected``."""
+    if value is None:
+        return None
+    try:
+        number = as_int(value, name)
+    except TypeError:
+        raise TypeError(f"{name} must be {expected}, got {value!r}") from None
+    if number < minimum:
+        raise ValueError(f"{name} must be {expected}, got {number!r}")
+    return number
+
+
+def special_token_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], n_ranks: int) -> dict[str, int]:
+    """The ids of ``special_tokens`` above ``n_ranks`` ranks: a list of names is numbered from
+    ``n_ranks`` on; a mapping of name to id is checked. ValueError (TypeError for a lone str)
+    names the token at fault.
+
+    >>> special_token_ids(["<|bos|>", "<|eos|>"], 256)
+    {'<|bos|>': 256, '<|eos|>': 257}
+    """
+    if isinstance(special_tokens, str):
+        raise TypeError("special_tokens must be a list of str or a dict of str to id, not a str")
+    if isinstance(special_tokens, Mapping):
+        ids = dict(special_tokens)
+    else:
+        names = list(special_tokens)
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"special token {dup!r} is given twice")
+        ids = {name: n_ranks + i for i, name in enumerate(names)}
+    for name, i in ids.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"special tokens must be non-empty str, got {name!r}")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"special token {name!r} is not valid UTF-8 text (it holds a lone surrogate)") from None
+        if not isinstance(i, int) or isinstance(i, bool) or not n_ranks <= i < MAX_TOKEN_ID:
+            raise ValueError(
+                f"special token {name!r} has id {i!r}; special ids must be ints from {n_ranks} "
+                f"(the number of ranks) up to {MAX_TOKEN_ID - 1}"
+            )
+    if len(set(ids.values())) != len(ids):
+        raise ValueError("two special tokens share an id")
+    return ids
+
+
+def missing_single_bytes(ranks: Mapping[bytes, int]) -> list[int]:
+    """The bytes 0..255 that are not tokens of ``ranks`` (tiktoken panics without all of them).
+
+    >>> missing_single_bytes({bytes([i]): i for i in range(255)})
+    [255]
+    """
+    return [b for b in range(256) if bytes([b]) not in ranks]

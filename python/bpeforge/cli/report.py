@@ -1,0 +1,179 @@
+"""The report ``bpeforge train`` prints on stdout: one aligned ``name  value`` row per line
+(corpus, counts, pattern, timings, memory, the first and last merges, compression, outputs)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ..base import BaseTokenizer
+from ..inputs import Corpus
+
+Row = Tuple[str, str]
+
+
+@dataclass
+class Compression:
+    """How well the new tokenizer compresses the text it was measured on."""
+
+    label: str
+    """What the text is: "held-out documents" or "training documents"."""
+    note: str
+    """Said under the figure (why the text is not held out), or ""."""
+    documents: int
+    bytes: int
+    tokens: int
+
+
+@dataclass
+class Timings:
+    """Seconds spent after training: building the tokenizer, measuring it, saving it, and in all."""
+
+    build: float
+    eval: float
+    save: float
+    total: float
+
+
+def token_text(token: bytes) -> str:
+    r"""A token's bytes for display: as a str literal when they are UTF-8, else as a bytes
+    literal (so that a lone byte never looks like a character).
+
+    >>> print(token_text(b"hi"), token_text("é".encode()[:1]), token_text(b"\xc2\xa0"))
+    'hi' b'\xc3' '\xa0'
+    """
+    try:
+        return repr(token.decode("utf-8"))
+    except UnicodeDecodeError:
+        return repr(token)
+
+
+def peak_memory() -> Optional[int]:
+    """Peak resident memory of this process in bytes, or None where it cannot be had."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+def seconds(s: float) -> str:
+    """A duration for the report.
+
+    >>> seconds(1.234), seconds(125)
+    ('1.23 s', '2 min 5 s')
+    """
+    return f"{s:.2f} s" if s < 60 else f"{int(s // 60)} min {s % 60:.0f} s"
+
+
+def corpus_rows(corpus_label: str, corpus: Corpus, stats: Dict[str, Any]) -> List[Row]:
+    """What was read: the corpus, its documents, characters, bytes and distinct spans."""
+    nbytes = stats.get("bytes", corpus.bytes)
+    held = f" (+ {len(corpus.heldout):,} held out)" if corpus.heldout else ""
+    skipped = f" (skipped: {corpus.bad_lines.describe()})" if corpus.bad_lines.count else ""
+    return [
+        ("corpus", corpus_label + (" (stopped at --max-chars)" if corpus.stopped_early else "")),
+        ("documents", f"{corpus.documents:,}{held}{skipped}"),
+        ("characters", f"{corpus.chars:,}"),
+        ("bytes", f"{nbytes:,} ({nbytes / 1e6:,.1f} MB)"),
+        ("distinct spans", f"{stats.get('distinct_spans', 0):,}"),
+    ]
+
+
+def vocabulary_rows(pattern_label: str, merges: int, ranks: int, tokenizer: BaseTokenizer) -> List[Row]:
+    """The split pattern and what the vocabulary is made of."""
+    n_special = len(tokenizer.special_tokens)
+    return [
+        ("pattern", pattern_label),
+        (
+            "merges",
+            f"{merges:,} -> vocabulary {tokenizer.n_vocab:,} = 256 bytes + {ranks - 256:,} merged tokens"
+            + f" + {n_special} special token{'s' if n_special != 1 else ''}",
+        ),
+    ]
+
+
+def time_rows(stats: Dict[str, Any], nbytes: int, merges: int, timings: Timings) -> List[Row]:
+    """Seconds per phase, speeds, and the peak memory."""
+    count_s = stats.get("count_seconds", 0.0)
+    merge_s = stats.get("merge_seconds", 0.0)
+    mbps = f", {nbytes / 1e6 / count_s:,.1f} MB/s" if count_s > 0 else ""
+    mps = f", {merges / merge_s:,.0f} merges/s" if merge_s > 0 and merges else ""
+    peak = peak_memory()
+    return [
+        ("time", f"reading + counting {seconds(count_s)}{mbps}; merging {seconds(merge_s)}{mps}"),
+        (
+            "",
+            f"building the tokenizer {seconds(timings.build)}; evaluating {seconds(timings.eval)}; "
+            f"saving {seconds(timings.save)}; total {seconds(timings.total)}",
+        ),
+        ("peak memory", f"{peak / 1e6:,.0f} MB (max RSS)" if peak is not None else "n/a"),
+    ]
+
+
+def merge_rows(merges: Sequence[Tuple[int, int, int, int]], ranks: Dict[bytes, int], show: int) -> List[Row]:
+    """The first and last ``show`` merges, none listed twice."""
+    if not merges:
+        return []
+    by_id = {rank: token for token, rank in ranks.items()}
+
+    def merge_row(merge: Tuple[int, int, int, int]) -> str:
+        left, right, token, count = merge
+        return f"({left}, {right}) -> {token} {token_text(by_id.get(token, b''))} ({count:,})"
+
+    first = merges[:show]
+    last = merges[max(show, len(merges) - show) :]
+    rows: List[Row] = [("first merges", merge_row(first[0]))]
+    rows.extend(("", merge_row(m)) for m in first[1:])
+    if last:
+        if len(merges) > 2 * show:
+            rows.append(("", "..."))
+        rows.append(("last merges", merge_row(last[0])))
+        rows.extend(("", merge_row(m)) for m in last[1:])
+    return rows
+
+
+def compression_rows(compression: Compression) -> List[Row]:
+    """Bytes per token on the text measured, and why that text, if it was not held out."""
+    if not compression.tokens:
+        return [("compression", "n/a (no text to measure it on)")]
+    c = compression
+    rows: List[Row] = [
+        (
+            "compression",
+            f"{c.bytes / c.tokens:.2f} bytes/token on {c.documents:,} {c.label} ({c.bytes:,} bytes -> {c.tokens:,} tokens)",
+        )
+    ]
+    if c.note:
+        rows.append(("", c.note))
+    return rows
+
+
+def format_report(
+    *,
+    corpus_label: str,
+    corpus: Corpus,
+    stats: Dict[str, Any],
+    merges: Sequence[Tuple[int, int, int, int]],
+    ranks: Dict[bytes, int],
+    tokenizer: BaseTokenizer,
+    pattern_label: str,
+    compression: Compression,
+    timings: Timings,
+    folder: Path,
+    tiktoken_file: Path,
+    show: int = 5,
+) -> str:
+    """The training report printed on stdout: the rows of the functions above, in that order,
+    then where the outputs were saved; names aligned."""
+    rows = corpus_rows(corpus_label, corpus, stats)
+    rows += vocabulary_rows(pattern_label, len(merges), len(ranks), tokenizer)
+    rows += time_rows(stats, stats.get("bytes", corpus.bytes), len(merges), timings)
+    rows += merge_rows(merges, ranks, show)
+    rows += compression_rows(compression)
+    rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
+    width = max(len(name) for name, _ in rows)
+    return "".join(f"{name:<{width}}  {value}\n" for name, value in rows)

@@ -1,0 +1,451 @@
+"""``bpeforge train``: options, inputs, training (through :mod:`bpeforge.training`, as the API
+trains), the compression measured on held-out documents, the outputs and the report."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, List, Optional, Tuple
+
+from .. import inputs
+from ..base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer, tiktoken_errors
+from ..errors import InputError, OptionError
+from ..inputs import Corpus, Source
+from ..patterns import PATTERNS, pattern_label
+from ..progress import ConsoleProgress, is_terminal
+from ..tokenizer import Tokenizer
+from ..training import TrainedRanks, Training
+from .arguments import EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
+from .outputs import check_output, output_paths, save_outputs
+from .report import Compression, Timings, format_report
+from .signals import ExitOnCtrlC
+
+DEFAULT_VOCAB_SIZE = 8192
+HOLDOUT_EVERY = 100
+HOLDOUT_MAX_BYTES = 1_000_000
+# Text gathered before each parallel counting pass, and its bounds in documents. Small enough
+# that the three batches in flight (being read, queued, being counted) stay small; a batch
+# does not change the result, only memory and speed.
+BUFFER_BYTES = 8_000_000
+MIN_BUFFER, MAX_BUFFER = 64, 8192
+# How the core's error for a text the split pattern's regex engine gave up on begins.
+SPLIT_FAILED = "the split pattern failed on a text"
+# The command line's flag for each option of bpeforge.training.Training.
+FLAGS = {
+    "vocab_size": "--vocab-size",
+    "pattern": "--pattern",
+    "special_tokens": "--special-tokens",
+    "num_threads": "--threads",
+    "min_frequency": "--min-frequency",
+}
+
+TRAIN_EPILOG = """\
+inputs:
+  Files, folders (searched recursively for known extensions, sorted), globs, and - for
+  standard input (text unless --input-format says otherwise). The format comes from the
+  extension: .txt/.text = text, .jsonl/.ndjson = JSONL, .parquet/.pq = Parquet; text and
+  JSONL may be compressed (.gz, .zst). With no input at all, bpeforge trains on the .py
+  sources of this Python's standard library, one document per file. A file reached twice
+  (named twice, through a link, overlapping folders or globs) is read once, where it first
+  comes, with a note.
+
+documents:
+  text     one document per line; --doc-separator SEP splits on the exact string SEP
+           instead, after decoding backslash escapes: '\\n\\n' splits blank-line-separated
+           paragraphs ('\\r\\n\\r\\n' in a file with CRLF line ends: text is read as it is),
+           '<|endoftext|>' a custom marker, '' makes each file one document.
+  jsonl    the --text-column field of each line's object (null: skipped).
+  parquet  the --text-column column, read page by page (bounded memory; with
+           --parquet-reader pyarrow, by record batches through pyarrow).
+  Empty documents are skipped. Every 100th document (up to 1 MB) is held out of training
+  to measure compression on; --holdout 0 trains on everything.
+
+output:
+  -o DIR writes DIR/ (tokenizer.tiktoken + tokenizer.json + token_bytes.npy, for bpeforge.Tokenizer.load)
+  and DIR.tiktoken beside it (the ranks alone, for tiktoken.load.load_tiktoken_bpe). An -o
+  ending in .tiktoken names that file, and the folder is the same name without it. Both
+  appear only once training succeeded (written to a temporary folder, then renamed).
+
+progress and errors:
+  Progress (reading: documents, MB, MB/s; merging: a bar and a line per 1% of the merges)
+  goes to stderr when it is a terminal, or always with -v; the report goes to stdout; -q
+  prints errors only. An error is one line on stderr; exit codes: 1 data or output
+  problem, 2 bad option, 130 interrupted (Ctrl-C writes nothing).
+
+examples:
+  bpeforge train --vocab-size 32768 -o out/tok data/*.parquet
+  bpeforge train --vocab-size 8192 -o out/tok corpus.txt --pattern nanochat --special-tokens none
+  bpeforge train -o out/demo
+"""
+
+
+def decode_separator(text: str) -> str:
+    r"""Decodes backslash escapes in a ``--doc-separator``: ``\n``, ``\t``, ``\r``, ``\\``,
+    ``\xNN``, ``\uNNNN``; other characters stand for themselves.
+
+    >>> decode_separator(r"\n\n"), decode_separator("<|endoftext|>"), decode_separator("é\\t")
+    ('\n\n', '<|endoftext|>', 'é\t')
+    """
+    try:
+        separator = text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+        separator.encode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CLIError(f"--doc-separator {text!r}: bad backslash escape ({e.reason})", EXIT_USAGE) from None
+    except UnicodeEncodeError:  # bytes that are not UTF-8 in the argument, or a \udXXX escape
+        raise CLIError(f"--doc-separator {text!r}: not valid UTF-8 text (it could never match)", EXIT_USAGE) from None
+    return separator
+
+
+def parse_special_tokens(text: Optional[str]) -> List[str]:
+    """``None``/``nanochat``: nanochat's nine; ``none`` or empty: none; else a comma-separated
+    list (the names themselves are checked by training, as the API's are).
+
+    >>> parse_special_tokens("none"), parse_special_tokens("<|a|>, <|b|>")
+    ([], ['<|a|>', '<|b|>'])
+    """
+    if text is None or text.strip().lower() == "nanochat":
+        return list(NANOCHAT_SPECIAL_TOKENS)
+    if text.strip().lower() in ("none", ""):
+        return []
+    names = [n.strip() for n in text.split(",")]
+    if any(not n for n in names):
+        raise CLIError(f"--special-tokens {text!r}: an empty name (a stray comma?)", EXIT_USAGE)
+    return names
+
+
+def describe_pattern(text: Optional[str], regex: str) -> str:
+    """How the report names the split pattern of ``--pattern text`` (whose regex is ``regex``)."""
+    if text is None:
+        return "gpt4 (the default)"
+    return text if text in PATTERNS else pattern_label(regex)
+
+
+def set_up_training(args: argparse.Namespace) -> Training:
+    """The training of ``args``, its options checked before any input is looked at; a bad one
+    is a usage error naming its flag."""
+    try:
+        return Training(
+            args.vocab_size,
+            pattern=args.pattern,
+            special_tokens=parse_special_tokens(args.special_tokens),
+            min_frequency=args.min_frequency,
+            num_threads=args.threads,
+        )
+    except OptionError as e:
+        raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+
+
+def name_the_flag(e: OptionError) -> str:
+    """``e``'s message on one line, naming the command line's flag for its option: ``vocab_size
+    must be ...`` becomes ``--vocab-size must be ...``; another message is put after ``FLAG: ``.
+
+    >>> name_the_flag(OptionError("num_threads", "num_threads must be between 1 and 1024, got 0"))
+    '--threads must be between 1 and 1024, got 0'
+    >>> name_the_flag(OptionError("pattern", "'gtp4': no such preset"))
+    "--pattern: 'gtp4': no such preset"
+    """
+    message = " ".join(str(e).split())
+    flag = FLAGS.get(e.option, e.option)
+    if message.startswith(e.option + " "):
+        return flag + message[len(e.option) :]
+    return f"{flag}: {message}"
+
+
+@dataclass
+class Inputs:
+    """The files ``bpeforge train`` reads, and how."""
+
+    sources: List[Source]
+    left_out: List[Tuple[Source, Source]]
+    """(a file named again, the one it is the same file as): read once."""
+    separator: str
+    stdlib_root: Optional[Path]
+    """Where the standard library is, when no input was given and it is the corpus."""
+    arrow: bool
+    """Parquet files are read with pyarrow (as Arrow arrays)."""
+
+    @property
+    def label(self) -> str:
+        """The corpus as the report and the progress name it."""
+        if self.stdlib_root is not None:
+            return (
+                f"the Python {sys.version.split()[0]} standard library ({len(self.sources):,} .py files under "
+                f"{self.stdlib_root}, one document per file, empty ones skipped; no input was given)"
+            )
+        formats = sorted({s.format for s in self.sources})
+        return f"{len(self.sources):,} file{'s' if len(self.sources) != 1 else ''} ({', '.join(formats)})"
+
+
+def find_inputs(args: argparse.Namespace) -> Inputs:
+    """The input files of ``args`` (or the standard library's), each Parquet file's column
+    checked before training rather than hours into it."""
+    stdlib_root = None
+    left_out: List[Tuple[Source, Source]] = []
+    try:
+        if args.inputs:
+            sources, left_out = inputs.unique_sources(inputs.expand_inputs(args.inputs, args.input_format))
+            separator = "\n" if args.doc_separator is None else decode_separator(args.doc_separator)
+        else:
+            stdlib_root, sources = inputs.stdlib_sources()
+            if not sources:
+                raise CLIError(f"no input given, and no standard library .py files were found under {stdlib_root}")
+            separator = "" if args.doc_separator is None else decode_separator(args.doc_separator)
+        arrow = args.parquet_reader == "pyarrow"
+        if arrow and any(source.format == "parquet" for source in sources):
+            lean_arrow_memory()
+        for source in sources:
+            if source.format == "parquet":
+                inputs.check_parquet(source, args.text_column, arrow=arrow)
+    except InputError as e:
+        raise CLIError(str(e)) from None
+    return Inputs(sources, left_out, separator, stdlib_root, arrow)
+
+
+def start_progress(args: argparse.Namespace, found: Inputs) -> Tuple[ConsoleProgress, bool]:
+    """The progress display (and whether it shows anything), with the notes said before
+    reading: a file read once though named twice, the corpus, with ``-v`` the files."""
+    quiet, verbose = args.quiet, args.verbose
+    if found.left_out and not quiet:
+        again, first = found.left_out[0]
+        more = f" (and {len(found.left_out) - 1:,} more)" if len(found.left_out) > 1 else ""
+        stderr_line(f"{PROG}: note: {again.path} is the file {first.path}, read once{more}")
+    show = not quiet and (verbose or is_terminal(sys.stderr))
+    progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
+    if show:
+        progress.write(f"Training on {found.label}")
+        if verbose:
+            for i, source in enumerate(found.sources[:1000]):
+                progress.write(f"  {i}: {source}")
+            if len(found.sources) > 1000:
+                progress.write(f"  ... and {len(found.sources) - 1000:,} more")
+    elif found.stdlib_root is not None and not quiet:
+        stderr_line(f"{PROG}: no input given, training on {found.label.split(' (')[0]}")
+    return progress, show
+
+
+def open_corpus(args: argparse.Namespace, found: Inputs, progress: ConsoleProgress, show: bool) -> Corpus:
+    """The documents of the inputs, with held-out documents set aside as they are read."""
+    n_sources = len(found.sources)
+
+    def on_read(corpus: Corpus, source: Source) -> None:
+        note = f"file {corpus.files_started}/{n_sources}" if n_sources > 1 else None
+        progress.reading(corpus.documents + len(corpus.heldout), corpus.total_bytes, note)
+
+    return Corpus(
+        found.sources,
+        text_column=args.text_column,
+        doc_separator=found.separator,
+        doc_cap=args.doc_cap,
+        max_chars=args.max_chars,
+        holdout_every=args.holdout,
+        holdout_max_bytes=HOLDOUT_MAX_BYTES,
+        # The standard library's test suite holds a few source files that are deliberately not
+        # UTF-8: the default corpus skips them.
+        skip_bad_lines=args.skip_bad_lines or found.stdlib_root is not None,
+        on_read=on_read if show else None,
+        arrow=found.arrow,  # with pyarrow, Parquet batches reach Rust as Arrow arrays, without a str per document
+    )
+
+
+def train_on(corpus: Corpus, training: Training, progress: ConsoleProgress, say_batches: bool) -> TrainedRanks:
+    """Trains on the corpus's documents; a problem with the data is a :class:`CLIError`."""
+    try:
+        batches, buffer_size = sized_stream(corpus)
+        if say_batches:
+            progress.write(f"Counting in batches of {buffer_size:,} documents")
+        return training.run(batches, buffer_size, progress)
+    except InputError as e:
+        raise CLIError(str(e)) from None
+    except RuntimeError as e:
+        if str(e).startswith(SPLIT_FAILED):  # a custom pattern the regex engine gives up on
+            raise CLIError(f"{one_line(e)}; simplify --pattern (fewer nested repetitions, lookarounds)") from None
+        raise
+
+
+def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
+    """Refuses a run that had no document to train on."""
+    if corpus.documents:
+        return
+    if corpus.heldout:
+        raise CLIError(
+            f"no documents to train on: all {len(corpus.heldout):,} were held out to measure compression "
+            f"(--holdout {holdout}); use a larger --holdout, or --holdout 0"
+        )
+    note = f" ({corpus.bad_lines.describe()} skipped, e.g. {corpus.bad_lines.examples[0]})" if corpus.bad_lines.count else ""
+    raise CLIError("no documents to train on: the inputs hold no text" + note)
+
+
+def measure_compression(tokenizer: BaseTokenizer, corpus: Corpus, holdout: int, warnings: List[str]) -> Compression:
+    """Bytes per token on the held-out documents (or, when none were held out, on the first
+    training documents). A split pattern that skips text is warned about in ``warnings``, and
+    only the bytes the tokens cover are counted."""
+    if corpus.heldout:
+        docs, label, note = corpus.heldout, "held-out documents", ""
+    else:
+        why = "--holdout 0" if not holdout else f"fewer than {holdout} documents"
+        docs, label, note = corpus.sample, "training documents", f"(not held out: {why})"
+    nbytes = sum(len(d.encode("utf-8")) for d in docs)
+    with tiktoken_errors():
+        encoded = tokenizer.encoding.encode_ordinary_batch(docs) if docs else []
+    tokens = sum(len(ids) for ids in encoded)
+    # A custom pattern may leave text unmatched: that text is never tokenized (nor trained
+    # on), so compression counts only the bytes the tokens cover, and the user is told.
+    covered = sum(len(tokenizer.encoding.decode_bytes(ids)) for ids in encoded)
+    if covered != nbytes:
+        warnings.append(
+            f"the split pattern skips text: the tokens of the {label} cover {covered:,} of their "
+            f"{nbytes:,} bytes; the rest is dropped when encoding (and was not trained on). "
+            r"End the pattern with an alternative such as |\s+|\S to keep every character"
+        )
+        nbytes = covered
+    return Compression(label, note, len(docs), nbytes, tokens)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    """Runs ``bpeforge train`` with parsed ``args``: checks the options, reads the inputs, trains,
+    saves the tokenizer and prints the report; returns the exit code. Raises :class:`CLIError`."""
+    t_start = time.perf_counter()
+    training = set_up_training(args)  # everything that can be checked before reading a byte
+    folder, tiktoken_file = output_paths(args.output)
+    check_output(folder, tiktoken_file, args.force)
+    found = find_inputs(args)
+    progress, show = start_progress(args, found)
+    corpus = open_corpus(args, found, progress, show)
+
+    # Until the outputs are written there is nothing to clean up, so Ctrl-C may end the process
+    # at once, even while the counting threads are busy with a large batch.
+    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
+    if getattr(args, "exit_on_ctrl_c", False):
+        exit_on_ctrl_c.start()
+    try:
+        trained = train_on(corpus, training, progress, args.verbose and show)
+        check_trained_on_something(corpus, args.holdout)
+        t_build = time.perf_counter()
+        tokenizer = trained.build(Tokenizer)
+        t_build = time.perf_counter() - t_build
+        warnings: List[str] = []
+        if trained.stopped_early:
+            warnings.append(
+                f"training stopped at {len(trained.ranks):,} ranks of the {trained.ranks_asked:,} asked for "
+                f"({trained.stop_reason}); the vocabulary has {tokenizer.n_vocab:,} tokens"
+            )
+        if corpus.bad_lines.count and found.stdlib_root is None:
+            warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
+        t_eval = time.perf_counter()
+        compression = measure_compression(tokenizer, corpus, args.holdout, warnings)
+        t_eval = time.perf_counter() - t_eval
+    finally:
+        exit_on_ctrl_c.stop()
+
+    t_save = time.perf_counter()
+    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
+    t_save = time.perf_counter() - t_save
+
+    if not args.quiet:
+        for w in warnings:
+            stderr_line(f"{PROG}: warning: {w}")
+    if not args.quiet and sys.stdout is not None:  # None: started with standard output closed
+        report = format_report(
+            corpus_label=found.label,
+            corpus=corpus,
+            stats=trained.stats,
+            merges=trained.merges(),
+            ranks=trained.ranks,
+            tokenizer=tokenizer,
+            pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
+            compression=compression,
+            timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
+            folder=folder,
+            tiktoken_file=tiktoken_file,
+        )
+        sys.stdout.write(report)
+        sys.stdout.flush()
+    return 0
+
+
+
+def lean_arrow_memory() -> None:
+    """Has pyarrow allocate with the system allocator rather than its default (mimalloc), unless
+    ``ARROW_DEFAULT_MEMORY_POOL`` already chooses one. mimalloc keeps freed blocks for reuse, so
+    reading a Parquet file record batch by record batch peaks higher than with the system
+    allocator, which is no slower. pyarrow picks its allocator once, from
+    that variable, when it is first needed (``set_memory_pool`` later leaves the Parquet reader's
+    own allocations on the first one), so this sets the variable just for that moment, and does
+    nothing if pyarrow is already in use in this process."""
+    previous = os.environ.get("ARROW_DEFAULT_MEMORY_POOL")
+    if "pyarrow" in sys.modules or previous:
+        return
+    os.environ["ARROW_DEFAULT_MEMORY_POOL"] = "system"
+    try:
+        import pyarrow
+
+        pyarrow.default_memory_pool()  # chosen now, for the rest of the process
+    except ImportError:
+        pass  # check_parquet says what to install
+    finally:
+        if previous is None:
+            del os.environ["ARROW_DEFAULT_MEMORY_POOL"]
+        else:
+            os.environ["ARROW_DEFAULT_MEMORY_POOL"] = previous  # set but empty: left as it was
+
+
+def sized_stream(corpus: Corpus) -> Tuple[Iterable[Any], int]:
+    """The corpus's batches, and how many documents the trainer should gather before counting
+    them: 8192 (as rustbpe does) for short documents, fewer for long ones so that a gathered
+    batch stays near BUFFER_BYTES whatever the documents' size. The first batch is read ahead
+    to measure them. (The batch size does not change the result, only memory and speed.)"""
+    stream = iter(corpus)
+    first = next(stream, None)
+    seen = corpus.documents + len(corpus.heldout)
+    average = corpus.total_bytes / seen if seen else 1
+    buffer_size = max(MIN_BUFFER, min(MAX_BUFFER, int(BUFFER_BYTES / max(average, 1.0))))
+    return (itertools.chain([first], stream) if first is not None else stream), buffer_size
+
+
+# ------------------------------------------------------------------------------ the parser
+
+
+def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Adds the ``train`` subcommand and its options to ``subparsers``; returns its parser."""
+    p = subparsers.add_parser(
+        "train",
+        help="train a tokenizer on text, JSONL or Parquet files",
+        description="Train a byte-level BPE tokenizer and save it (bpeforge folder + .tiktoken file).",
+        epilog=TRAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("inputs", nargs="*", metavar="INPUT", help="files, folders or globs (default: this Python's standard library)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (DIR.tiktoken is written beside it)")
+    p.add_argument(
+        "--vocab-size",
+        type=int_at_least(1, "--vocab-size"),
+        default=DEFAULT_VOCAB_SIZE,
+        metavar="N",
+        help=f"final vocabulary size, 256 bytes + merges + special tokens (default {DEFAULT_VOCAB_SIZE})",
+    )
+    p.add_argument("--input-format", choices=["text", "jsonl", "parquet"], help="format of every input file named (default: from the extension); in folders, only the files "
+                   "whose extension is of that format are read, hidden ones skipped")
+    p.add_argument("--text-column", default="text", metavar="NAME", help="JSONL field / Parquet column holding the text (default: text)")
+    p.add_argument("--parquet-reader", choices=["bpeforge", "pyarrow"], default="bpeforge",
+                   help="what reads Parquet files: bpeforge's own reader (default; page by page, lists of str, no pyarrow "
+                        "needed) or pyarrow (record batches, handed to Rust as Arrow arrays; needs pyarrow)")
+    p.add_argument("--doc-separator", metavar="SEP", help=r"split text files on SEP (escapes decoded) instead of lines; '' = one document per file")
+    p.add_argument("--pattern", metavar="PRESET|REGEX", help="split pattern: a preset (gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base) or a regex (default gpt4)")
+    p.add_argument("--special-tokens", metavar="none|A,B,...", help="special tokens after the ranks: nanochat (default, 9 tokens), none, or a comma-separated list")
+    p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
+    p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
+    p.add_argument("--max-chars", type=int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
+    p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document (up to 1 MB) to measure compression; 0 = none (default {HOLDOUT_EVERY})")
+    p.add_argument("--threads", type=int_at_least(1, "--threads"), metavar="N", help="threads for training: counting, and merging (default: all cores)")
+    p.add_argument("--force", action="store_true", help="replace an existing output folder / .tiktoken file")
+    p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed JSONL lines, and text documents that are not UTF-8 (counted and reported), instead of stopping")
+    verbosity = p.add_mutually_exclusive_group()
+    verbosity.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, and list the inputs")
+    p.set_defaults(run=run_train)
+    return p

@@ -1,0 +1,36 @@
+"""The exceptions bpeforge raises for bad files, texts and options, in one place.
+
+Each is a ``ValueError`` (or an ``Exception`` for input data) whose message is one line that
+names the file, text or option at fault. The modules that raise them re-export them, so
+``bpeforge.io.TokenizerFileError`` and ``bpeforge.eval.EvalError`` name the same classes.
+"""
+
+
+class TokenizerFileError(ValueError):
+    """A saved tokenizer file is truncated, corrupt or not ours; the message names the file
+    (and the line, where there is one)."""
+
+
+class EvalError(ValueError):
+    """A tokenizer or text that :func:`bpeforge.evaluate` cannot use; the message says which and why."""
+
+
+class EncodingUnavailable(EvalError, ConnectionError):
+    """tiktoken could not fetch a named encoding's ranks (it downloads them on first use): also
+    a ``ConnectionError``, so ``except OSError`` around ``Tokenizer.from_pretrained`` catches
+    being offline as it would any other failed download."""
+
+
+class InputError(Exception):
+    """A problem with the input data: a missing or unreadable file, a bad line, a missing
+    column. The message is one line and names the file (and line, where there is one)."""
+
+
+class OptionError(ValueError):
+    """A training option that cannot be used. ``option`` names it as the API spells it
+    (``vocab_size``, ``pattern``, ``special_tokens``, ``num_threads``, ``min_frequency``), so
+    that the command line can name its own flag for it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(message)
+        self.option = option

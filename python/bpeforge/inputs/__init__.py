@@ -1,0 +1,68 @@
+"""Reading training documents: text, JSONL and Parquet files, folders and globs, ``.gz``/``.zst``.
+
+Everything streams: text is read in 1 MiB chunks, JSONL line by line, Parquet page by page
+(by :class:`bpeforge.ParquetReader`, or by record batches through pyarrow with ``arrow=True``),
+so memory stays bounded whatever the size of the corpus. Readers yield *batches* (lists of str,
+or for Parquet with ``arrow=True`` pyarrow string arrays), which
+:meth:`bpeforge.Trainer.train_from_iterator` takes as they are: an Arrow array reaches Rust
+through the Arrow C Data Interface, without a Python str per document.
+
+>>> import tempfile, pathlib
+>>> d = pathlib.Path(tempfile.mkdtemp())
+>>> _ = (d / "a.txt").write_text("first line\\n\\nsecond line\\n")
+>>> [doc for batch in Corpus(expand_inputs([str(d)])) for doc in batch]
+['first line', 'second line']
+
+Conventions:
+
+* Formats come from the extension (``.txt``/``.text``: text, ``.jsonl``/``.ndjson``: JSONL,
+  ``.parquet``/``.pq``: Parquet), after stripping ``.gz``, ``.zst`` or ``.zstd``; or from
+  ``input_format`` for every file.
+* Text: one document per line by default. ``doc_separator`` splits on that exact string instead
+  (e.g. ``"\\n\\n"`` for blank-line-separated paragraphs); ``""`` makes each whole file one document.
+  The text is read as it is (a UTF-8 byte-order mark opening a file is dropped), except that one
+  document per line, a line ends with ``\\n`` or ``\\r\\n``. Bytes that are not UTF-8 are an
+  :class:`InputError` naming the file and line, or (``skip_bad_lines``) the documents holding
+  them are skipped and counted.
+* Empty documents are skipped everywhere (and not counted).
+* JSONL: each non-blank line is a JSON object whose ``text_column`` field is a string (or null,
+  skipped). Anything else is a bad line (:class:`InputError` naming the file and line, or skipped
+  and counted with ``skip_bad_lines``), and so is a line that is not UTF-8 or whose text holds a
+  lone surrogate (a ``\\ud800`` escape).
+* Parquet: the ``text_column`` column must hold strings; nulls are skipped.
+
+Modules, in the order they build on each other: :mod:`~bpeforge.inputs.sources` (which files),
+:mod:`~bpeforge.inputs.files` (opening them), :mod:`~bpeforge.inputs.text`,
+:mod:`~bpeforge.inputs.jsonl`, :mod:`~bpeforge.inputs.parquet` (a reader per format), and
+:mod:`~bpeforge.inputs.corpus` (the documents of all the files, held-out ones set aside).
+"""
+
+from ..errors import InputError
+from .corpus import Corpus
+from .files import BATCH_CHARS, BATCH_DOCS, CHUNK_BYTES, BadLines, open_binary
+from .jsonl import read_jsonl
+from .parquet import check_parquet, read_parquet
+from .sources import COMPRESSIONS, EXTENSIONS, FORMATS, Source, detect, expand_inputs, stdlib_sources, unique_sources
+from .text import read_text
+
+__all__ = [
+    "BATCH_CHARS",
+    "BATCH_DOCS",
+    "CHUNK_BYTES",
+    "COMPRESSIONS",
+    "EXTENSIONS",
+    "FORMATS",
+    "BadLines",
+    "Corpus",
+    "InputError",
+    "Source",
+    "check_parquet",
+    "detect",
+    "expand_inputs",
+    "open_binary",
+    "read_jsonl",
+    "read_parquet",
+    "read_text",
+    "stdlib_sources",
+    "unique_sources",
+]

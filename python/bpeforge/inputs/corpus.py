@@ -1,0 +1,217 @@
+"""The training documents of the input files, as batches: cropped, stopped at a budget of
+characters, with every Nth document held out, counted as they go."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterator, List, Optional, Sequence
+
+from ..errors import InputError
+from .files import BadLines
+from .jsonl import read_jsonl
+from .parquet import read_parquet
+from .sources import Source
+from .text import read_text
+
+
+def _utf8_len(docs: List[str]) -> int:
+    return sum(len(d) if d.isascii() else len(d.encode("utf-8", "surrogatepass")) for d in docs)
+
+
+class Corpus:
+    """The training documents of ``sources``, as an iterable of batches (lists of str; with
+    ``arrow=True``, batches of Parquet documents are pyarrow string arrays instead, which
+    :meth:`bpeforge.Trainer.train_from_iterator` reads without a Python str per document).
+
+    On the way: each document is cropped to ``doc_cap`` characters; reading stops once
+    ``max_chars`` characters in all have been read (the last document cropped to fit); every
+    ``holdout_every``-th document (the 100th, 200th, ...) is held out of training into
+    :attr:`heldout` until it holds ``holdout_max_bytes`` bytes. The first ``holdout_max_bytes``
+    of training text are also kept in :attr:`sample`, to measure compression on when too few
+    documents were read to hold any out. Counts (``documents``, ``chars``, ``bytes``, and the
+    same for held-out text) are kept as it goes; ``on_read(corpus, source)`` is called as
+    each file starts and after each of its batches. Iterate once.
+    """
+
+    def __init__(
+        self,
+        sources: Sequence[Source],
+        *,
+        text_column: str = "text",
+        doc_separator: str = "\n",
+        doc_cap: Optional[int] = None,
+        max_chars: Optional[int] = None,
+        holdout_every: int = 0,
+        holdout_max_bytes: int = 1_000_000,
+        skip_bad_lines: bool = False,
+        on_read: Optional[Callable[["Corpus", Source], None]] = None,
+        arrow: bool = False,
+    ) -> None:
+        self.sources = list(sources)
+        self.text_column = text_column
+        self.doc_separator = doc_separator
+        self.doc_cap = doc_cap
+        self.max_chars = max_chars
+        self.holdout_every = holdout_every
+        self.holdout_max_bytes = holdout_max_bytes
+        self.skip_bad_lines = skip_bad_lines
+        self.on_read = on_read
+        self.arrow = arrow
+        self.bad_lines = BadLines()
+        self.documents = 0  # training documents
+        self.chars = 0
+        self.bytes = 0
+        self.heldout: List[str] = []
+        self.heldout_chars = 0
+        self.heldout_bytes = 0
+        self.sample: List[str] = []
+        self.sample_bytes = 0
+        self.files_started = 0
+        self.stopped_early = False  # max_chars was reached
+        self.start_time: Optional[float] = None
+        self._seen = 0  # documents read, training and held out
+
+    @property
+    def total_chars(self) -> int:
+        """Characters read so far, training and held out."""
+        return self.chars + self.heldout_chars
+
+    @property
+    def total_bytes(self) -> int:
+        """UTF-8 bytes read so far, training and held out."""
+        return self.bytes + self.heldout_bytes
+
+    def _read(self, source: Source) -> Iterator[List[str]]:
+        if source.format == "text":
+            return read_text(source, self.doc_separator, skip_bad_lines=self.skip_bad_lines, bad_lines=self.bad_lines)
+        if source.format == "jsonl":
+            return read_jsonl(source, self.text_column, self.skip_bad_lines, self.bad_lines)
+        if source.format == "parquet":
+            return read_parquet(source, self.text_column, arrow=self.arrow)
+        raise InputError(f"{source.path}: unknown format {source.format!r}")
+
+    def __iter__(self) -> Iterator:
+        self.start_time = time.perf_counter()
+        for source in self.sources:
+            if self.stopped_early:
+                break
+            self.files_started += 1
+            if self.on_read is not None:
+                self.on_read(self, source)
+            for docs in self._read(source):
+                docs = self._take(docs) if isinstance(docs, list) else self._take_arrow(docs)
+                if self.on_read is not None:
+                    self.on_read(self, source)
+                # A ChunkedArray (slices left by the held-out documents) goes chunk by chunk:
+                # the trainer takes arrays and lists, not streams.
+                for part in getattr(docs, "chunks", [docs]):
+                    if len(part):
+                        yield part
+                if self.stopped_early:
+                    break
+
+    def _take(self, docs: List[str]) -> List[str]:
+        cap = self.doc_cap
+        if cap is not None:
+            docs = [d[:cap] for d in docs]
+        if self.max_chars is not None:
+            room = self.max_chars - self.total_chars
+            n = sum(map(len, docs))
+            if n >= room:
+                self.stopped_early = True
+                kept = []
+                for d in docs:
+                    if room <= 0:
+                        break
+                    kept.append(d[:room])
+                    room -= len(kept[-1])
+                docs = kept
+        every = self.holdout_every
+        seen = self._seen
+        self._seen += len(docs)
+        if every and self.heldout_bytes < self.holdout_max_bytes:
+            first = (every - 1 - seen) % every
+            held = docs[first::every]
+            k = 0
+            for d in held:  # hold out while under the budget
+                if self.heldout_bytes >= self.holdout_max_bytes:
+                    break
+                self.heldout.append(d)
+                self.heldout_chars += len(d)
+                self.heldout_bytes += _utf8_len([d])
+                k += 1
+            if k:
+                docs = list(docs)
+                del docs[first : first + (k - 1) * every + 1 : every]
+        nbytes = _utf8_len(docs)
+        self.documents += len(docs)
+        self.chars += sum(map(len, docs))
+        self.bytes += nbytes
+        if self.sample_bytes < self.holdout_max_bytes and docs:
+            for d in docs:
+                if self.sample_bytes >= self.holdout_max_bytes:
+                    break
+                self.sample.append(d)
+                self.sample_bytes += len(d.encode("utf-8", "surrogatepass"))
+        return docs
+
+    def _take_arrow(self, docs):
+        """:meth:`_take` for a pyarrow string array without nulls or empty strings, with the same
+        results, computed with pyarrow.compute: only held-out and sample documents become str."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        def chars(a):
+            return pc.cast(pc.utf8_length(a), pa.int64())
+
+        def before(lengths):  # for each document, the total length of those before it
+            return pc.subtract(pc.cumulative_sum(lengths), lengths)
+
+        def total(lengths) -> int:
+            return pc.sum(lengths).as_py() or 0
+
+        cap = self.doc_cap
+        if cap is not None and len(docs) and pc.max(chars(docs)).as_py() > cap:
+            docs = pc.utf8_slice_codeunits(docs, 0, cap)
+        if self.max_chars is not None:
+            room = self.max_chars - self.total_chars
+            lengths = chars(docs)
+            if total(lengths) >= room:
+                self.stopped_early = True
+                # Keep the documents that start before the budget runs out, the last one cropped.
+                starts = before(lengths)
+                k = total(pc.cast(pc.less(starts, room), pa.int64())) if room > 0 else 0
+                if k:
+                    last = pc.utf8_slice_codeunits(docs.slice(k - 1, 1), 0, room - starts[k - 1].as_py())
+                    docs = pa.concat_arrays([docs.slice(0, k - 1), last])
+                else:
+                    docs = docs.slice(0, 0)
+        every = self.holdout_every
+        seen = self._seen
+        self._seen += len(docs)
+        if every and self.heldout_bytes < self.holdout_max_bytes and len(docs):
+            first = (every - 1 - seen) % every
+            picks = list(range(first, len(docs), every))
+            if picks:
+                held = docs.take(pa.array(picks, pa.int64()))
+                nbytes = pc.cast(pc.binary_length(held), pa.int64())
+                # Hold out while under the budget (checked before each document).
+                k = total(pc.cast(pc.less(pc.add(before(nbytes), self.heldout_bytes), self.holdout_max_bytes), pa.int64()))
+                if k:
+                    held = held.slice(0, k)
+                    self.heldout.extend(held.to_pylist())
+                    self.heldout_chars += total(chars(held))
+                    self.heldout_bytes += total(nbytes.slice(0, k))
+                    cuts = picks[:k]
+                    pieces = [docs.slice(a + 1, b - a - 1) for a, b in zip([-1] + cuts, cuts + [len(docs)])]
+                    # Slices of the batch, not a copy of it (a batch may hold tens of MB).
+                    docs = pa.chunked_array([p for p in pieces if len(p)], type=docs.type)
+        nbytes = pc.cast(pc.binary_length(docs), pa.int64())
+        self.documents += len(docs)
+        self.chars += total(chars(docs))
+        self.bytes += total(nbytes)
+        if self.sample_bytes < self.holdout_max_bytes and len(docs):
+            k = total(pc.cast(pc.less(pc.add(before(nbytes), self.sample_bytes), self.holdout_max_bytes), pa.int64()))
+            self.sample.extend(docs.slice(0, k).to_pylist())
+            self.sample_bytes += total(nbytes.slice(0, k))
+        return docs

@@ -1,0 +1,177 @@
+"""Training a tokenizer: the one path both ``Tokenizer.train_from_iterator`` and
+``bpeforge train`` take.
+
+A :class:`Training` is set up first, every option checked before any text is read (so that a
+bad option fails at once, not after reading a corpus), then :meth:`Training.run` feeds it an
+iterable of texts and gives a :class:`TrainedRanks`, from which
+:meth:`TrainedRanks.build` makes the tokenizer.
+
+The vocabulary size asked for counts the special tokens, which are numbered after the trained
+ranks: the rule on it is checked here, and the rules on the ranks alone (at least the 256 single
+bytes, at most 2^31, a split pattern that compiles and never matches an empty string, the
+number of threads) by the compiled trainer, whose messages are passed on as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
+
+from . import _core
+from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
+from .checks import MAX_TOKEN_ID, as_int, special_token_ids
+from .errors import OptionError
+from .patterns import resolve_pattern
+from .progress import ConsoleProgress
+
+T = TypeVar("T", bound=BaseTokenizer)
+
+ProgressCallback = Callable[[str, dict[str, Any]], None]
+
+
+def early_stop_reason(min_frequency: int) -> str:
+    """Why training made fewer ranks than asked, given its ``min_frequency``.
+
+    >>> early_stop_reason(1), early_stop_reason(5)
+    ('no pair is left', 'no pair occurs 5 times or more')
+    """
+    return "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
+
+
+class TrainedRanks:
+    """What a training run gives: the ranks, the merges that made them, and the figures.
+
+    (Plain classes here rather than dataclasses: importing ``dataclasses`` pulls in ``inspect``
+    and more, and ``import bpeforge`` is kept light for training scripts.)"""
+
+    def __init__(
+        self,
+        trainer: _core.Trainer,
+        pattern: str,
+        special_tokens: list[str],
+        ranks_asked: int,
+        min_frequency: int,
+    ) -> None:
+        self.trainer = trainer
+        #: Token bytes -> rank: the 256 single bytes, then the learned tokens in order.
+        self.ranks: dict[bytes, int] = dict(trainer.get_mergeable_ranks())
+        #: Texts, bytes, distinct spans, seconds per phase (the trainer's ``stats``).
+        self.stats: dict[str, Any] = dict(trainer.stats)
+        self.pattern = pattern
+        self.special_tokens = special_tokens
+        #: How many ranks were asked for: ``vocab_size`` minus the special tokens.
+        self.ranks_asked = ranks_asked
+        self.min_frequency = min_frequency
+
+    def merges(self) -> list[tuple[int, int, int, int]]:
+        """Every merge in order as ``(left_id, right_id, token_id, count)`` (asked of the
+        trainer when needed: the command line's report lists some, the API none)."""
+        return list(self.trainer.get_merges())
+
+    @property
+    def stopped_early(self) -> bool:
+        """Whether training made fewer ranks than asked."""
+        return len(self.ranks) < self.ranks_asked
+
+    @property
+    def stop_reason(self) -> str:
+        """Why training stopped early (see :attr:`stopped_early`)."""
+        if self.stats.get("bytes") == 0:
+            return "the iterable gave no text (an iterator or generator that was already used up?)"
+        return early_stop_reason(self.min_frequency)
+
+    def build(self, tokenizer_class: type[T]) -> T:
+        """The tokenizer of these ranks, pattern and special tokens (numbered after the ranks),
+        with :attr:`stats` as its ``training_stats``."""
+        tokenizer = tokenizer_class(self.ranks, self.pattern, self.special_tokens)
+        tokenizer.training_stats = dict(self.stats)
+        return tokenizer
+
+
+class Training:
+    """A training run, set up: every option checked, no text read yet.
+
+    ``vocab_size`` is the final vocabulary *including* special tokens; ``special_tokens=None``
+    means nanochat's nine, ``[]`` none; ``pattern`` is a preset name, a regex, or ``None`` for
+    GPT-4's. A bad value raises :class:`~bpeforge.errors.OptionError` (a ValueError naming the
+    option) or TypeError.
+
+    >>> run = Training(260, special_tokens=[]).run(["hello hello"] * 4)
+    >>> sorted(run.ranks.values())[-1], run.stopped_early
+    (259, False)
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        pattern: Optional[str] = None,
+        special_tokens: Optional[Sequence[str]] = None,
+        min_frequency: int = 1,
+        num_threads: Optional[int] = None,
+    ) -> None:
+        if isinstance(special_tokens, (str, Mapping)):
+            raise TypeError(
+                f"special_tokens must be a list of str, not a {type(special_tokens).__name__}: training numbers "
+                "them after the trained ranks, so no ids are taken here"
+            )
+        self.special_tokens: list[str] = list(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
+        self.vocab_size = as_int(vocab_size, "vocab_size")  # an int for the sums below
+        self.min_frequency = as_int(min_frequency, "min_frequency")  # ... and for the messages
+        n_special = len(self.special_tokens)
+        if not 256 + n_special <= self.vocab_size <= MAX_TOKEN_ID:
+            raise OptionError(
+                "vocab_size",
+                f"vocab_size must be at least 256 + {n_special} special tokens = {256 + n_special} "
+                f"and at most {MAX_TOKEN_ID}, got {self.vocab_size}",
+            )
+        #: The ranks to train: ``vocab_size`` minus the special tokens.
+        self.ranks_asked = self.vocab_size - n_special
+        try:
+            special_token_ids(self.special_tokens, self.ranks_asked)
+        except ValueError as e:
+            raise OptionError("special_tokens", str(e)) from None
+        try:
+            self.pattern: str = resolve_pattern(pattern)
+            self.trainer = _core.Trainer(self.pattern, num_threads=num_threads)
+        except ValueError as e:
+            # The trainer checks the pattern and the number of threads; its messages name them.
+            option = "num_threads" if str(e).startswith("num_threads") else "pattern"
+            raise OptionError(option, str(e)) from None
+
+    def run(
+        self,
+        texts: Iterable[Any],
+        buffer_size: int = 8192,
+        progress: Union[bool, ProgressCallback, ConsoleProgress, None] = None,
+    ) -> TrainedRanks:
+        """Trains on ``texts`` (str, lists of str or Arrow string arrays, consumed once, in
+        batches of ``buffer_size`` texts). ``progress``: ``True`` for progress on stderr, a
+        callable ``progress(phase, info)``, or a :class:`~bpeforge.progress.ConsoleProgress`,
+        which is closed when training ends (aborted if it fails)."""
+        if isinstance(texts, bytes):
+            raise TypeError("texts must be an iterable of str, not bytes (decode them and wrap the text in a list)")
+        if type(texts).__name__ == "DataFrame":  # pandas, polars...: iterating gives column names
+            raise TypeError("iterator is a DataFrame, whose items are its column names; pass the text column, e.g. df['text']")
+        callback: Optional[ProgressCallback]
+        console: Optional[ConsoleProgress] = None
+        if progress is True:
+            callback = console = ConsoleProgress(log=True)
+        elif isinstance(progress, ConsoleProgress):
+            callback = console = progress
+        elif callable(progress):
+            callback = progress
+        elif progress in (False, None):
+            callback = None
+        else:
+            raise TypeError(f"progress must be a bool or a callable(phase, info), got {type(progress).__name__}")
+        try:
+            self.trainer.train_from_iterator(
+                texts, self.ranks_asked, buffer_size, min_frequency=self.min_frequency, progress=callback
+            )
+        except BaseException:
+            if console is not None:
+                console.abort()
+            raise
+        if console is not None:
+            console.close()
+        return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)

@@ -1,0 +1,150 @@
+"""`bpeforge eval` (bpeforge.cli.eval): the table, JSON, texts from files and standard input,
+and one-line errors."""
+
+import json
+import sys
+
+import pytest
+
+import bpeforge
+from bpeforge import cli
+from bpeforge.cli import eval as cli_eval
+from bpeforge.cli.eval import main_eval
+from bpeforge.eval import evaluate
+from bpeforge.io import ranks_to_tiktoken
+
+BYTE_RANKS = {bytes([i]): i for i in range(256)}
+
+
+def hand_ranks(*tokens):
+    ranks = dict(BYTE_RANKS)
+    for t in tokens:
+        ranks[t] = len(ranks)
+    return ranks
+
+
+@pytest.fixture(scope="module")
+def hello():
+    # he, ll, hell, hello: "hello" is one token, " hello" is " " + "hello" (no " h" merge)
+    return bpeforge.Tokenizer(hand_ranks(b"he", b"ll", b"hell", b"hello"), special_tokens=["<|bos|>"])
+
+
+@pytest.fixture()
+def lolo_file(tmp_path):
+    # lo, " lo", "lo lo": split by GPT-4's pattern "lo lo" is "lo" + " lo" (2 tokens); as one
+    # chunk it merges all the way to "lo lo" (1 token)
+    path = tmp_path / "lolo.tiktoken"
+    path.write_bytes(ranks_to_tiktoken(hand_ranks(b"lo", b" lo", b"lo lo")))
+    return path
+
+
+@pytest.fixture()
+def files(tmp_path, hello):
+    hello.save(tmp_path / "tok")
+    (tmp_path / "a.txt").write_text("hello hello", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("héllo", encoding="utf-8")
+    return tmp_path
+
+
+def test_cli_table(files, capsys):
+    code = main_eval([str(files / "tok"), str(files / "tok"), "--text", str(files / "a.txt"), "--color", "never"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Vocab sizes:" in out and "+0.0%" in out and "tie" in out
+
+
+def test_cli_json(files, lolo_file, capsys):
+    argv = [str(files / "tok"), str(lolo_file) + ":nanochat", "--text", str(files / "a.txt"), str(files / "b.txt"), "--json"]
+    assert main_eval(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    expected = evaluate(
+        {str(files / "tok"): str(files / "tok"), str(lolo_file) + ":nanochat": str(lolo_file) + ":nanochat"},
+        [(str(files / "a.txt"), "hello hello"), (str(files / "b.txt"), "héllo")],
+    )
+    assert data == [r._asdict() for r in expected]
+    assert [(d["text"], d["tokens"]) for d in data] == [
+        (str(files / "a.txt"), 3), (str(files / "a.txt"), 9), (str(files / "b.txt"), 5), (str(files / "b.txt"), 5),
+    ]
+
+
+def test_cli_text_repeated_and_stdin(files, capsys, monkeypatch):
+    import io as _io
+
+    class FakeStdin:
+        buffer = _io.BytesIO("hello".encode())
+
+    monkeypatch.setattr("sys.stdin", FakeStdin)
+    argv = [str(files / "tok"), "--text", str(files / "a.txt"), "--text", "-", "--json"]
+    assert main_eval(argv) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(d["text"], d["tokens"]) for d in data] == [(str(files / "a.txt"), 3), ("<stdin>", 1)]
+
+
+@pytest.mark.parametrize(
+    "make_argv, message",
+    [
+        (lambda d: [str(d / "tok"), "--text", str(d / "missing.txt")], "missing.txt: No such file"),
+        (lambda d: [str(d / "nope" / "tok"), "--text", str(d / "a.txt")], "no such file or folder"),
+        (lambda d: ["gpt-17", "--text", str(d / "a.txt")], "'gpt-17' is not a tiktoken encoding"),
+        (lambda d: [str(d / "tok"), "--text", str(d / "latin1.txt")], "latin1.txt: not UTF-8 text"),
+        (lambda d: [str(d / "tok"), "--text", str(d / "empty.txt")], "empty.txt: the file is empty"),
+        (lambda d: [str(d / "tok" / "tokenizer.tiktoken") + ":gtp4", "--text", str(d / "a.txt")], "'gtp4': no such preset"),
+        (lambda d: [str(d / "a.txt"), "--text", str(d / "a.txt")], "not a .tiktoken ranks file"),
+    ],
+)
+def test_cli_errors(files, capsys, make_argv, message):
+    (files / "latin1.txt").write_bytes("café".encode("latin-1"))
+    (files / "empty.txt").write_bytes(b"")
+    assert main_eval(make_argv(files)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bpeforge eval: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("stream, message", [("stdin", "-: standard input is closed"), ("stdout", "standard output is closed")])
+def test_cli_closed_standard_streams(files, capsys, monkeypatch, stream, message):
+    # Python sets sys.stdin / sys.stdout to None when started with that descriptor closed.
+    argv = [str(files / "tok"), "--text", "-", "--json"]
+    with monkeypatch.context() as m:
+        m.setattr(sys, stream, None)
+        code = main_eval(argv)
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bpeforge eval: error: ") and message in err
+
+
+def test_texts_given_before_the_tokenizers_say_why_none_is_left(files, capsys):
+    assert main_eval(["--text", str(files / "a.txt"), str(files / "tok")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("bpeforge eval: error: no TOKENIZER given (--text takes every argument after it")
+    assert main_eval(["--json", "--text", str(files / "a.txt"), "--", str(files / "tok")]) == 0
+
+
+def test_cli_usage_errors(files, capsys):
+    with pytest.raises(SystemExit) as e:
+        main_eval([str(files / "tok")])  # --text is required
+    assert e.value.code == 2
+    with pytest.raises(SystemExit) as e:
+        main_eval([str(files / "tok"), "--text", str(files / "a.txt"), "--threads", "0"])
+    assert e.value.code == 2 and "--threads: must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_bpeforge_command_has_eval(files, capsys):
+    code = cli.main(["eval", str(files / "tok"), "--text", str(files / "a.txt"), "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)[0]["tokens"] == 3
+    code = cli.main(["eval", "gpt-17", "--text", str(files / "a.txt")])
+    err = capsys.readouterr().err
+    assert code == 1 and "gpt-17" in err and "Traceback" not in err
+
+
+def test_add_eval_parser_and_run_eval(files, capsys):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="x")
+    sub = parser.add_subparsers(dest="command")
+    cli_eval.add_eval_parser(sub)
+    args = parser.parse_args(["eval", str(files / "tok"), "--text", str(files / "b.txt"), "--json"])
+    assert args.run is cli_eval.run_eval
+    assert args.run(args) == 0
+    assert json.loads(capsys.readouterr().out)[0]["tokens"] == 5

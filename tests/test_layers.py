@@ -1,0 +1,203 @@
+"""The package is layered one way: every module imports only modules of lower layers (never one
+of its own layer, never one above), so that there is no cycle, and no module uses a private name
+(a leading underscore) of another. Imports are read from the source with ``ast``, those inside
+functions and under ``if TYPE_CHECKING:`` included."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+import bpeforge
+
+PACKAGE = Path(bpeforge.__file__).parent
+
+# Bottom to top. A module may import modules of the layers before its own, and nothing else of
+# the package.
+LAYERS: list[set[str]] = [
+    # the compiled core (Rust)
+    {"bpeforge._core"},
+    # leaves: exceptions, argument checks, split patterns, console progress, the version
+    {"bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version"},
+    # the encoding core
+    {"bpeforge.base"},
+    # files, training, tiktoken's named encodings
+    {"bpeforge.io", "bpeforge.training", "bpeforge.pretrained"},
+    # conversations (re-exports the token-bytes file helpers of io)
+    {"bpeforge.chat"},
+    # the public Tokenizer, made of the modules above
+    {"bpeforge.tokenizer"},
+    # compression compared; the corpus readers: which files, opening them, each format, the corpus
+    {"bpeforge.eval", "bpeforge.inputs.sources"},
+    {"bpeforge.inputs.files"},
+    {"bpeforge.inputs.text", "bpeforge.inputs.jsonl", "bpeforge.inputs.parquet"},
+    {"bpeforge.inputs.corpus"},
+    {"bpeforge.inputs"},
+    # the package's face: re-exports
+    {"bpeforge"},
+    # the command line: what the subcommands share, then what train writes and prints, then
+    # the subcommands, then the entry point
+    {"bpeforge.cli.arguments"},
+    {"bpeforge.cli.signals"},
+    {"bpeforge.cli.outputs", "bpeforge.cli.report"},
+    {"bpeforge.cli.train", "bpeforge.cli.eval"},
+    {"bpeforge.cli"},
+    {"bpeforge.__main__"},
+]
+LAYER = {module: i for i, layer in enumerate(LAYERS) for module in layer}
+
+
+def module_name(path: Path) -> str:
+    parts = ("bpeforge",) + path.relative_to(PACKAGE).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+SOURCES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+MODULES = set(SOURCES) | {"bpeforge._core"}
+
+
+def is_package(module: str) -> bool:
+    return module in SOURCES and SOURCES[module].name == "__init__.py"
+
+
+def imports_of(module: str) -> list[tuple[str, int, list[str]]]:
+    """(module imported, line, names taken from it) for every import of ``module`` that reaches
+    the package: ``from . import io`` is an import of bpeforge.io, ``from .io import save`` of
+    bpeforge.io taking ``save``."""
+    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    package = module if is_package(module) else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno, []) for alias in node.names if alias.name.split(".")[0] == "bpeforge"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "bpeforge":
+                continue
+            names = []
+            for alias in node.names:
+                if f"{target}.{alias.name}" in MODULES:
+                    found.append((f"{target}.{alias.name}", node.lineno, []))
+                else:
+                    names.append(alias.name)
+            if names:
+                found.append((target, node.lineno, names))
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert set(SOURCES) - set(LAYER) == set(), "add the new module to LAYERS"
+    assert set(LAYER) - MODULES == set(), "LAYERS names a module that is gone"
+
+
+@pytest.mark.parametrize("module", sorted(SOURCES))
+def test_imports_go_down_only(module):
+    upward = [
+        f"line {line}: {module} (layer {LAYER[module]}) imports {target} (layer {LAYER.get(target)})"
+        for target, line, _ in imports_of(module)
+        if target != module and LAYER.get(target, len(LAYERS)) >= LAYER[module]
+    ]
+    assert upward == []
+
+
+def find_cycle() -> list[str]:
+    """A cycle of imports among the package's modules (as a path that ends where it starts), or []."""
+    graph = {m: {t for t, _, _ in imports_of(m) if t in SOURCES and t != m} for m in SOURCES}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str]:
+        state[m] = 1
+        path.append(m)
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                return path[path.index(t):] + [t]
+            if t not in state and (cycle := visit(t)):
+                return cycle
+        path.pop()
+        state[m] = 2
+        return []
+
+    for m in sorted(graph):
+        if m not in state and (cycle := visit(m)):
+            return cycle
+    return []
+
+
+def test_no_import_cycle():
+    assert find_cycle() == []
+
+
+@pytest.mark.parametrize("module", sorted(SOURCES))
+def test_no_private_name_crosses_a_module(module):
+    """No ``from x import _name`` of another module's private name, and no ``obj._name`` of a
+    private attribute that only other modules of the package define (tiktoken's own private
+    attributes, read where it offers no public one, are tiktoken's, not the package's)."""
+    taken = [
+        f"line {line}: {name} from {target}"
+        for target, line, names in imports_of(module)
+        for name in names
+        if name.startswith("_") and not name.startswith("__")
+    ]
+    own = private_names(module)
+    elsewhere = set().union(*(private_names(m) for m in SOURCES if m != module)) - own
+    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    taken += [
+        f"line {node.lineno}: .{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr in elsewhere
+    ]
+    assert taken == []
+
+
+def private_names(module: str) -> set[str]:
+    """The private names ``module`` defines: its functions, classes, assignments and attributes
+    (``self._x = ...``), at any depth."""
+    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_the_walk_sees_what_it_must():
+    """The checks above would pass vacuously if the walk found nothing: it finds the imports the
+    package is made of, inside functions too."""
+    assert "bpeforge.base" in {t for t, _, _ in imports_of("bpeforge.io")}
+    assert {"bpeforge.chat", "bpeforge.io", "bpeforge.training"} <= {t for t, _, _ in imports_of("bpeforge.tokenizer")}
+    assert {"bpeforge.inputs", "bpeforge.tokenizer"} <= {t for t, _, _ in imports_of("bpeforge.cli.train")}
+    assert "_encoding" in private_names("bpeforge.base")
+
+
+def test_an_upward_import_and_a_private_name_are_caught(tmp_path, monkeypatch):
+    """A module that imports upward inside a function, and takes a private name, fails."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from .cli import main\n    from .base import _hidden\n    return main\n")
+    monkeypatch.setitem(SOURCES, "bpeforge.bad", bad)
+    monkeypatch.setitem(LAYER, "bpeforge.bad", LAYER["bpeforge.base"])
+    with pytest.raises(AssertionError, match=r"line 2: bpeforge.bad \(layer 2\) imports bpeforge.cli"):
+        test_imports_go_down_only("bpeforge.bad")
+    with pytest.raises(AssertionError, match=r"line 3: _hidden from bpeforge.base"):
+        test_no_private_name_crosses_a_module("bpeforge.bad")
+
+
+def test_a_cycle_is_caught(tmp_path, monkeypatch):
+    """Two modules importing each other (one of them inside a function) form a cycle."""
+    (tmp_path / "a.py").write_text("from . import b\n")
+    (tmp_path / "b.py").write_text("def f():\n    from .a import g\n")
+    monkeypatch.setitem(SOURCES, "bpeforge.a", tmp_path / "a.py")
+    monkeypatch.setitem(SOURCES, "bpeforge.b", tmp_path / "b.py")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", MODULES | {"bpeforge.a", "bpeforge.b"})
+    assert find_cycle() in (["bpeforge.a", "bpeforge.b", "bpeforge.a"], ["bpeforge.b", "bpeforge.a", "bpeforge.b"])

@@ -131,6 +131,18 @@ class ParquetReader:
     def column(self) -> str:
         """The column read."""
 
+class Encoder:
+    """Encodes as tiktoken's ``encode_ordinary`` does with the same ranks and pattern, in time that
+    grows with the text (no regex engine's limits for the preset patterns, no quadratic merge of
+    long spans): for measuring compression."""
+
+    def __new__(cls, mergeable_ranks: Sequence[tuple[bytes, int]], pattern: str) -> Encoder: ...
+    def encode(self, text: str) -> list[int]:
+        """The token ids of ``text`` (special tokens in it are ordinary text)."""
+    def count(self, texts: Sequence[str]) -> tuple[int, int]:
+        """``(tokens, bytes)``: the tokens ``texts`` become together, and the UTF-8 bytes they
+        cover (text the pattern does not match is dropped, as tiktoken drops it)."""
+
 def check_pattern(pattern: str) -> None:
     """Raises ValueError unless `pattern` compiles and never matches an empty string (tiktoken
     panics on empty matches, so such a pattern cannot encode).

@@ -5,7 +5,7 @@ import os
 import pathlib
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union, final
 
-__all__ = ["Trainer", "ParquetReader", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS"]
+__all__ = ["Trainer", "ParquetReader", "Encoder", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -130,6 +130,19 @@ class ParquetReader:
     @property
     def column(self) -> str:
         """The column read."""
+
+@final
+class Encoder:
+    """Encodes as tiktoken's `encode_ordinary` does with the same ranks and pattern, in time that
+    grows with the text (no regex engine's limits for the preset patterns, no quadratic merge on
+    long spans): for measuring compression."""
+
+    def __new__(cls, mergeable_ranks: Sequence[tuple[bytes, int]], pattern: str) -> Encoder: ...
+    def encode(self, text: str) -> list[int]:
+        """The token ids of `text` (special tokens in it are ordinary text)."""
+    def count(self, texts: Sequence[str]) -> tuple[int, int]:
+        """`(tokens, bytes)`: how many tokens `texts` become together, and how many of their UTF-8
+        bytes those tokens cover (text the pattern does not match is dropped, as tiktoken drops it)."""
 
 def check_pattern(pattern: str) -> None:
     """Raises ValueError unless `pattern` compiles and never matches an empty string (tiktoken

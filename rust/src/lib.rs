@@ -11,6 +11,7 @@
 //! [`memory`] returns freed memory to the system between stages.
 
 pub mod count;
+pub mod encode;
 pub mod error;
 pub mod memory;
 pub mod merge;

@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyString};
 
 mod arrow;
+mod encode;
 mod feed;
 mod parquet;
 mod pool;
@@ -598,6 +599,7 @@ fn split(text: &str, pattern: &str, fast: bool) -> PyResult<Vec<String>> {
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Trainer>()?;
     m.add_class::<parquet::ParquetReader>()?;
+    m.add_class::<encode::Encoder>()?;
     m.add_function(wrap_pyfunction!(check_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
     m.add_function(wrap_pyfunction!(check_pattern, m)?)?;

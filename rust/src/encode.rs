@@ -1,0 +1,289 @@
+//! Encoding: the tokens a text becomes under a set of mergeable ranks, exactly as tiktoken's
+//! `encode_ordinary` makes them. Measuring compression (the command line's report,
+//! `bpeforge eval`) counts tokens with it rather than with tiktoken, so that it never hands
+//! tiktoken a text its regex engine gives up on, and so that its time grows with the text: a
+//! span of n bytes costs O(n log n) here, where tiktoken's merge loop is quadratic in n.
+//!
+//! tiktoken's rule, for each span the pattern matches (text between matches is dropped): a span
+//! that is a token is that token; otherwise the span starts as its single bytes, and the adjacent
+//! pair of parts whose concatenation has the lowest rank is merged, the leftmost of equal ranks
+//! first, until no adjacent pair's concatenation is a token.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::AtomicBool;
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use crate::error::{stop_due, Error};
+use crate::Splitter;
+
+/// Spans at least this long are merged with a heap; shorter ones by tiktoken's own loop (a scan
+/// over the parts per merge), which is faster on the short spans that make up most text.
+const HEAP_FROM: usize = 64;
+
+/// Mergeable ranks, ready to encode with.
+#[derive(Debug, Clone)]
+pub struct Encoder {
+    ranks: FxHashMap<Box<[u8]>, u32>,
+}
+
+/// How many tokens some texts become, and how many of their bytes those tokens cover (the
+/// bytes the pattern matched).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenCount {
+    pub tokens: u64,
+    pub bytes: u64,
+}
+
+impl std::ops::Add for TokenCount {
+    type Output = TokenCount;
+    fn add(self, other: TokenCount) -> TokenCount {
+        TokenCount { tokens: self.tokens + other.tokens, bytes: self.bytes + other.bytes }
+    }
+}
+
+impl Encoder {
+    /// An encoder for `ranks` (token bytes and rank). Every single byte must have a rank (any
+    /// text could need it), and no two tokens may share their bytes.
+    pub fn new(ranks: impl IntoIterator<Item = (Vec<u8>, u32)>) -> Result<Self, Error> {
+        let mut map = FxHashMap::default();
+        for (bytes, rank) in ranks {
+            let shown = format!("{bytes:?}");
+            if map.insert(bytes.into_boxed_slice(), rank).is_some() {
+                return Err(Error::InvalidRanks(format!("the bytes {shown} have two ranks")));
+            }
+        }
+        if let Some(b) = (0..=255u8).find(|&b| !map.contains_key(&[b][..])) {
+            return Err(Error::InvalidRanks(format!("the single byte {b} has no rank")));
+        }
+        Ok(Self { ranks: map })
+    }
+
+    fn rank(&self, bytes: &[u8]) -> Option<u32> {
+        self.ranks.get(bytes).copied()
+    }
+
+    /// Appends the tokens of one span to `out`.
+    pub fn encode_span(&self, span: &[u8], out: &mut Vec<u32>) {
+        if let Some(rank) = self.rank(span) {
+            out.push(rank);
+            return;
+        }
+        let ends = if span.len() < HEAP_FROM { self.merge_by_scan(span) } else { self.merge_by_heap(span) };
+        let mut start = 0;
+        for end in ends {
+            // panic-free: a part is a single byte (each has a rank) or two parts that had one.
+            out.push(self.rank(&span[start..end]).expect("every part of a merged span is a token"));
+            start = end;
+        }
+    }
+
+    /// The tokens of `text`, split by `splitter`: tiktoken's `encode_ordinary`.
+    pub fn encode(&self, text: &str, splitter: &Splitter) -> Result<Vec<u32>, Error> {
+        let mut out = Vec::new();
+        splitter.for_each_span(text, |span| self.encode_span(span.as_bytes(), &mut out))?;
+        Ok(out)
+    }
+
+    /// How many tokens `text` becomes, and the bytes they cover, without keeping the tokens.
+    pub fn count(&self, text: &str, splitter: &Splitter, stop: &AtomicBool) -> Result<TokenCount, Error> {
+        let mut count = TokenCount::default();
+        let mut tokens = Vec::new();
+        let mut seen = 0usize;
+        let mut stopped = false;
+        splitter.for_each_span(text, |span| {
+            seen += 1;
+            if stopped || stop_due(seen, stop) {
+                stopped = true;
+                return;
+            }
+            tokens.clear();
+            self.encode_span(span.as_bytes(), &mut tokens);
+            count.tokens += tokens.len() as u64;
+            count.bytes += span.len() as u64;
+        })?;
+        if stopped {
+            return Err(Error::Interrupted);
+        }
+        Ok(count)
+    }
+
+    /// [`Encoder::count`] over many texts, in parallel.
+    pub fn count_all<T: AsRef<str> + Sync>(&self, texts: &[T], splitter: &Splitter, stop: &AtomicBool) -> Result<TokenCount, Error> {
+        texts
+            .par_iter()
+            .map(|text| self.count(text.as_ref(), splitter, stop))
+            .try_reduce(TokenCount::default, |a, b| Ok(a + b))
+    }
+
+    /// Where the parts of `piece` end once merged, by tiktoken's loop: the parts with the rank
+    /// of each part joined to its right neighbour, and a scan for the lowest after each merge.
+    fn merge_by_scan(&self, piece: &[u8]) -> Vec<usize> {
+        const NONE: u32 = u32::MAX;
+        let rank_of = |start: usize, end: usize| self.rank(&piece[start..end]).unwrap_or(NONE);
+        // (start of the part, rank of it joined with the next part)
+        let mut parts: Vec<(usize, u32)> = (0..piece.len() - 1).map(|i| (i, rank_of(i, i + 2))).collect();
+        parts.push((piece.len() - 1, NONE));
+        parts.push((piece.len(), NONE));
+        loop {
+            let mut lowest = (NONE, usize::MAX);
+            for (i, &(_, rank)) in parts[..parts.len() - 1].iter().enumerate() {
+                if rank < lowest.0 {
+                    lowest = (rank, i);
+                }
+            }
+            let (rank, i) = lowest;
+            if rank == NONE {
+                break;
+            }
+            // The ranks of the merged part with its neighbours, read before parts[i + 1] goes.
+            let joined = |parts: &[(usize, u32)], i: usize| {
+                if i + 3 < parts.len() { rank_of(parts[i].0, parts[i + 3].0) } else { NONE }
+            };
+            if i > 0 {
+                parts[i - 1].1 = joined(&parts, i - 1);
+            }
+            parts[i].1 = joined(&parts, i);
+            parts.remove(i + 1);
+        }
+        parts[1..].iter().map(|&(start, _)| start).collect()
+    }
+
+    /// The same merges as [`Encoder::merge_by_scan`], with the candidate pairs in a heap ordered
+    /// by (rank, start): a pair is (left part's start, right part's end), still current while
+    /// the left part lives and its right neighbour ends there (parts only grow, so a pair with
+    /// those two ends is the same pair).
+    fn merge_by_heap(&self, piece: &[u8]) -> Vec<usize> {
+        let n = piece.len();
+        let mut next: Vec<usize> = (1..=n).collect();
+        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        let mut alive = vec![true; n];
+        let mut pairs = BinaryHeap::new();
+        let offer = |pairs: &mut BinaryHeap<_>, start: usize, end: usize| {
+            if let Some(rank) = self.rank(&piece[start..end]) {
+                pairs.push(Reverse((rank, start, end)));
+            }
+        };
+        for i in 0..n - 1 {
+            offer(&mut pairs, i, i + 2);
+        }
+        while let Some(Reverse((_, start, end))) = pairs.pop() {
+            let middle = next[start];
+            if !alive[start] || middle >= n || next[middle] != end {
+                continue;
+            }
+            alive[middle] = false;
+            next[start] = end;
+            if end < n {
+                prev[end] = start;
+                offer(&mut pairs, start, next[end]);
+            }
+            if start > 0 {
+                offer(&mut pairs, prev[start], end);
+            }
+        }
+        let mut ends = Vec::new();
+        let mut at = 0;
+        while at < n {
+            at = next[at];
+            ends.push(at);
+        }
+        ends
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pretokenize::presets;
+
+    /// Byte tokens, then `merges` as pairs of existing token ids, each new token ranked next.
+    fn ranks_with(merges: &[(u32, u32)]) -> Vec<(Vec<u8>, u32)> {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        for &(a, b) in merges {
+            let joined = [tokens[a as usize].clone(), tokens[b as usize].clone()].concat();
+            tokens.push(joined);
+        }
+        tokens.into_iter().enumerate().map(|(i, t)| (t, i as u32)).collect()
+    }
+
+    #[test]
+    fn single_bytes_and_whole_tokens() {
+        let e = Encoder::new(ranks_with(&[(b'a' as u32, b'b' as u32)])).unwrap();
+        let s = Splitter::new(presets::GPT4).unwrap();
+        assert_eq!(e.encode("ab", &s).unwrap(), vec![256]);
+        assert_eq!(e.encode("abc", &s).unwrap(), vec![256, b'c' as u32]);
+        assert_eq!(e.encode("", &s).unwrap(), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn the_lowest_rank_merges_first_and_the_leftmost_of_equals() {
+        // "aaa": "aa" (256) merges at the left first, leaving "aa" "a".
+        let e = Encoder::new(ranks_with(&[(97, 97)])).unwrap();
+        let mut out = Vec::new();
+        e.encode_span(b"aaa", &mut out);
+        assert_eq!(out, vec![256, 97]);
+        // "abc" with "bc" ranked below "ab": "a" "bc".
+        let e = Encoder::new(ranks_with(&[(98, 99), (97, 98)])).unwrap();
+        out.clear();
+        e.encode_span(b"abc", &mut out);
+        assert_eq!(out, vec![97, 256]);
+    }
+
+    #[test]
+    fn the_heap_merges_as_the_scan_does() {
+        let mut next = crate::test_random(5);
+        for round in 0..300 {
+            let alphabet = 2 + next(4) as u8;
+            let mut merges = Vec::new();
+            for _ in 0..next(40) {
+                let n = 256 + merges.len() as u64;
+                let mut pick = || {
+                    let id = next(n) as u32;
+                    if id < 256 { 97 + id % alphabet as u32 } else { id }
+                };
+                let pair = (pick(), pick());
+                merges.push(pair);
+            }
+            let ranks = ranks_with(&merges);
+            let mut seen = std::collections::HashSet::new();
+            let distinct: Vec<_> = ranks.into_iter().filter(|(t, _)| seen.insert(t.clone())).collect();
+            let e = Encoder::new(distinct).unwrap();
+            let len = 1 + next(200) as usize;
+            let piece: Vec<u8> = (0..len).map(|_| 97 + next(alphabet as u64) as u8).collect();
+            assert_eq!(e.merge_by_scan(&piece), e.merge_by_heap(&piece), "round {round}: {piece:?}");
+        }
+    }
+
+    #[test]
+    fn a_missing_byte_or_repeated_bytes_are_refused() {
+        let mut ranks = ranks_with(&[]);
+        ranks.remove(7);
+        assert!(matches!(Encoder::new(ranks), Err(Error::InvalidRanks(m)) if m.contains("byte 7")));
+        let mut ranks = ranks_with(&[]);
+        ranks.push((vec![5], 300));
+        assert!(matches!(Encoder::new(ranks), Err(Error::InvalidRanks(m)) if m.contains("two ranks")));
+    }
+
+    #[test]
+    fn counts_add_up_and_skip_what_the_pattern_drops() {
+        let e = Encoder::new(ranks_with(&[(97, 98)])).unwrap();
+        let stop = AtomicBool::new(false);
+        let s = Splitter::new(r"[a-z]+").unwrap();
+        let one = e.count("ab, abc!", &s, &stop).unwrap();
+        assert_eq!(one, TokenCount { tokens: 3, bytes: 5 });
+        let all = e.count_all(&["ab, abc!", "x"], &s, &stop).unwrap();
+        assert_eq!(all, TokenCount { tokens: 4, bytes: 6 });
+        // A long run is merged by the heap, in time: a million "a"s under "aa", "aaaa", ...
+        let mut merges = vec![(97, 97)];
+        for k in 0..15 {
+            merges.push((256 + k, 256 + k));
+        }
+        let e = Encoder::new(ranks_with(&merges)).unwrap();
+        let text = "a".repeat(1 << 20);
+        let got = e.count(&text, &Splitter::new(presets::GPT4).unwrap(), &stop).unwrap();
+        assert_eq!(got, TokenCount { tokens: 16, bytes: 1 << 20 });
+    }
+}

@@ -1,0 +1,44 @@
+//! Counting tokens from Python: the core's [`crate::encode::Encoder`] with its split pattern,
+//! working without the GIL.
+
+use std::sync::atomic::AtomicBool;
+
+use pyo3::prelude::*;
+
+use super::{splitter_arg, to_py};
+use crate::encode::Encoder as Ranks;
+use crate::Splitter;
+
+/// Encodes as tiktoken's `encode_ordinary` does with the same ranks and pattern, in time that
+/// grows with the text (no regex engine's limits for the preset patterns, no quadratic merge on
+/// long spans): for measuring compression.
+#[pyclass(module = "bpeforge._core", frozen)]
+pub struct Encoder {
+    ranks: Ranks,
+    splitter: Splitter,
+}
+
+#[pymethods]
+impl Encoder {
+    /// `mergeable_ranks`: (token bytes, rank) pairs, every single byte among them; `pattern`: a
+    /// preset's name or a regex that never matches an empty string.
+    #[new]
+    fn new(py: Python<'_>, mergeable_ranks: Vec<(Vec<u8>, u32)>, pattern: &str) -> PyResult<Self> {
+        let splitter = splitter_arg(pattern)?;
+        let ranks = py.detach(|| Ranks::new(mergeable_ranks)).map_err(to_py)?;
+        Ok(Self { ranks, splitter })
+    }
+
+    /// The token ids of `text` (special tokens in it are ordinary text).
+    fn encode(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
+        py.detach(|| self.ranks.encode(text, &self.splitter)).map_err(to_py)
+    }
+
+    /// `(tokens, bytes)`: how many tokens `texts` become together, and how many of their UTF-8
+    /// bytes those tokens cover (text the pattern does not match is dropped, as tiktoken drops it).
+    fn count(&self, py: Python<'_>, texts: Vec<String>) -> PyResult<(u64, u64)> {
+        let stop = AtomicBool::new(false);
+        let count = py.detach(|| self.ranks.count_all(&texts, &self.splitter, &stop)).map_err(to_py)?;
+        Ok((count.tokens, count.bytes))
+    }
+}

@@ -95,8 +95,7 @@ class ParquetReader:
     fewer once their strings reach `batch_bytes` bytes, so that a batch of long documents stays
     small. Hand it to `Trainer.train_from_iterator` as it is (lists of str are batches), or
     chain the lists for one str per row. Only the pages of the batch being read are held in
-    memory (and a row group's dictionary while pages encoded with it are read), whatever the
-    file's size.
+    memory (and the row group's dictionary), whatever the file's size.
 
     Raises OSError (FileNotFoundError, ...) for a file that cannot be opened or read, and
     ValueError for one that is not Parquet, has no such column of strings, is damaged, or

@@ -25,11 +25,11 @@ pub(super) fn is_stream(item: &Bound<'_, PyAny>) -> bool {
 
 /// The two pointers, to read without the GIL. They point into the capsules, which the caller
 /// holds (so the producer cannot release them) until the read is over.
-struct Structs(NonNull<c_void>, NonNull<c_void>);
+struct ExportedArray(NonNull<c_void>, NonNull<c_void>);
 
 // SAFETY: the structs and their buffers are immutable while the capsules are held, and reading
 // them needs no particular thread.
-unsafe impl Send for Structs {}
+unsafe impl Send for ExportedArray {}
 
 /// Appends the non-null strings of the Arrow array `item` to `sink` (without the GIL); nulls are
 /// skipped.
@@ -51,7 +51,7 @@ pub(super) fn push_array(item: &Bound<'_, PyAny>, position: &str, sink: &mut (im
     let (schema, array) = (pair.get_item(0)?, pair.get_item(1)?);
     let schema = schema.cast::<PyCapsule>().map_err(|_| not_capsules())?;
     let array = array.cast::<PyCapsule>().map_err(|_| not_capsules())?;
-    let structs = Structs(
+    let structs = ExportedArray(
         schema.pointer_checked(Some(c"arrow_schema")).map_err(|_| not_capsules())?,
         array.pointer_checked(Some(c"arrow_array")).map_err(|_| not_capsules())?,
     );

@@ -8,10 +8,10 @@ use std::sync::{Mutex, TryLockError};
 
 use pyo3::exceptions::{PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString};
 
 use super::int_arg;
-use crate::sources::parquet::{guarded, Failure, ParquetTexts, ReadError};
+use crate::sources::parquet::{catch_reader_panics, Failure, ParquetTexts, ReadError};
 
 /// A batch's rows, at most...
 const BATCH_ROWS: usize = 1024;
@@ -27,8 +27,7 @@ const BATCH_BYTES: usize = 1 << 20;
 /// fewer once their strings reach `batch_bytes` bytes, so that a batch of long documents stays
 /// small. Hand it to `Trainer.train_from_iterator` as it is (lists of str are batches), or
 /// chain the lists for one str per row. Only the pages of the batch being read are held in
-/// memory (and a row group's dictionary while pages encoded with it are read), whatever the
-/// file's size.
+/// memory (and the row group's dictionary), whatever the file's size.
 ///
 /// Raises OSError (FileNotFoundError, ...) for a file that cannot be opened or read, and
 /// ValueError for one that is not Parquet, has no such column of strings, is damaged, or
@@ -94,7 +93,7 @@ impl ParquetReader {
             Some(n) => int_arg(n, "batch_bytes", 1, 1 << 40)? as usize,
             None => BATCH_BYTES,
         };
-        let texts = py.detach(|| guarded(|| ParquetTexts::open(&path, column))).map_err(|e| failure_to_py(&path, e))?;
+        let texts = py.detach(|| catch_reader_panics(|| ParquetTexts::open(&path, column))).map_err(|e| failure_to_py(&path, e))?;
         Ok(ParquetReader {
             num_rows: texts.num_rows(),
             path,
@@ -123,7 +122,7 @@ impl ParquetReader {
         };
         let Some(texts) = held.as_mut() else { return Ok(None) };
         let (rows, bytes) = (self.batch_rows, self.batch_bytes);
-        let read = py.detach(|| guarded(|| texts.next_batch(rows, bytes).map(|batch| batch.len())));
+        let read = py.detach(|| catch_reader_panics(|| texts.next_batch(rows, bytes).map(|batch| batch.len())));
         self.rows_read.store(texts.rows_read(), Ordering::Relaxed);
         self.bytes_read.store(texts.bytes_read(), Ordering::Relaxed);
         let len = match read {
@@ -140,15 +139,7 @@ impl ParquetReader {
         let batch = texts.last_batch();
         let list = PyList::empty(py);
         for (i, value) in batch[..len].iter().enumerate() {
-            let bytes = value.data();
-            // SAFETY: a pointer and length of a live byte slice; the result is a new reference
-            // or NULL with an exception set, which from_owned_ptr_or_err handles.
-            let text = unsafe {
-                Bound::from_owned_ptr_or_err(
-                    py,
-                    pyo3::ffi::PyUnicode_DecodeUTF8(bytes.as_ptr().cast(), bytes.len() as pyo3::ffi::Py_ssize_t, c"strict".as_ptr()),
-                )
-            };
+            let text = PyString::from_bytes(py, value.data());
             match text {
                 Ok(text) => list.append(text)?,
                 Err(e) => {

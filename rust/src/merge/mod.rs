@@ -335,6 +335,10 @@ fn increasing<'a>(list: &'a [u32], scratch: &'a mut Vec<u32>) -> &'a [u32] {
 /// [`Error::Interrupted`] (getting to the first merge takes seconds for tens of millions of
 /// spans); after it, `on_merge` is the way to stop.
 ///
+/// Its parallel parts run on the current Rayon pool: call it inside `ThreadPool::install` to
+/// choose the threads (outside any pool, Rayon's global pool does the work while this thread
+/// waits for each part).
+///
 /// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63,
 /// more than 2^31-1 spans, more than 2^32-1 bytes in a span, or distinct spans that need more
 /// than 2^34 words of token ids (with their headers) in the span table.
@@ -355,6 +359,8 @@ pub fn learn(
     }
 }
 
+/// The merge loop from `state` until the vocabulary is full, the best pair is counted less than
+/// `options.min_frequency`, no pair is left, or `on_merge` breaks.
 fn run<T: TokenId>(
     mut state: Loop<T>,
     options: &LearnOptions,

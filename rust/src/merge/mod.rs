@@ -26,6 +26,7 @@ use dary_heap::OctonaryHeap;
 use crate::count::Spans;
 use crate::{Error, Vocab};
 
+mod helper;
 mod lists;
 mod pairs;
 mod spans;
@@ -33,6 +34,7 @@ mod start;
 mod sums;
 
 pub use spans::{merge_in_span, Neighbour, TokenId};
+use helper::Helper;
 use pairs::{PairIndex, PairSlot};
 use spans::{Neighbours, SpanTable};
 use start::check_stop;
@@ -98,7 +100,7 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// Merges of at least this many spans are shared with a second thread of the pool.
+/// Merges of at least this many spans are shared with the helper thread.
 const SHARED_SPANS: usize = 256;
 
 /// How much the heap's floor drops when the heap runs out of pairs above it. Halving keeps the
@@ -114,9 +116,9 @@ struct Loop<T> {
     heap: OctonaryHeap<Candidate>,
     /// Every pair counted at least this has an entry in the heap with at least its count.
     floor: u64,
-    /// Whether merges of [`SHARED_SPANS`] spans or more are shared with a second thread (the
-    /// pool has one, and there are that many spans).
-    shared: bool,
+    /// The second thread that merges of [`SHARED_SPANS`] spans or more are shared with, if the
+    /// pool has two threads or more and there are that many spans.
+    helper: Option<Helper>,
     // Scratch space reused by every merge:
     /// The spans of the merged pair, sorted, when its list was not.
     sorted_spans: Vec<u32>,
@@ -155,7 +157,7 @@ impl<T: TokenId> Loop<T> {
             heap,
             floor,
             // No merge can touch SHARED_SPANS spans with fewer than that.
-            shared: rayon::current_num_threads() > 1 && ids.len() >= SHARED_SPANS,
+            helper: if rayon::current_num_threads() > 1 && ids.len() >= SHARED_SPANS { Helper::start() } else { None },
             sorted_spans: Vec::new(),
             neighbours: Default::default(),
             left: Side::default(),
@@ -232,27 +234,28 @@ impl<T: TokenId> Loop<T> {
     }
 
     /// Replaces `pair` by `token` in the spans listed for the pair at `slot`, recording the
-    /// neighbours of the replaced occurrences in `self.neighbours`. Many spans are shared with a
-    /// second thread, which takes the later half of them; returns whether they were.
+    /// neighbours of the replaced occurrences in `self.neighbours`. Many spans are shared with
+    /// the helper thread, which takes the later half of them; returns whether they were.
     fn replace_in_spans(&mut self, slot: PairSlot, pair: Pair, token: u32) -> bool {
-        let Loop { spans, pairs, shared, sorted_spans, neighbours: [first, second], .. } = self;
+        let Loop { spans, pairs, helper, sorted_spans, neighbours: [first, second], .. } = self;
         let list = increasing(pairs.spans_of(slot), sorted_spans);
-        let shared = *shared && list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list);
+        let helper = helper.as_ref().filter(|_| list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list));
         first.clear();
         second.clear();
-        if shared {
+        if let Some(helper) = helper {
             let (low, high) = list.split_at(list.len() / 2);
             let (mut below, mut above) = spans.split_at(high[0]);
-            rayon::join(|| below.merge(low, pair, token, first), || above.merge(high, pair, token, second));
+            helper.join(|| below.merge(low, pair, token, first), || above.merge(high, pair, token, second));
         } else {
             spans.merge(list, pair, token, first);
         }
-        shared
+        helper.is_some()
     }
 
     /// Sums the neighbours found by side, and finds the old pairs they take occurrences from:
     /// a left neighbour `x` takes them from `(x, a)`, a right neighbour `y` from `(b, y)`. The
-    /// two sides are summed at once on two threads when the merge was `shared`.
+    /// two sides are summed at once, the right one on the helper thread, when the merge was
+    /// `shared` with it.
     ///
     /// `x` may be `token` itself (a token made earlier in the same span, as in `abab`): then
     /// `(token, a)` is not in the index yet but born by a right neighbour of this same merge,
@@ -261,13 +264,13 @@ impl<T: TokenId> Loop<T> {
     /// index with at least the occurrences it loses. A right neighbour is never `token` (right
     /// of an occurrence is still the input).
     fn sum_neighbours(&mut self, pair: Pair, token: u32, shared: bool) {
-        let Loop { pairs, neighbours: [first, second], left, right, .. } = self;
+        let Loop { pairs, neighbours: [first, second], left, right, helper, .. } = self;
         let (pairs, first, second): (&PairIndex, &Neighbours, &Neighbours) = (pairs, first, second);
         let (a, b) = pair;
         let mut sum_left = || left.sum([&first.left, &second.left], pairs, |x| (x != token && (x, a) != pair).then_some((x, a)));
         let mut sum_right = || right.sum([&first.right, &second.right], pairs, |y| ((b, y) != pair).then_some((b, y)));
-        if shared {
-            rayon::join(sum_left, sum_right);
+        if let Some(helper) = helper.as_ref().filter(|_| shared) {
+            helper.join(sum_left, sum_right);
         } else {
             sum_left();
             sum_right();
@@ -335,9 +338,9 @@ fn increasing<'a>(list: &'a [u32], scratch: &'a mut Vec<u32>) -> &'a [u32] {
 /// [`Error::Interrupted`] (getting to the first merge takes seconds for tens of millions of
 /// spans); after it, `on_merge` is the way to stop.
 ///
-/// Its parallel parts run on the current Rayon pool: call it inside `ThreadPool::install` to
-/// choose the threads (outside any pool, Rayon's global pool does the work while this thread
-/// waits for each part).
+/// Its parallel parts run on the current Rayon pool (call it inside `ThreadPool::install` to
+/// choose the threads) and, when that pool has two threads or more, on a helper thread of its
+/// own for the duration of the loop.
 ///
 /// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63,
 /// more than 2^31-1 spans, more than 2^32-1 bytes in a span, or distinct spans that need more
@@ -513,8 +516,8 @@ mod tests {
     #[test]
     fn parallel_merges_equal_the_naive_loop() {
         // Enough distinct spans that the first merges take the parallel paths: on one thread
-        // there is none, on two a second thread takes half of each merge of SHARED_SPANS spans
-        // or more, on four the pool takes merges of PARALLEL_SPANS spans in blocks.
+        // there is none, on two the helper takes half of each merge of SHARED_SPANS spans or
+        // more, on four the pool takes merges of PARALLEL_SPANS spans in blocks.
         let spans: Vec<(Vec<u8>, u64)> = (0..3 * spans::PARALLEL_SPANS as u64)
             .map(|i| (format!("ab{}a{}", i % 97, i).into_bytes(), 1 + i % 3))
             .collect();

@@ -11,12 +11,14 @@
 //! runs it too. So a helper that the system has not given a core (another process is busy on
 //! it) never holds the loop up, as waiting for it at every shared merge would.
 //!
-//! Why a thread of our own rather than `rayon::join` on the pool: with `rayon::join` in its
-//! place, the merge phase of kernel-docs (`python benches/compare.py --corpus kernel-docs.txt
-//! --vocab-size 32768 --only bpeforge`, the stats line's "merge") takes about a quarter longer
-//! in its fastest runs, as the pool's idle thread has gone to sleep between merges and must be
-//! woken for each. On a machine whose cores are all busy the two come out even, the pool's
-//! thread then no slower to get a core than the helper; benches/README.md has the figures.
+//! Why a thread of our own rather than `rayon::join` on the pool (or crossbeam, whose scoped
+//! threads and channels would also start or wake a thread per job): with `rayon::join` in its
+//! place, the merge phase of kernel-docs takes about a quarter longer in its fastest runs, the
+//! pool's idle thread having gone to sleep between merges; kernel-code shows no difference, and on
+//! a machine whose cores are all busy the two come out even. Measured with builds of each, run
+//! alternately: `Trainer.train_from_counts` on kernel-docs' span counts with vocab_size 32768, its
+//! `stats["merge_seconds"]` (the figure `benches/compare.py` shows as "merge", without the counting
+//! around it); benches/README.md has the figures.
 
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};

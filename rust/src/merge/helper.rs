@@ -13,12 +13,13 @@
 //!
 //! Why a thread of our own rather than `rayon::join` on the pool (or crossbeam, whose scoped
 //! threads and channels would also start or wake a thread per job): with `rayon::join` in its
-//! place, the merge phase of kernel-docs takes about a quarter longer in its fastest runs, the
-//! pool's idle thread having gone to sleep between merges; kernel-code shows no difference, and on
-//! a machine whose cores are all busy the two come out even. Measured with builds of each, run
-//! alternately: `Trainer.train_from_counts` on kernel-docs' span counts with vocab_size 32768, its
-//! `stats["merge_seconds"]` (the figure `benches/compare.py` shows as "merge", without the counting
-//! around it); benches/README.md has the figures.
+//! place, the merge phase takes about a quarter longer on kernel-docs in its fastest runs, and a
+//! few percent longer at the median on kernel-docs and kernel-code, the pool's idle thread having
+//! gone to sleep between merges; only on a machine whose cores are all busy do the two come out
+//! even. Measured with builds of each, run alternately: `Trainer.train_from_counts` on the span
+//! counts of kernel-docs (vocab_size 32768) and kernel-code (65536), its `stats["merge_seconds"]`
+//! (the figure `benches/compare.py` shows as "merge", without the counting around it);
+//! benches/README.md has the figures.
 
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};

@@ -91,8 +91,8 @@ impl PairIndex {
         slot
     }
 
-    /// [`PairIndex::push`] for a pair whose `len` spans are given afterwards, by
-    /// [`PairIndex::set_span`].
+    /// [`PairIndex::push`] for a pair whose `len` spans are written afterwards, in place (see
+    /// [`PairIndex::spans_at`]).
     pub(super) fn push_zeros(&mut self, pair: Pair, count: i64, len: usize) -> PairSlot {
         let list = self.lists.push_zeros(len);
         self.push_with_list(pair, count, list)

@@ -22,8 +22,15 @@
 //! A fresh mapping costs a fault and the zeroing of each of its pages when first written. The
 //! Parquet reader maps and unmaps two buffers of megabytes per page (compressed and
 //! decompressed bytes); under [`keeping_spares`] up to two freed mappings are kept (while a
-//! slot is free) and the next blocks made from them (kernel-docs.parquet read alone: 0.044 s
-//! down to 0.036 s).
+//! slot is free) and the next blocks are made from them.
+//!
+//! Why an allocator of our own rather than a well-kept one with an explicit purge between
+//! stages: in its place, the system allocator (with `malloc_trim`) peaks higher by a seventh to
+//! a fifth and merges slower, and mimalloc (with `mi_collect`, with or without its large OS
+//! pages) peaks near twice as high, in interleaved runs of `python benches/compare.py --corpus
+//! <kernel-docs|kernel-code>.<txt|parquet> --vocab-size <32768|65536> --only bpeforge` against
+//! builds of each. Either is past what a library may cost here (3% more time, 2% more peak
+//! memory); benches/README.md has the figures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 #[cfg(target_os = "linux")]
@@ -69,10 +76,9 @@ thread_local! {
 
 /// Runs `f` with the spares on for this thread: the mapped blocks it frees may be kept (two
 /// at most, of up to 8 MiB) and those it makes may come from them (never a zeroed block, whose
-/// bytes must be zero). For a reader, which frees and makes
-/// blocks of the same few sizes again and again; not for the merge loop, whose blocks are best
-/// fresh mappings (with spares for every block, kernel-docs' merge phase took a fifth longer,
-/// its tables moved where they got fewer huge pages). [`release`] unmaps the spares.
+/// bytes must be zero). For a reader, which frees and makes blocks of the same few sizes again
+/// and again; not for the merge loop, whose blocks are best fresh mappings (a spare grown into
+/// a table moves where fewer of its pages are huge). [`release`] unmaps the spares.
 pub fn keeping_spares<T>(f: impl FnOnce() -> T) -> T {
     #[cfg(target_os = "linux")]
     {

@@ -1,6 +1,6 @@
-//! A second thread for the merge loop: `join` runs two closures at once, one here and one
-//! there, and returns when both are done, like `rayon::join`. Merges come one after the
-//! other, tens of thousands of them, most a few microseconds long, so the helper does not
+//! A second thread for the merge loop: `join` runs two closures at once, one on this thread and
+//! one on the helper, and returns when both are done, like `rayon::join`. Merges come one after
+//! the other, tens of thousands of them, most a few microseconds long, so the helper does not
 //! sleep between them as a pool's threads do (waking one takes longer than such a merge): it
 //! watches for the next job, spinning at first, then yielding its core, and napping only once
 //! none came for a millisecond (the loop is making small merges alone, or calling back into
@@ -9,8 +9,17 @@
 //! As with `rayon::join`, the job is the helper's only once it claims it: if this thread is done
 //! with its own part first and the helper has not started, this thread takes the job back and
 //! runs it too. So a helper that the system has not given a core (another process is busy on
-//! it) never holds the loop up: waiting for it to be scheduled, at every shared merge, made
-//! training on a busy machine ten times slower.
+//! it) never holds the loop up, as waiting for it at every shared merge would.
+//!
+//! Why a thread of our own rather than `rayon::join` on the pool (or crossbeam, whose scoped
+//! threads and channels would also start or wake a thread per job): with `rayon::join` in its
+//! place, the merge phase takes about a quarter longer on kernel-docs in its fastest runs, and a
+//! few percent longer at the median on kernel-docs and kernel-code, the pool's idle thread having
+//! gone to sleep between merges; only on a machine whose cores are all busy do the two come out
+//! even. Measured with builds of each, run alternately: `Trainer.train_from_counts` on the span
+//! counts of kernel-docs (vocab_size 32768) and kernel-code (65536), its `stats["merge_seconds"]`
+//! (the figure `benches/compare.py` shows as "merge", without the counting around it);
+//! benches/README.md has the figures.
 
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -105,21 +114,21 @@ impl Helper {
         Some(Helper { shared, thread: Some(thread), _one_caller: std::marker::PhantomData })
     }
 
-    /// Runs `here` on this thread and `there` on the helper at the same time (or `there` here
-    /// after `here`, if the helper has not started it by then); returns `here`'s result once
-    /// both are done. A panic in either is raised here, after both are done.
-    pub(super) fn join<R>(&self, here: impl FnOnce() -> R, there: impl FnOnce() + Send) -> R {
-        let mut there = Some(there);
-        let mut run_there = move || {
-            if let Some(f) = there.take() {
+    /// Runs `first` on this thread and `second` on the helper at the same time (or `second` on
+    /// this thread after `first`, if the helper has not started it by then); returns `first`'s
+    /// result once both are done. A panic in either is raised here, after both are done.
+    pub(super) fn join<R>(&self, first: impl FnOnce() -> R, second: impl FnOnce() + Send) -> R {
+        let mut second = Some(second);
+        let mut run_second = move || {
+            if let Some(f) = second.take() {
                 f()
             }
         };
-        let job: &mut (dyn FnMut() + Send + '_) = &mut run_there;
+        let job: &mut (dyn FnMut() + Send + '_) = &mut run_second;
         // SAFETY: only the lifetime is erased. The helper calls the job only once it has
         // claimed the round, and before it stores the round in `done`; this function either
         // claims the round itself (then the helper never calls the job) or waits for `done`
-        // (in `Finish`, even if `here` panics) before `run_there` goes out of scope.
+        // (in `Finish`, even if `first` panics) before `run_second` goes out of scope.
         let job: *mut Job = unsafe { std::mem::transmute::<*mut (dyn FnMut() + Send + '_), *mut Job>(job) };
         let round = self.shared.round.load(Ordering::Relaxed) + 1;
         // SAFETY: the helper is done with the previous round (every `join` claims it or waits
@@ -127,12 +136,12 @@ impl Helper {
         unsafe { *self.shared.job.get() = Some(job) };
         self.shared.round.store(round, Ordering::Release);
         let mut finish = Finish { shared: &self.shared, round, settled: false };
-        let result = here();
+        let result = first();
         if finish.take_back() {
             // The helper has not started: the job is this thread's (a panic in it unwinds
             // from here, with nothing to wait for).
             finish.settled = true;
-            run_there();
+            run_second();
             return result;
         }
         drop(finish);
@@ -150,7 +159,7 @@ impl Helper {
 struct Finish<'a> {
     shared: &'a Shared,
     round: u64,
-    /// The job was taken back and run here: nothing to wait for.
+    /// The job was taken back and run on this thread: nothing to wait for.
     settled: bool,
 }
 
@@ -167,7 +176,7 @@ impl Drop for Finish<'_> {
         if !self.settled && !self.take_back() {
             wait_until(|| self.shared.done.load(Ordering::Acquire) == self.round);
             if std::thread::panicking() {
-                // `here` panicked and that panic goes on; a panic of the helper's job in this
+                // `first` panicked and that panic goes on; a panic of the helper's job in this
                 // round is dropped with it, not left for a later round to raise.
                 // SAFETY: the helper is done with this round (waited above), so it no longer writes.
                 drop(unsafe { (*self.shared.panic.get()).take() });
@@ -231,11 +240,11 @@ mod tests {
 
     #[test]
     fn each_job_runs_once_on_whichever_side_claims_it() {
-        // `here` takes from nothing to a few microseconds, so some jobs are claimed by the
+        // `first` takes from nothing to a few microseconds, so some jobs are claimed by the
         // helper and some taken back by `join`; each must run exactly once either way.
         let helper = Helper::start().unwrap();
         let ran: Vec<AtomicU64> = (0..20_000).map(|_| AtomicU64::new(0)).collect();
-        let here_thread = std::thread::current().id();
+        let this_thread = std::thread::current().id();
         let mut taken_back = 0;
         for round in 0..ran.len() {
             let spin = round % 7 * 200;
@@ -247,7 +256,7 @@ mod tests {
                     *side.lock().unwrap() = Some(std::thread::current().id());
                 },
             );
-            taken_back += usize::from(side.into_inner().unwrap() == Some(here_thread));
+            taken_back += usize::from(side.into_inner().unwrap() == Some(this_thread));
         }
         assert!(ran.iter().all(|n| n.load(Ordering::Relaxed) == 1));
         eprintln!("{taken_back} of {} jobs taken back", ran.len());
@@ -264,17 +273,17 @@ mod tests {
                         // Give the helper time to claim its job, so that both sides panic.
                         let since = Instant::now();
                         while !started.load(Ordering::SeqCst) && since.elapsed() < Duration::from_millis(50) {}
-                        panic!("here")
+                        panic!("first")
                     },
                     || {
                         started.store(true, Ordering::SeqCst);
-                        panic!("there")
+                        panic!("second")
                     },
                 )
             }));
             assert!(caught.is_err());
             let mut ran = false;
-            helper.join(|| (), || ran = true); // must not raise the earlier "there"
+            helper.join(|| (), || ran = true); // must not raise the earlier "second"
             assert!(ran);
         }
     }

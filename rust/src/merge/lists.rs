@@ -111,9 +111,9 @@ impl Lists {
         }
         self.words.truncate(to);
         // Keep the room the lists fill before the next compaction (which is due at twice what
-        // is live): given back, it was only faulted in again, a tenth or more of the merge loop
-        // on CJK text (benches/shapes.py cjk, timed by hand). Give back the rest of the freed
-        // end: the arena's peak is what counts against memory.
+        // is live): given back, it would only be faulted in again, a visible share of the merge
+        // loop on text with many distinct spans (CJK: benches/shapes.py). Give back the rest of
+        // the freed end: the arena's peak is what counts against memory.
         self.words.shrink_to(2 * to);
         self.compacted = to;
     }

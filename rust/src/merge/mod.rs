@@ -4,7 +4,7 @@
 //! highest count, where a pair's count is the sum over spans of span count × adjacent positions
 //! holding the pair; among equal counts the smallest pair (by ids) wins. Replace it left to right,
 //! non-overlapping, in every span. The merged token is `bytes(a) + bytes(b)` as a new rank. (These
-//! bytes cannot already be a token under this rule, see the README; should they ever be, the
+//! bytes cannot already be a token under this rule, see docs/design.md; should they ever be, the
 //! loop ends with [`Error::Internal`] rather than give two ranks the same bytes.)
 //!
 //! Counts are kept incrementally: a merge only changes the pairs around the occurrences it
@@ -20,24 +20,25 @@
 
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::atomic::AtomicBool;
 
 use dary_heap::OctonaryHeap;
-use rayon::prelude::*;
-
 use crate::count::Spans;
-use crate::error::stop_due;
 use crate::{Error, Vocab};
 
 mod helper;
 mod lists;
 mod pairs;
 mod spans;
+mod start;
+mod sums;
 
 pub use spans::{merge_in_span, Neighbour, TokenId};
 use helper::Helper;
-use pairs::{PairIndex, Slot};
+use pairs::{PairIndex, PairSlot};
 use spans::{Neighbours, SpanTable};
+use start::check_stop;
+use sums::Side;
 
 /// Two adjacent token ids.
 pub type Pair = (u32, u32);
@@ -77,12 +78,13 @@ pub struct Learned {
     pub merges: Vec<Merge>,
 }
 
+/// A pair in the heap, with its count when it was pushed.
 #[derive(Debug, PartialEq, Eq)]
 struct Candidate {
     count: u64,
     pair: PairKey,
     /// Where the pair lives in the index (given by the pair, so it takes no part in the order).
-    slot: Slot,
+    slot: PairSlot,
 }
 
 impl Ord for Candidate {
@@ -99,120 +101,13 @@ impl PartialOrd for Candidate {
 }
 
 /// Merges of at least this many spans are shared with the helper thread.
-const HELP_SPANS: usize = 256;
+const SHARED_SPANS: usize = 256;
 
 /// How much the heap's floor drops when the heap runs out of pairs above it. Halving keeps the
 /// heap small (each drop pushes only the pairs between the old and the new floor), which pays
-/// for the extra scans of the pairs: 2 learns 15-18% faster than 8 on the kernel corpora, and
-/// 3 or 4 no faster than 2.
+/// for the extra scans of the pairs; larger steps learn slower on the kernel corpora, and
+/// smaller ones no faster.
 const FLOOR_STEP: u64 = 2;
-
-/// What the tally knows of one neighbour token during a merge.
-#[derive(Default, Clone, Copy)]
-struct Sum {
-    count: i64,
-    /// Events seen for the neighbour, then where its next span goes in `Tally::spans`.
-    at: usize,
-    /// The last span written for it (`u32::MAX` for none yet).
-    last: u32,
-}
-
-/// Per-token scratch space that sums a merge's events by neighbour without hashing each one.
-/// The events are sorted by neighbour as a counting sort does: counted first, then each
-/// neighbour's spans written to their own stretch of one buffer.
-#[derive(Default)]
-struct Tally {
-    sums: Vec<Sum>,
-    /// The neighbours summed, sorted.
-    touched: Vec<u32>,
-    /// Where each neighbour's stretch of `spans` starts, in the order of `touched`.
-    starts: Vec<usize>,
-    /// Each neighbour's spans, one stretch after the other in the order of `touched`.
-    spans: Vec<u32>,
-}
-
-impl Tally {
-    /// Sums `events`, `(neighbour, span, n)` in span order (the slices one after the other):
-    /// for each neighbour, the sum of `n` and the spans (each once).
-    fn sum(&mut self, events: [&[(u32, u32, i64)]; 2]) {
-        let Tally { sums, touched, starts, spans } = self;
-        for &(neighbour, _, n) in events.iter().copied().flatten() {
-            let i = neighbour as usize;
-            if i >= sums.len() {
-                sums.resize(i + 1, Sum::default());
-            }
-            let sum = &mut sums[i];
-            if sum.at == 0 {
-                touched.push(neighbour);
-            }
-            sum.count += n;
-            sum.at += 1;
-        }
-        touched.sort_unstable();
-        let mut at = 0;
-        starts.clear();
-        for &x in touched.iter() {
-            let sum = &mut sums[x as usize];
-            starts.push(at);
-            (sum.at, at) = (at, at + sum.at);
-            sum.last = u32::MAX;
-        }
-        spans.clear();
-        spans.resize(at, 0);
-        for &(neighbour, id, _) in events.iter().copied().flatten() {
-            let sum = &mut sums[neighbour as usize];
-            if sum.last != id {
-                spans[sum.at] = id;
-                (sum.at, sum.last) = (sum.at + 1, id);
-            }
-        }
-    }
-
-    /// The neighbours summed, in increasing order.
-    fn neighbours(&self) -> &[u32] {
-        &self.touched
-    }
-
-    /// Calls `f(neighbour, sum, spans)` once per neighbour summed, in increasing order, then
-    /// empties the tally.
-    fn drain(&mut self, mut f: impl FnMut(u32, i64, &[u32])) {
-        let Tally { sums, touched, starts, spans } = self;
-        for (x, &start) in touched.drain(..).zip(starts.iter()) {
-            // The stretch may be longer than the spans written in it (two events of a span
-            // with the same neighbour give it one place): `at` is where they end.
-            let sum = std::mem::take(&mut sums[x as usize]);
-            f(x, sum.count, &spans[start..sum.at]);
-        }
-    }
-}
-
-/// Finds the pairs that lose occurrences next to the neighbours of `tally` (`gone(x)` for
-/// neighbour `x`, if any), one slot per neighbour in `slots`, and asks for their counts: the
-/// lookups and the counts they lead to then wait for memory together, not one after the other.
-fn find_gone(pairs: &PairIndex, tally: &Tally, gone: impl Fn(u32) -> Option<Pair>, slots: &mut Vec<Option<Slot>>) {
-    for &x in tally.neighbours() {
-        if let Some(pair) = gone(x) {
-            pairs.prefetch_find(pair);
-        }
-    }
-    slots.clear();
-    slots.extend(tally.neighbours().iter().map(|&x| {
-        let slot = gone(x).and_then(|pair| pairs.find(pair));
-        if let Some(slot) = slot {
-            pairs.prefetch_count(slot);
-        }
-        slot
-    }));
-}
-
-/// A byte pair as the loop's start counts it in one part of the spans: its count, the spans
-/// holding it, and the last of them seen (one place in memory per pair seen).
-#[derive(Clone, Copy)]
-struct ByteCount {
-    count: i64,
-    holders: u32,
-    last: u32,
-}
 
 /// The merge loop's state: the spans, and what is known of every pair.
 struct Loop<T> {
@@ -221,122 +116,33 @@ struct Loop<T> {
     heap: OctonaryHeap<Candidate>,
     /// Every pair counted at least this has an entry in the heap with at least its count.
     floor: u64,
-    /// The left and the right neighbours' tallies, and the slots of the pairs they take
-    /// occurrences from.
-    sides: [(Tally, Vec<Option<Slot>>); 2],
-    /// Applies a merge's larger parts on a second thread, if there is one.
+    /// The second thread that merges of [`SHARED_SPANS`] spans or more are shared with, if the
+    /// pool has two threads or more and there are that many spans.
     helper: Option<Helper>,
-    // Scratch space reused by every merge.
-    ids: Vec<u32>,
-    /// The neighbours found in the spans merged here and by the helper.
-    found: [Neighbours; 2],
+    // Scratch space reused by every merge:
+    /// The spans of the merged pair, sorted, when its list was not.
+    sorted_spans: Vec<u32>,
+    /// The neighbours found in the first and in the second half of the merged spans (all of
+    /// them in the first when the merge is not shared).
+    neighbours: [Neighbours; 2],
+    /// The left and the right neighbours summed, with the old pairs they take occurrences from.
+    left: Side,
+    right: Side,
     /// The pairs a merge made that go in the heap.
     born: Vec<Candidate>,
 }
 
 impl<T: TokenId> Loop<T> {
     /// The loop's state before the first merge. Setting `stop` makes it give up soon with
-    /// [`Error::Interrupted`]: it is checked between the steps below, each a pass over the
-    /// spans (about a second for tens of millions of them), and in the longest two.
+    /// [`Error::Interrupted`]: each step is a pass over the spans (about a second for tens of
+    /// millions of them), and it is checked between them and in the longest ones.
     fn new(spans: Spans, stop: &AtomicBool) -> Result<Self, Error> {
-        let stopped = || if stop.load(AtomicOrdering::Relaxed) { Err(Error::Interrupted) } else { Ok(()) };
         let (table, ids) = SpanTable::<T>::new(&spans).map_err(|words| {
             Error::InvalidOption(format!("the distinct spans need {words} words of token ids, more than the 2^34 supported"))
         })?;
         drop(spans); // the table holds them now: not kept while the pair index is built
-        let spans = table;
-        stopped()?;
-        // Every pair of the spans as given is a pair of bytes: count them in a dense 256 x 256
-        // table rather than a hash map, in parallel over parts of the spans, each part also
-        // counting the spans that hold each pair (once per span, however often it holds it).
-        let byte_pair = |w: &[T]| (w[0].get() as usize) << 8 | w[1].get() as usize;
-        let per_part = ids.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 14);
-        let parts: Vec<&[u32]> = ids.chunks(per_part).collect();
-        let counted: Vec<Vec<ByteCount>> = parts
-            .par_iter()
-            .map(|part| {
-                let mut dense = vec![ByteCount { count: 0, holders: 0, last: u32::MAX }; 1 << 16];
-                for (k, &id) in part.iter().enumerate() {
-                    if stop_due(k, stop) {
-                        break; // the result is dropped below
-                    }
-                    let n = spans.count(id);
-                    for w in spans.tokens(id).windows(2) {
-                        let d = &mut dense[byte_pair(w)];
-                        d.count += n;
-                        if d.last != id {
-                            (d.holders, d.last) = (d.holders + 1, id);
-                        }
-                    }
-                }
-                dense
-            })
-            .collect();
-        stopped()?;
-        // The pairs of two bytes, token by token (see `pairs.rs`): (x, t) for x <= t, then
-        // (t, y) for y < t, each with a list of exactly its length. The dense tables are read
-        // in their order once, and the pairs found put in the index's order.
-        let mut born: Vec<(u32, usize, i64, usize)> = Vec::new(); // (place in the index, pair, count, spans)
-        for at in 0..1 << 16 {
-            let (count, holders) = counted.iter().fold((0, 0), |(c, h), d| (c + d[at].count, h + d[at].holders as usize));
-            if count > 0 {
-                let (x, y) = ((at >> 8) as u32, (at & 0xff) as u32);
-                let place = if x <= y { y << 9 | x } else { x << 9 | 1 << 8 | y };
-                born.push((place, at, count, holders));
-            }
-        }
-        born.sort_unstable_by_key(|b| b.0);
-        let mut pairs = PairIndex::default();
-        pairs.reserve(born.len(), born.len() + born.iter().map(|b| b.3).sum::<usize>());
-        let mut order = Vec::with_capacity(born.len());
-        let mut opened = 0;
-        for &(place, at, count, holders) in &born {
-            while opened <= place >> 9 {
-                pairs.open_block(opened);
-                opened += 1;
-            }
-            let slot = pairs.push_zeros(((at >> 8) as u32, (at & 0xff) as u32), count, holders);
-            order.push((at, pairs.spans_at(slot)));
-        }
-        for t in opened..256 {
-            pairs.open_block(t);
-        }
-        // Each part writes its spans of each pair straight into the pair's list, after the
-        // previous parts' spans, in parallel: the lists are cut into one piece per part and
-        // pair, and each part gets its pieces.
-        let mut k_of = vec![0u32; 1 << 16];
-        for (k, &(at, _)) in order.iter().enumerate() {
-            k_of[at] = k as u32;
-        }
-        let mut pieces: Vec<Vec<&mut [u32]>> = (0..parts.len()).map(|_| Vec::with_capacity(order.len())).collect();
-        let (mut rest, mut at_word) = (pairs.span_words(), 0);
-        for &(at, ids_at) in &order {
-            rest = &mut std::mem::take(&mut rest)[ids_at - at_word..];
-            at_word = ids_at;
-            for (part_pieces, dense) in pieces.iter_mut().zip(&counted) {
-                let len = dense[at].holders as usize;
-                let (piece, later) = std::mem::take(&mut rest).split_at_mut(len);
-                part_pieces.push(piece);
-                (rest, at_word) = (later, at_word + len);
-            }
-        }
-        parts.par_iter().zip(pieces).for_each(|(part, mut pieces)| {
-            let mut filled = vec![(0usize, u32::MAX); pieces.len()]; // (spans written, last span)
-            for (k, &id) in part.iter().enumerate() {
-                if stop_due(k, stop) {
-                    break; // the index is dropped below
-                }
-                for w in spans.tokens(id).windows(2) {
-                    let k = k_of[byte_pair(w)] as usize;
-                    let (done, last) = &mut filled[k];
-                    if *last != id {
-                        pieces[k][*done] = id;
-                        (*done, *last) = (*done + 1, id);
-                    }
-                }
-            }
-        });
-        stopped()?;
+        check_stop(stop)?;
+        let pairs = start::byte_pair_index(&table, &ids, stop)?;
         // The heap starts with the pairs counted at least half the most counted one (the floor
         // then lets the others in when needed).
         let floor = pairs.counted_between(0, u64::MAX).map(|(count, _, _)| count).max().unwrap_or(0) / 2;
@@ -346,15 +152,16 @@ impl<T: TokenId> Loop<T> {
             .collect::<Vec<_>>()
             .into();
         Ok(Self {
-            spans,
+            spans: table,
             pairs,
             heap,
             floor,
-            sides: Default::default(),
-            // No merge can touch HELP_SPANS spans with fewer than that.
-            helper: if rayon::current_num_threads() > 1 && ids.len() >= HELP_SPANS { Helper::start() } else { None },
-            ids: Vec::new(),
-            found: Default::default(),
+            // No merge can touch SHARED_SPANS spans with fewer than that.
+            helper: if rayon::current_num_threads() > 1 && ids.len() >= SHARED_SPANS { Helper::start() } else { None },
+            sorted_spans: Vec::new(),
+            neighbours: Default::default(),
+            left: Side::default(),
+            right: Side::default(),
             born: Vec::new(),
         })
     }
@@ -373,7 +180,7 @@ impl<T: TokenId> Loop<T> {
             let top = self.heap.pop()?;
             let current = self.pairs.count(top.slot);
             if current <= 0 {
-                continue; // gone
+                continue; // no longer occurs
             }
             // Counts only fall after a pair is born, so an entry's count is at least current.
             debug_assert!(current as u64 <= top.count);
@@ -406,105 +213,123 @@ impl<T: TokenId> Loop<T> {
     /// the pairs that took their place.
     fn apply(&mut self, best: &Candidate, token: u32) {
         let pair = unkey(best.pair);
-        let (a, b) = pair;
         // The pair likely merged next, whose first reads are fetched while this merge goes on.
         let next = self.heap.peek().map(|c| c.slot);
         if let Some(slot) = next {
             self.pairs.prefetch_slot(slot);
         }
-        let Loop { spans, pairs, heap, floor, sides, helper, ids, found, born } = self;
-        // The spans that may hold the pair. Each list is written once, in span order, so it is
-        // increasing; the merge relies on that (a span listed twice would be merged twice), so
-        // it is checked.
-        let mut list = pairs.spans_of(best.slot);
-        if !list.windows(2).all(|w| w[0] < w[1]) {
-            ids.clear();
-            ids.extend_from_slice(list);
-            ids.sort_unstable();
-            ids.dedup();
-            list = ids;
-        }
-        // Many spans: the helper merges the later half of them (and tallies the right
-        // neighbours below) while this thread does the rest.
-        let helper = helper.as_ref().filter(|_| list.len() >= HELP_SPANS && !spans.merges_in_parallel(list));
-        let [here, there] = found;
-        here.clear();
-        there.clear();
-        match helper {
-            Some(helper) => {
-                let (low, high) = list.split_at(list.len() / 2);
-                let (mut below, mut above) = spans.split_at(high[0]);
-                helper.join(|| below.merge(low, pair, token, here), || above.merge(high, pair, token, there));
-            }
-            None => spans.merge(list, pair, token, here),
-        }
-        pairs.remove(best.slot);
+        let shared = self.replace_in_spans(best.slot, pair, token);
+        self.pairs.remove(best.slot);
         if let Some(slot) = next {
-            pairs.prefetch_spans(slot);
+            self.pairs.prefetch_spans(slot);
         }
-        born.clear();
-        // Left neighbours x: (x, a) is gone and (x, token) born. x may be `token` itself (a
-        // token made earlier in the same span, as in `abab`): then (token, a) is "gone", which
-        // was born by a right neighbour of the same merge below; it is taken off there. The
-        // merged pair is gone everywhere already; any other is a pair of earlier tokens, so it
-        // is in the index with at least these occurrences. Right neighbours y (never `token`:
-        // right of an occurrence is still the input): (b, y) is gone and (token, y) born.
-        let [(left, left_gone), (right, right_gone)] = sides;
-        {
-            let pairs: &PairIndex = pairs;
-            let (here, there): (&Neighbours, &Neighbours) = (here, there);
-            let mut sum_left = || {
-                left.sum([&here.left, &there.left]);
-                find_gone(pairs, left, |x| (x != token && (x, a) != pair).then_some((x, a)), left_gone);
-            };
-            let mut sum_right = || {
-                right.sum([&here.right, &there.right]);
-                find_gone(pairs, right, |y| ((b, y) != pair).then_some((b, y)), right_gone);
-            };
-            match helper {
-                Some(helper) => helper.join(sum_left, sum_right),
-                None => {
-                    sum_left();
-                    sum_right();
-                }
-            }
+        self.sum_neighbours(pair, token, shared);
+        self.add_new_pairs(pair.0, token);
+        if let Some(slot) = next {
+            let list = self.pairs.spans_of(slot);
+            self.spans.prefetch(&list[..list.len().min(8)]);
         }
+        self.heap.extend(self.born.drain(..));
+        self.pairs.compact_if_due();
+    }
+
+    /// Replaces `pair` by `token` in the spans listed for the pair at `slot`, recording the
+    /// neighbours of the replaced occurrences in `self.neighbours`. Many spans are shared with
+    /// the helper thread, which takes the later half of them; returns whether they were.
+    fn replace_in_spans(&mut self, slot: PairSlot, pair: Pair, token: u32) -> bool {
+        let Loop { spans, pairs, helper, sorted_spans, neighbours: [first, second], .. } = self;
+        let list = increasing(pairs.spans_of(slot), sorted_spans);
+        let helper = helper.as_ref().filter(|_| list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list));
+        first.clear();
+        second.clear();
+        if let Some(helper) = helper {
+            let (low, high) = list.split_at(list.len() / 2);
+            let (mut below, mut above) = spans.split_at(high[0]);
+            helper.join(|| below.merge(low, pair, token, first), || above.merge(high, pair, token, second));
+        } else {
+            spans.merge(list, pair, token, first);
+        }
+        helper.is_some()
+    }
+
+    /// Sums the neighbours found by side, and finds the old pairs they take occurrences from:
+    /// a left neighbour `x` takes them from `(x, a)`, a right neighbour `y` from `(b, y)`. The
+    /// two sides are summed at once, the right one on the helper thread, when the merge was
+    /// `shared` with it.
+    ///
+    /// `x` may be `token` itself (a token made earlier in the same span, as in `abab`): then
+    /// `(token, a)` is not in the index yet but born by a right neighbour of this same merge,
+    /// which [`Loop::add_new_pairs`] takes the occurrences off. The merged pair has lost all
+    /// its occurrences already. Any other old pair is a pair of earlier tokens, so it is in the
+    /// index with at least the occurrences it loses. A right neighbour is never `token` (right
+    /// of an occurrence is still the input).
+    fn sum_neighbours(&mut self, pair: Pair, token: u32, shared: bool) {
+        let Loop { pairs, neighbours: [first, second], left, right, helper, .. } = self;
+        let (pairs, first, second): (&PairIndex, &Neighbours, &Neighbours) = (pairs, first, second);
+        let (a, b) = pair;
+        let mut sum_left = || left.sum([&first.left, &second.left], pairs, |x| (x != token && (x, a) != pair).then_some((x, a)));
+        let mut sum_right = || right.sum([&first.right, &second.right], pairs, |y| ((b, y) != pair).then_some((b, y)));
+        if let Some(helper) = helper.as_ref().filter(|_| shared) {
+            helper.join(sum_left, sum_right);
+        } else {
+            sum_left();
+            sum_right();
+        }
+    }
+
+    /// Opens `token`'s block of the pair index and fills it from the neighbours summed: each
+    /// left neighbour `x` moves its occurrences from its old pair to `(x, token)`, each right
+    /// neighbour `y` from its old pair to `(token, y)`. The new pairs counted at least the
+    /// floor are put in `self.born`, for the heap.
+    fn add_new_pairs(&mut self, a: u32, token: u32) {
+        let Loop { pairs, floor, left, right, born, .. } = self;
+        let floor = *floor;
         pairs.open_block(token);
+        // The occurrences of (token, a) counted by the left neighbour `token`, which are not
+        // in the index yet: the right neighbour `a` makes (token, a) with them, less these.
         let mut token_then_a = 0;
-        let mut gone = left_gone.iter();
-        left.drain(|x, n, spans| {
+        let mut old_pairs = left.old_pairs.iter();
+        left.sums.drain(|x, n, spans| {
             if x == token {
                 token_then_a = n;
             }
-            if let Some(&Some(slot)) = gone.next() {
-                pairs.sub(slot, n);
+            if let Some(&Some(old)) = old_pairs.next() {
+                pairs.sub(old, n);
             }
             let slot = pairs.push((x, token), n, spans);
-            if n as u64 >= *floor {
+            if n as u64 >= floor {
                 born.push(Candidate { count: n as u64, pair: key((x, token)), slot });
             }
         });
-        let mut gone = right_gone.iter();
-        right.drain(|y, n, spans| {
-            if let Some(&Some(slot)) = gone.next() {
-                pairs.sub(slot, n);
+        let mut old_pairs = right.old_pairs.iter();
+        right.sums.drain(|y, n, spans| {
+            if let Some(&Some(old)) = old_pairs.next() {
+                pairs.sub(old, n);
             }
             let count = if y == a { n - token_then_a } else { n };
             debug_assert!(count >= 0, "a pair's count is never negative");
             if count > 0 {
                 let slot = pairs.push((token, y), count, spans);
-                if count as u64 >= *floor {
+                if count as u64 >= floor {
                     born.push(Candidate { count: count as u64, pair: key((token, y)), slot });
                 }
             }
         });
-        if let Some(slot) = next {
-            let list = pairs.spans_of(slot);
-            spans.prefetch(&list[..list.len().min(8)]);
-        }
-        heap.extend(born.drain(..));
-        pairs.compact_if_due();
     }
+}
+
+/// `list`, the spans that may hold a pair, which is written once in span order and so is
+/// increasing; else (a bug) a sorted copy without repeats in `scratch`. The merge relies on
+/// it: a span listed twice would be merged twice.
+fn increasing<'a>(list: &'a [u32], scratch: &'a mut Vec<u32>) -> &'a [u32] {
+    if list.windows(2).all(|w| w[0] < w[1]) {
+        return list;
+    }
+    scratch.clear();
+    scratch.extend_from_slice(list);
+    scratch.sort_unstable();
+    scratch.dedup();
+    scratch
 }
 
 /// Runs the merge loop. `on_merge` is called after every merge with the merge and the
@@ -512,6 +337,10 @@ impl<T: TokenId> Loop<T> {
 /// the merges made so far). Setting `stop` before the first merge makes it give up soon with
 /// [`Error::Interrupted`] (getting to the first merge takes seconds for tens of millions of
 /// spans); after it, `on_merge` is the way to stop.
+///
+/// Its parallel parts run on the current Rayon pool (call it inside `ThreadPool::install` to
+/// choose the threads) and, when that pool has two threads or more, on a helper thread of its
+/// own for the duration of the loop.
 ///
 /// Fails only on inputs past the loop's integer widths: a pair count that could pass 2^63,
 /// more than 2^31-1 spans, more than 2^32-1 bytes in a span, or distinct spans that need more
@@ -533,6 +362,8 @@ pub fn learn(
     }
 }
 
+/// The merge loop from `state` until the vocabulary is full, the best pair is counted less than
+/// `options.min_frequency`, no pair is left, or `on_merge` breaks.
 fn run<T: TokenId>(
     mut state: Loop<T>,
     options: &LearnOptions,
@@ -631,7 +462,7 @@ mod tests {
         learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
     }
 
-    /// A random corpus of `seed` (see [`crate::draws`]).
+    /// A random corpus of `seed` (see [`crate::test_random`]).
     fn corpus(seed: u64) -> Vec<(Vec<u8>, u64)> {
         let mut next = crate::test_random(seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407));
         let alphabet = b"aab ";
@@ -642,41 +473,6 @@ mod tests {
                 (span, 1 + next(5))
             })
             .collect()
-    }
-
-    #[test]
-    fn tally_sums_events_by_neighbour() {
-        let mut tally = Tally::default();
-        let mut state = 9u64;
-        let mut next = |m: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
-        for round in 0..300 {
-            // Events in span order, a span often holding several events of one neighbour.
-            let mut events = Vec::new();
-            let mut id = 0;
-            for _ in 0..next(60) {
-                id += next(3) as u32;
-                events.push((next(1 + round % 40) as u32, id, 1 + next(9) as i64));
-            }
-            let mut want: BTreeMap<u32, (i64, Vec<u32>)> = BTreeMap::new();
-            for &(x, id, n) in &events {
-                let (sum, spans) = want.entry(x).or_default();
-                *sum += n;
-                if spans.last() != Some(&id) {
-                    spans.push(id);
-                }
-            }
-            let (first, second) = events.split_at(events.len() / 3);
-            tally.sum([first, second]);
-            assert!(tally.neighbours().iter().copied().eq(want.keys().copied()));
-            let mut got = BTreeMap::new();
-            tally.drain(|x, n, spans| {
-                got.insert(x, (n, spans.to_vec()));
-            });
-            assert_eq!(got, want, "round {round}");
-        }
     }
 
     #[test]
@@ -720,7 +516,7 @@ mod tests {
     #[test]
     fn parallel_merges_equal_the_naive_loop() {
         // Enough distinct spans that the first merges take the parallel paths: on one thread
-        // there is none, on two the helper takes half of each merge of HELP_SPANS spans or
+        // there is none, on two the helper takes half of each merge of SHARED_SPANS spans or
         // more, on four the pool takes merges of PARALLEL_SPANS spans in blocks.
         let spans: Vec<(Vec<u8>, u64)> = (0..3 * spans::PARALLEL_SPANS as u64)
             .map(|i| (format!("ab{}a{}", i % 97, i).into_bytes(), 1 + i % 3))

@@ -18,7 +18,7 @@ use crate::memory::prefetch;
 use super::{key, Pair, PairKey};
 
 /// Where a pair lives in the index; it never moves.
-pub(super) type Slot = usize;
+pub(super) type PairSlot = usize;
 
 /// A token's pairs: `left` pairs `(x, t)` from `start`, then `right` pairs `(t, y)`.
 #[derive(Debug, Clone, Copy)]
@@ -64,13 +64,13 @@ impl PairIndex {
     /// Adds `pair`, counted `count`, with the spans `spans`, to the last block opened, of token
     /// `t`: first the pairs `(x, t)` by increasing `x`, then the pairs `(t, y)` by increasing
     /// `y`. Its span list is written after every list pushed so far (compaction relies on it).
-    pub(super) fn push(&mut self, pair: Pair, count: i64, spans: &[u32]) -> Slot {
+    pub(super) fn push(&mut self, pair: Pair, count: i64, spans: &[u32]) -> PairSlot {
         let list = self.lists.push(spans);
         self.push_with_list(pair, count, list)
     }
 
     /// [`PairIndex::push`] with a list given by [`PairIndex::push_zeros`] just before.
-    fn push_with_list(&mut self, pair: Pair, count: i64, list: ListAt) -> Slot {
+    fn push_with_list(&mut self, pair: Pair, count: i64, list: ListAt) -> PairSlot {
         let slot = self.others.len();
         let t = self.blocks.len() as u32 - 1;
         // panic-free: the loop opens a token's block before it pushes the token's pairs.
@@ -91,16 +91,16 @@ impl PairIndex {
         slot
     }
 
-    /// [`PairIndex::push`] for a pair whose `len` spans are given afterwards, by
-    /// [`PairIndex::set_span`].
-    pub(super) fn push_zeros(&mut self, pair: Pair, count: i64, len: usize) -> Slot {
+    /// [`PairIndex::push`] for a pair whose `len` spans are written afterwards, in place (see
+    /// [`PairIndex::spans_at`]).
+    pub(super) fn push_zeros(&mut self, pair: Pair, count: i64, len: usize) -> PairSlot {
         let list = self.lists.push_zeros(len);
         self.push_with_list(pair, count, list)
     }
 
     /// Where the spans of a pair added by [`PairIndex::push_zeros`] go in
     /// [`PairIndex::span_words`], one after the other.
-    pub(super) fn spans_at(&self, slot: Slot) -> usize {
+    pub(super) fn spans_at(&self, slot: PairSlot) -> usize {
         self.lists.ids_at(self.spans[slot])
     }
 
@@ -124,7 +124,7 @@ impl PairIndex {
 
     /// Where `pair` lives, if it was ever born.
     #[inline]
-    pub(super) fn find(&self, pair: Pair) -> Option<Slot> {
+    pub(super) fn find(&self, pair: Pair) -> Option<PairSlot> {
         let (from, len, other) = self.part(pair)?;
         self.others[from..from + len].binary_search(&other).ok().map(|i| from + i)
     }
@@ -144,7 +144,7 @@ impl PairIndex {
     /// Asks for the count of the pair at `slot` and where its span list is: what a merge of it
     /// reads first.
     #[inline]
-    pub(super) fn prefetch_slot(&self, slot: Slot) {
+    pub(super) fn prefetch_slot(&self, slot: PairSlot) {
         self.prefetch_count(slot);
         prefetch(self.spans.as_ptr().wrapping_add(slot));
     }
@@ -152,37 +152,36 @@ impl PairIndex {
     /// Asks for the start of the span list of the pair at `slot` (best after
     /// [`PairIndex::prefetch_slot`] had time to bring where it is).
     #[inline]
-    pub(super) fn prefetch_spans(&self, slot: Slot) {
+    pub(super) fn prefetch_spans(&self, slot: PairSlot) {
         self.lists.prefetch(self.spans[slot]);
     }
 
     /// Asks for the count of the pair at `slot`, about to be updated.
     #[inline]
-    pub(super) fn prefetch_count(&self, slot: Slot) {
+    pub(super) fn prefetch_count(&self, slot: PairSlot) {
         prefetch(self.counts.as_ptr().wrapping_add(slot));
     }
 
-    pub(super) fn count(&self, slot: Slot) -> i64 {
+    pub(super) fn count(&self, slot: PairSlot) -> i64 {
         self.counts[slot]
     }
-
 
     /// Takes `n` occurrences away from the pair at `slot`. Once it has none left, its spans are
     /// dropped (by the next compaction): it can never occur again.
     #[inline]
-    pub(super) fn sub(&mut self, slot: Slot, n: i64) {
+    pub(super) fn sub(&mut self, slot: PairSlot, n: i64) {
         self.counts[slot] -= n;
         debug_assert!(self.counts[slot] >= 0, "pair counts are exact, so never negative");
     }
 
     /// The spans that may hold the pair at `slot`.
-    pub(super) fn spans_of(&self, slot: Slot) -> &[u32] {
+    pub(super) fn spans_of(&self, slot: PairSlot) -> &[u32] {
         self.lists.get(self.spans[slot])
     }
 
     /// Removes the pair at `slot` (it was merged): its count becomes 0, and its spans go at
     /// the next compaction.
-    pub(super) fn remove(&mut self, slot: Slot) {
+    pub(super) fn remove(&mut self, slot: PairSlot) {
         self.counts[slot] = 0;
     }
 
@@ -193,7 +192,7 @@ impl PairIndex {
     /// a run, hundreds of thousands), of which few match: so the counts are read alone, in one
     /// pass with one comparison each, and only a match looks up its block (the blocks are
     /// walked alongside, as matches come in slot order).
-    pub(super) fn counted_between(&self, low: u64, high: u64) -> impl Iterator<Item = (u64, PairKey, Slot)> + '_ {
+    pub(super) fn counted_between(&self, low: u64, high: u64) -> impl Iterator<Item = (u64, PairKey, PairSlot)> + '_ {
         // Counts are never negative, so `low <= c < high` for `c >= 1` is one unsigned
         // comparison of `c - low`.
         let low = low.max(1);
@@ -248,7 +247,7 @@ mod tests {
     fn finds_every_pair_and_nothing_else() {
         // Blocks for tokens 0..40 with random pairs, against a map.
         let mut index = PairIndex::default();
-        let mut model: BTreeMap<Pair, (Slot, i64)> = BTreeMap::new();
+        let mut model: BTreeMap<Pair, (PairSlot, i64)> = BTreeMap::new();
         let mut next = crate::test_random(3);
         for t in 0..40u32 {
             index.open_block(t);
@@ -279,7 +278,7 @@ mod tests {
         // do), with counts from 0 up, some taken down to 0 later: every range lists exactly
         // the pairs of the model counted in it, and not 0.
         let mut index = PairIndex::default();
-        let mut model: BTreeMap<Slot, (u64, Pair)> = BTreeMap::new();
+        let mut model: BTreeMap<PairSlot, (u64, Pair)> = BTreeMap::new();
         let mut next = crate::test_random(5);
         for t in 0..300u32 {
             index.open_block(t);
@@ -310,7 +309,7 @@ mod tests {
     #[test]
     fn spans_survive_compaction_and_dead_pairs_lose_theirs() {
         let mut index = PairIndex::default();
-        let mut live: Vec<(Slot, Vec<u32>)> = Vec::new();
+        let mut live: Vec<(PairSlot, Vec<u32>)> = Vec::new();
         for t in 0..3000u32 {
             index.open_block(t);
             // One pair (t, t) per block, with 600 spans: enough garbage to compact.

@@ -7,7 +7,7 @@ use crate::memory::prefetch;
 use crate::count::Spans;
 
 /// Merges that touch at least this many spans are applied in parallel blocks on the Rayon pool,
-/// if it has more than two threads (with two, the merge loop's helper takes half).
+/// if it has more than two threads (with two, the merge loop's helper thread takes half).
 pub(super) const PARALLEL_SPANS: usize = 8192;
 /// Spans per parallel task.
 pub(super) const SPANS_PER_TASK: usize = 4096;
@@ -38,7 +38,7 @@ fn find_pair_scalar<T: TokenId>(tokens: &[T], from: usize, a: T, b: T) -> Option
 }
 
 /// [`TokenId::find_pair`] `LANES` positions at a time (x86_64's SSE2, which every x86_64 CPU
-/// has): spans visited by a merge hold 14 tokens on average (kernel-docs), so scanning them is
+/// has): spans visited by a merge hold a dozen tokens or more on prose, so scanning them is
 /// most of a visit. `a` and `b` are the pair's tokens repeated in every lane; `cmp` compares
 /// 16 bytes of tokens with them, giving a lane of ones where equal. Spans too short for one
 /// 16-byte load of the tokens after each position are scanned one position at a time.
@@ -249,13 +249,13 @@ impl<T: TokenId> SpanTable<T> {
     }
 
     /// Merges `pair` into `token` in the spans `ids` (increasing, no repeats), recording the
-    /// neighbours of the replaced occurrences in `found`. Many spans, on a pool of more than two
+    /// neighbours of the replaced occurrences in `neighbours`. Many spans, on a pool of more than two
     /// threads, are merged in parallel, in blocks of consecutive spans whose events are joined in
     /// block order, so the result is the same (with two, the loop shares merges with its helper
-    /// through [`SpanTable::split_at`] instead).
-    pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
+    /// thread through [`SpanTable::split_at`] instead).
+    pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
         if !self.merges_in_parallel(ids) {
-            merge_block(&mut self.words, 0, ids, pair, token, found);
+            merge_block(&mut self.words, 0, ids, pair, token, neighbours);
             return;
         }
         let mut blocks = Vec::with_capacity(self.blocks.len());
@@ -275,14 +275,14 @@ impl<T: TokenId> SpanTable<T> {
                 if start == stop {
                     return None;
                 }
-                let mut found = Neighbours::default();
-                merge_block(block, first, &ids[start..stop], pair, token, &mut found);
-                Some(found)
+                let mut block_neighbours = Neighbours::default();
+                merge_block(block, first, &ids[start..stop], pair, token, &mut block_neighbours);
+                Some(block_neighbours)
             })
             .collect::<Vec<_>>();
         // In block order, each event copied once.
         for block in joined {
-            found.absorb_from(block);
+            neighbours.absorb_from(block);
         }
     }
 }
@@ -296,8 +296,8 @@ pub(super) struct SpanView<'a, T> {
 impl<T: TokenId> SpanView<'_, T> {
     /// [`SpanTable::merge`] for spans `ids` of this stretch (increasing, no repeats), on this
     /// thread.
-    pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
-        merge_block(self.words, self.first, ids, pair, token, found);
+    pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
+        merge_block(self.words, self.first, ids, pair, token, neighbours);
     }
 }
 
@@ -328,7 +328,7 @@ fn write_bits<T: TokenId>(words: &mut [T], value: u64, bits: u32) {
 /// starts with span `first` (`0` for the whole table). It prefetches the span `ids[i + AHEAD]`
 /// (its header and first tokens) while merging span `ids[i]`, so that the visits, which are
 /// scattered over the table, do not wait on memory one after the other.
-fn merge_block<T: TokenId>(words: &mut [T], first: u32, ids: &[u32], pair: Pair, token: u32, found: &mut Neighbours) {
+fn merge_block<T: TokenId>(words: &mut [T], first: u32, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
     let h = header_words::<T>();
     let at = |id: u32| ((id - first) as usize) << ID_SHIFT;
     for (i, &id) in ids.iter().enumerate() {
@@ -339,7 +339,7 @@ fn merge_block<T: TokenId>(words: &mut [T], first: u32, ids: &[u32], pair: Pair,
         let span = &mut words[at(id)..];
         let len = read_bits(span, 32) as usize;
         let n = read_bits(&span[32 / T::BITS as usize..], 64) as i64;
-        let merged = found.merge_span(&mut span[h..h + len], n, id, pair, token);
+        let merged = neighbours.merge_span(&mut span[h..h + len], n, id, pair, token);
         if merged != len {
             write_bits(span, merged as u64, 32);
         }
@@ -348,8 +348,8 @@ fn merge_block<T: TokenId>(words: &mut [T], first: u32, ids: &[u32], pair: Pair,
 
 /// Adds the event `(x, id, n)` to `events`, or `n` to the last event if that is of the same
 /// neighbour and span: a run such as `aaaa...` in a span gives one alike event per occurrence
-/// (16 bytes each, hundreds of megabytes for long runs), and the tally only sums them by
-/// neighbour and lists each span once, so a sum kept in one event is the same to it.
+/// (16 bytes each, hundreds of megabytes for long runs), and the neighbour sums only add them
+/// up by neighbour and list each span once, so a sum kept in one event is the same to them.
 #[inline(always)]
 fn add_event(events: &mut Vec<(u32, u32, i64)>, x: u32, id: u32, n: i64) {
     match events.last_mut() {
@@ -363,9 +363,9 @@ const COMBINE_EVENTS: usize = 32;
 
 /// Sums the events of one span by neighbour when they are many: a long span that holds the pair
 /// next to the same few tokens again and again, not in a row (`🙂😀🙂…` merged by its lead
-/// bytes), gave one 16-byte event per occurrence, as much memory as the span table. The tally
-/// sums events by neighbour and lists each span once, so a span's events summed by neighbour
-/// (in any order) are the same to it.
+/// bytes), would give one 16-byte event per occurrence, as much memory as the span table. The
+/// neighbour sums add events up by neighbour and list each span once, so a span's events
+/// summed by neighbour (in any order) are the same to them.
 #[derive(Default)]
 struct Combiner {
     /// Per neighbour token: the stamp of the last span that saw it, and where in that span's
@@ -378,9 +378,8 @@ impl Combiner {
     /// Sums `events[start..]`, one span's, by neighbour, each sum where its neighbour first
     /// came, if there are more than [`COMBINE_EVENTS`]. One pass, no sort.
     ///
-    /// (This runs for every span merged, and nearly always has nothing to do: the check is
-    /// inlined, the work is not. As one call, the call alone took 4% of the merge loop on
-    /// kernel-docs.)
+    /// This runs for every span merged, and nearly always has nothing to do: the check is
+    /// inlined and the work is not, so that the common case costs no call.
     #[inline(always)]
     fn combine(&mut self, events: &mut Vec<(u32, u32, i64)>, start: usize) {
         if events.len() - start > COMBINE_EVENTS {
@@ -419,9 +418,9 @@ impl Combiner {
 /// A token next to a replaced occurrence of `(a, b)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Neighbour {
-    /// `x` was on the left: `(x, a)` is gone and `(x, token)` appeared.
+    /// `x` was on the left: `(x, a)` lost the occurrence and `(x, token)` gained one.
     Left(u32),
-    /// `y` was on the right: `(b, y)` is gone and `(token, y)` appeared.
+    /// `y` was on the right: `(b, y)` lost the occurrence and `(token, y)` gained one.
     Right(u32),
 }
 

@@ -116,9 +116,9 @@ def test_ctrl_c_inside_one_long_read_stops_quickly(setup, call):
         import bpeforge
         {setup}
         t = bpeforge.Trainer()
-        print("reading", flush=True)
         """,
-        call,
+        # The mark is printed inside the try, so that the signal never lands before it.
+        f'print("reading", flush=True); {call}',
         "reading",
         within=1.0,
     )

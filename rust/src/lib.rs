@@ -2,11 +2,16 @@
 //!
 //! The pipeline, one module per stage:
 //! 1. [`pretokenize`] splits each text into spans with a regex pattern;
-//! 2. [`count`] counts each distinct span, in parallel over a batch of texts;
-//! 3. [`merge`] runs the merge loop over the distinct spans and their counts;
+//! 2. [`count`] counts each distinct span: a [`Counter`] takes texts and counts them in batches
+//!    on a worker thread and a Rayon pool while they come, and gives the [`SpanCounts`];
+//! 3. [`merge`] runs the merge loop over the distinct spans and their counts ([`learn`]);
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
-//! The Python bindings live alone in `python.rs` (and `python/`); nothing else knows about Python.
+//! Training from Rust: push texts into a [`Counter`], [`Counter::finish`] it, turn the counts
+//! into spans ([`SpanCounts::into_spans`]) and [`learn`] from them (see the test in
+//! `count/counter.rs`). The Python bindings live alone in `python.rs` (and `python/`): they
+//! convert types, release the GIL and pull texts from Python iterators into the counter;
+//! nothing else knows about Python.
 //! [`sources`] reads texts from Arrow string arrays and Parquet files, before the stages;
 //! [`memory`] returns freed memory to the system between stages.
 
@@ -43,7 +48,7 @@ fn test_random(seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
-pub use count::SpanCounts;
+pub use count::{CallerLock, Counted, Counter, NoLock, SpanCounts};
 pub use error::Error;
 pub use merge::{learn, LearnOptions, Merge, Pair};
 pub use pretokenize::Splitter;

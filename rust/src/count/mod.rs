@@ -13,11 +13,12 @@ use crate::error::STOP_EVERY;
 use crate::{Error, Splitter};
 
 mod batch;
+mod counter;
 mod long;
 mod queue;
 
-pub use batch::{Batch, BatchSize, BufferError, Filler, HandOn, TextSink};
-pub use queue::ToQueue;
+pub use batch::{Batch, BufferError, TextSink};
+pub use counter::{CallerLock, Counted, Counter, NoLock, Progress};
 use long::LongTable;
 
 /// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred.
@@ -392,12 +393,12 @@ impl SpanCounts {
     /// Setting `stop` makes it give up soon (between two texts) with [`Error::Interrupted`]; the
     /// table then holds part of the batch, so a caller that stops should drop it.
     pub fn add_batch(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
-        self.add_batch_on(batch, splitter, stop, usize::MAX)
+        self.add_batch_on_threads(batch, splitter, stop, usize::MAX)
     }
 
     /// [`SpanCounts::add_batch`] on at most `threads` threads of the pool at once: the batch is
     /// cut into that many tasks or fewer (so that a core is left to whoever feeds the batches).
-    pub fn add_batch_on(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool, threads: usize) -> Result<(), Error> {
+    fn add_batch_on_threads(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool, threads: usize) -> Result<(), Error> {
         let task_bytes = TASK_BYTES.max(batch.bytes().div_ceil(threads.max(1)));
         let pool_threads = rayon::current_num_threads().max(1);
         if self.tables.len() < pool_threads {
@@ -429,19 +430,19 @@ impl SpanCounts {
     /// Splits every text of a batch and adds its spans on the calling thread alone, leaving the
     /// pool's threads (and cores) to others: for when whoever feeds the batches is slower than
     /// counting them. The same counts as [`SpanCounts::add_batch`].
-    pub fn add_batch_here(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
-        self.count_here(batch.text().as_bytes(), (0..batch.len()).map(|i| batch.get(i)), splitter, stop)
+    fn add_batch_on_this_thread(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        self.count_on_this_thread(batch.text().as_bytes(), (0..batch.len()).map(|i| batch.get(i)), splitter, stop)
     }
 
     /// Splits one text and adds its spans on the calling thread alone, as
-    /// [`SpanCounts::add_batch_here`] does for a batch: for a text too long to copy into a batch
-    /// of its own for nothing.
-    pub fn add_text_here(&mut self, text: &str, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
-        self.count_here(text.as_bytes(), std::iter::once(text), splitter, stop)
+    /// [`SpanCounts::add_batch_on_this_thread`] does for a batch: for a text too long to copy
+    /// into a batch of its own for nothing.
+    fn add_text_on_this_thread(&mut self, text: &str, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        self.count_on_this_thread(text.as_bytes(), std::iter::once(text), splitter, stop)
     }
 
     /// Counts `texts`, which all lie in `all`, into the first table.
-    fn count_here<'a>(&mut self, all: &[u8], texts: impl Iterator<Item = &'a str>, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+    fn count_on_this_thread<'a>(&mut self, all: &[u8], texts: impl Iterator<Item = &'a str>, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
         let table = self.first_table();
         let counted = table.count_in(all, texts, splitter, stop);
         table.settle();
@@ -457,7 +458,7 @@ impl SpanCounts {
     /// count from then on (thread `i` counts into table `i`): for tables that hold most spans
     /// already, which a batch then adds to rather than a table a thread starts anew (the join
     /// would look up each of its spans in the others).
-    pub fn absorb_first(&mut self, other: SpanCounts) {
+    fn absorb_first(&mut self, other: SpanCounts) {
         let before = self.tables.len();
         self.absorb(other);
         let added = self.tables.len() - before;
@@ -530,7 +531,7 @@ impl SpanCounts {
         let tables = &tables[..];
         // Most of a join's cost is looking spans up in the other tables, a cache miss each in a
         // large table: that is worth sharing out. When one table holds nearly all the spans (as
-        // after a thread counted alone while Python fed it), there is little to look up, and
+        // after a thread counted alone while its caller fed it), there is little to look up, and
         // parts would only add the copy that puts them together: one part then.
         let largest = tables.iter().map(Table::len).max().unwrap_or(0);
         let others = tables.iter().map(Table::len).sum::<usize>() - largest;
@@ -675,14 +676,14 @@ mod tests {
         let splitter = Splitter::new(presets::GPT4).unwrap();
         let go = AtomicBool::new(false);
         let (mut mine, mut theirs) = (SpanCounts::new(), SpanCounts::new());
-        mine.add_text_here("mine", &splitter, &go).unwrap();
-        theirs.add_text_here("theirs", &splitter, &go).unwrap();
+        mine.add_text_on_this_thread("mine", &splitter, &go).unwrap();
+        theirs.add_text_on_this_thread("theirs", &splitter, &go).unwrap();
         mine.absorb_first(SpanCounts::default()); // no table: nothing comes first
         assert_eq!(mine.tables.len(), 1);
         mine.absorb_first(theirs);
         assert_eq!(mine.tables.len(), 2);
         // Counting outside the pool (the first thread's table) adds to theirs now.
-        mine.add_text_here("theirs mine", &splitter, &go).unwrap();
+        mine.add_text_on_this_thread("theirs mine", &splitter, &go).unwrap();
         assert_eq!((mine.tables[0].get(b"theirs"), mine.tables[0].get(b" mine"), mine.tables[0].get(b"mine")), (2, 1, 0));
         assert_eq!((mine.tables[1].get(b"mine"), mine.tables[1].get(b"theirs")), (1, 0));
         let want: Vec<(Vec<u8>, u64)> = [(&b" mine"[..], 1), (b"mine", 1), (b"theirs", 2)].iter().map(|(b, n)| (b.to_vec(), *n)).collect();
@@ -698,12 +699,12 @@ mod tests {
         let mut next = crate::test_random(11);
         for _ in 0..300 {
             let text: String = (0..next(12)).map(|_| ["a", " bcd", " 7", "\n\n", " averyveryverylongword", "é!", " x"][next(7) as usize]).collect();
-            let (mut here, mut batched) = (SpanCounts::new(), SpanCounts::new());
-            here.add(b" x", 2); // (counted before: the text's spans add to them)
+            let (mut in_place, mut batched) = (SpanCounts::new(), SpanCounts::new());
+            in_place.add(b" x", 2); // (counted before: the text's spans add to them)
             batched.add(b" x", 2);
-            here.add_text_here(&text, &splitter, &go).unwrap();
+            in_place.add_text_on_this_thread(&text, &splitter, &go).unwrap();
             batched.add_texts(&[&text], &splitter).unwrap();
-            assert_eq!(sorted(here.into_spans(&go).unwrap()), sorted(batched.into_spans(&go).unwrap()), "{text:?}");
+            assert_eq!(sorted(in_place.into_spans(&go).unwrap()), sorted(batched.into_spans(&go).unwrap()), "{text:?}");
         }
     }
 
@@ -725,7 +726,7 @@ mod tests {
         let want = sorted(all.into_spans(&stop).unwrap());
         for threads in 1..4 {
             let mut some = SpanCounts::new();
-            pool.install(|| some.add_batch_on(&batch, &splitter, &stop, threads)).unwrap();
+            pool.install(|| some.add_batch_on_threads(&batch, &splitter, &stop, threads)).unwrap();
             let used = some.tables.iter().filter(|t| t.len() > 0).count();
             assert!(used <= threads, "{used} tables used, at most {threads} threads asked for");
             assert_eq!(sorted(some.into_spans(&stop).unwrap()), want, "on {threads} threads");
@@ -865,7 +866,7 @@ mod tests {
                     if k % 3 == 1 {
                         let mut batch = Batch::new();
                         chunk.iter().for_each(|t| batch.push(t));
-                        counts.add_batch_here(&batch, &splitter, &AtomicBool::new(false)).unwrap();
+                        counts.add_batch_on_this_thread(&batch, &splitter, &AtomicBool::new(false)).unwrap();
                     } else {
                         counts.add_texts(chunk, &splitter).unwrap();
                     }

@@ -17,8 +17,9 @@ pub(super) struct BatchQueue<'a> {
     /// `None` once the queue is closed.
     to_worker: Option<SyncSender<Batch>>,
     /// Counted batches come back here to be filled again: their memory is already mapped, so
-    /// filling one does not fault in fresh pages.
-    returned: Receiver<Batch>,
+    /// filling one does not fault in fresh pages. `None` once the queue is closed (the batches
+    /// the worker gives back then are dropped at once).
+    returned: Option<Receiver<Batch>>,
     /// Whether a batch the queue has no room for is counted by the feeding thread (else it
     /// waits for room).
     count_when_full: bool,
@@ -52,7 +53,7 @@ impl<'a> BatchQueue<'a> {
     ) -> Self {
         BatchQueue {
             to_worker: Some(to_worker),
-            returned,
+            returned: Some(returned),
             count_when_full,
             feeder_counts: SpanCounts::new(),
             failed: None,
@@ -105,7 +106,7 @@ impl<'a> BatchQueue<'a> {
             to_worker.send(full).map_err(|e| TrySendError::Disconnected(e.0))
         };
         match sent {
-            Ok(()) => self.returned.try_recv().unwrap_or_default(),
+            Ok(()) => self.returned.as_ref().and_then(|returned| returned.try_recv().ok()).unwrap_or_default(),
             Err(TrySendError::Full(full)) => {
                 let counted = self.feeder_counts.add_batch_on_this_thread(&full, &self.splitter, &self.stop);
                 self.fail_on(counted);
@@ -158,6 +159,7 @@ impl<'a> BatchQueue<'a> {
     /// with.
     pub(super) fn close(&mut self) -> Result<SpanCounts, Error> {
         self.to_worker = None;
+        self.returned = None;
         self.closed = true;
         match self.failed.take() {
             Some(e) => Err(e),

@@ -46,7 +46,8 @@ pub(super) fn text_of<'a>(item: &'a Bound<'_, PyAny>, what: impl Fn() -> String,
 struct Gil {
     /// Set while the feeding thread pushes texts without the GIL (an Arrow array's).
     released: AtomicBool,
-    /// The counter's stop flag, set when Ctrl-C's handler raised.
+    /// The counter's stop flag, set when Ctrl-C's handler raised (so that the counter stops:
+    /// the feeding loop looks for what was raised only then).
     stop: Arc<AtomicBool>,
     /// What Ctrl-C's handler raised, until the feeding loop raises it.
     interrupted: Mutex<Option<PyErr>>,
@@ -150,14 +151,16 @@ fn feed(
     for (position, item) in iterator.enumerate() {
         shutdown::pause_point(py); // see shutdown.rs
         let pushed = push_item(&item?, position as u64, counter, gil);
-        // Ctrl-C first: an error found later in the same item is not what stopped it.
-        if let Some(e) = gil.take_interrupted() {
-            return Err(e);
-        }
-        pushed?;
         if counter.is_stopped() {
+            // Ctrl-C first (it stops the counter): an error found later in the same item is not
+            // what stopped it.
+            if let Some(e) = gil.take_interrupted() {
+                return Err(e);
+            }
+            pushed?;
             return Ok(()); // the counter stopped on an error, which finishing gives
         }
+        pushed?;
         let now = counter.progress();
         if now.batches != reported {
             reported = now.batches;

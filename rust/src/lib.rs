@@ -8,8 +8,32 @@
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
 //! Training from Rust: push texts into a [`Counter`], [`Counter::finish`] it, turn the counts
-//! into spans ([`SpanCounts::into_spans`]) and [`learn`] from them (see the test in
-//! `count/counter.rs`). The Python bindings live alone in `python.rs` (and `python/`): they
+//! into spans ([`SpanCounts::into_spans`]) and [`learn`] from them:
+//!
+//! ```
+//! use std::ops::ControlFlow;
+//! use std::sync::{atomic::AtomicBool, Arc};
+//! use bpeforge::{learn, pretokenize::presets, Counter, LearnOptions, NoLock, Splitter};
+//!
+//! let splitter = Splitter::new(presets::GPT4)?;
+//! let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build()?);
+//! let stop = Arc::new(AtomicBool::new(false));
+//! let mut counter = Counter::new(&splitter, Arc::clone(&pool), 8192, Arc::clone(&stop), &NoLock)?;
+//! for text in ["the cat sat on the mat", "the cat ate"] {
+//!     counter.push(text);
+//! }
+//! let counted = counter.finish()?;
+//! let options = LearnOptions { vocab_size: 256 + 3, min_frequency: 1 };
+//! let learned = pool.install(|| {
+//!     let spans = counted.counts.into_spans(&stop)?;
+//!     learn(spans, &options, &stop, |_merge, _vocab| ControlFlow::Continue(()))
+//! })?;
+//! assert_eq!(learned.vocab.len(), 256 + 3);
+//! assert_eq!(learned.vocab.tokens().nth(256), Some(&b"at"[..])); // 5 times: the commonest pair
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The Python bindings live alone in `python.rs` (and `python/`): they
 //! convert types, release the GIL and pull texts from Python iterators into the counter;
 //! nothing else knows about Python.
 //! [`sources`] reads texts from Arrow string arrays and Parquet files, before the stages;

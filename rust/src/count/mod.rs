@@ -235,7 +235,8 @@ impl Spans {
         self.counts.push(count);
     }
 
-    /// Appends the span a [`short_key`](table::short_key) packs: its 16 bytes in one store, then cut to its length.
+    /// Appends the span a short key packs (see `table.rs`): its 16 bytes in one store, then cut
+    /// to its length.
     fn push_short(&mut self, key: u128, count: u64) {
         let end = self.bytes.len() + short_len(key);
         self.bytes.extend_from_slice(&key.to_le_bytes());

@@ -2,11 +2,40 @@
 //!
 //! The pipeline, one module per stage:
 //! 1. [`pretokenize`] splits each text into spans with a regex pattern;
-//! 2. [`count`] counts each distinct span, in parallel over a batch of texts;
-//! 3. [`merge`] runs the merge loop over the distinct spans and their counts;
+//! 2. [`count`] counts each distinct span: a [`Counter`] takes texts and counts them in batches
+//!    on a worker thread and a Rayon pool while they come, and gives the [`SpanCounts`];
+//! 3. [`merge`] runs the merge loop over the distinct spans and their counts ([`learn`]);
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
-//! The Python bindings live alone in `python.rs` (and `python/`); nothing else knows about Python.
+//! Training from Rust: push texts into a [`Counter`], [`Counter::finish`] it, turn the counts
+//! into spans ([`SpanCounts::into_spans`]) and [`learn`] from them:
+//!
+//! ```
+//! use std::ops::ControlFlow;
+//! use std::sync::{atomic::AtomicBool, Arc};
+//! use bpeforge::{learn, pretokenize::presets, Counter, LearnOptions, NoLock, Splitter};
+//!
+//! let splitter = Splitter::new(presets::GPT4)?;
+//! let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build()?);
+//! let stop = Arc::new(AtomicBool::new(false));
+//! let mut counter = Counter::new(&splitter, Arc::clone(&pool), 8192, Arc::clone(&stop), &NoLock)?;
+//! for text in ["the cat sat on the mat", "the cat ate"] {
+//!     counter.push(text);
+//! }
+//! let counted = counter.finish()?;
+//! let options = LearnOptions { vocab_size: 256 + 3, min_frequency: 1 };
+//! let learned = pool.install(|| {
+//!     let spans = counted.counts.into_spans(&stop)?;
+//!     learn(spans, &options, &stop, |_merge, _vocab| ControlFlow::Continue(()))
+//! })?;
+//! assert_eq!(learned.vocab.len(), 256 + 3);
+//! assert_eq!(learned.vocab.tokens().nth(256), Some(&b"at"[..])); // 5 times: the commonest pair
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The Python bindings live alone in `python.rs` (and `python/`): they
+//! convert types, release the GIL and pull texts from Python iterators into the counter;
+//! nothing else knows about Python.
 //! [`sources`] reads texts from Arrow string arrays and Parquet files, before the stages;
 //! [`memory`] returns freed memory to the system between stages.
 
@@ -44,7 +73,7 @@ fn test_random(seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
-pub use count::SpanCounts;
+pub use count::{CallerLock, Counted, Counter, NoLock, SpanCounts};
 pub use error::Error;
 pub use merge::{learn, LearnOptions, Merge, Pair};
 pub use pretokenize::Splitter;

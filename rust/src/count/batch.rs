@@ -1,5 +1,5 @@
 //! Batches: texts stored end to end, as they go from whoever reads them to the counting
-//! threads, and the filler that cuts a stream of texts into batches of a bounded size.
+//! threads, and the [`Batcher`] that cuts a stream of texts into batches of a bounded size.
 
 /// A batch of texts stored end to end in one buffer, so that handing over a batch costs one
 /// copy of its bytes and no allocation per text.
@@ -142,58 +142,64 @@ impl TextSink for Batch {
 /// over many tiny batches costs more than counting them), or as soon as it holds `max_bytes`,
 /// however few texts that is (bounded memory).
 #[derive(Debug, Clone, Copy)]
-pub struct BatchSize {
-    pub texts: usize,
-    pub min_bytes: usize,
-    pub max_bytes: usize,
+pub(super) struct BatchSize {
+    pub(super) texts: usize,
+    pub(super) min_bytes: usize,
+    pub(super) max_bytes: usize,
 }
 
 impl BatchSize {
     /// Whether a batch of `len` texts and `bytes` bytes is full.
     #[inline]
-    pub fn is_full(&self, len: usize, bytes: usize) -> bool {
+    pub(super) fn is_full(&self, len: usize, bytes: usize) -> bool {
         (len >= self.texts && bytes >= self.min_bytes) || bytes >= self.max_bytes
     }
 }
 
-/// Whoever takes the batches a [`Filler`] fills: it gets each full batch and gives back an
+/// Whoever takes the batches a [`Batcher`] fills: it gets each full batch and gives back an
 /// empty one to fill next.
-pub trait HandOn {
-    fn hand_on(&mut self, full: Batch) -> Batch;
+pub(super) trait BatchReceiver {
+    fn receive(&mut self, full: Batch) -> Batch;
 }
 
-/// Fills a batch and hands it on the moment it is full, after whichever text filled it, even
-/// in the middle of a buffer of texts: so a batch never holds more than [`BatchSize`] allows
-/// (but for the one text that filled it), however many texts come at once.
-pub struct Filler<H> {
+/// Fills a batch and hands it to its receiver the moment it is full, after whichever text
+/// filled it, even in the middle of a buffer of texts: so a batch never holds more than
+/// [`BatchSize`] allows (but for the one text that filled it), however many texts come at once.
+pub(super) struct Batcher<R> {
     batch: Batch,
     size: BatchSize,
     /// Where the full batches go.
-    pub out: H,
+    pub(super) receiver: R,
 }
 
-impl<H: HandOn> Filler<H> {
-    pub fn new(size: BatchSize, out: H) -> Self {
-        Filler { batch: Batch::new(), size, out }
+impl<R: BatchReceiver> Batcher<R> {
+    pub(super) fn new(size: BatchSize, receiver: R) -> Self {
+        Batcher { batch: Batch::new(), size, receiver }
+    }
+
+    /// When a batch is full.
+    #[inline]
+    pub(super) fn size(&self) -> BatchSize {
+        self.size
     }
 
     /// The batch being filled.
-    pub fn batch(&self) -> &Batch {
+    pub(super) fn batch(&self) -> &Batch {
         &self.batch
     }
 
     /// Appends one text without handing the batch on; says whether the batch is now full (then
-    /// the caller hands it on with [`Filler::flush`], when it suits it).
+    /// the caller hands it on with [`Batcher::flush`], when it suits it).
     #[inline]
-    pub fn add(&mut self, text: &str) -> bool {
+    pub(super) fn add(&mut self, text: &str) -> bool {
         self.batch.push(text);
         self.size.is_full(self.batch.len(), self.batch.bytes())
     }
 
-    /// Hands the batch on, full or not, and starts the next one.
-    pub fn flush(&mut self) {
+    /// Hands the batch to the receiver, full or not, and starts the next one.
+    pub(super) fn flush(&mut self) {
         let full = std::mem::take(&mut self.batch);
-        self.batch = self.out.hand_on(full);
+        self.batch = self.receiver.receive(full);
         self.batch.clear();
         // A batch that took one very long text (a document of tens of MB) grew to fit it: give
         // that memory back rather than keep it for batches of the usual size, in every batch
@@ -204,7 +210,7 @@ impl<H: HandOn> Filler<H> {
     }
 }
 
-impl<H: HandOn> TextSink for Filler<H> {
+impl<R: BatchReceiver> TextSink for Batcher<R> {
     fn push(&mut self, text: &str) {
         if self.add(text) {
             self.flush();
@@ -265,8 +271,8 @@ mod tests {
     #[derive(Default)]
     struct Kept(Vec<Vec<String>>);
 
-    impl HandOn for Kept {
-        fn hand_on(&mut self, full: Batch) -> Batch {
+    impl BatchReceiver for Kept {
+        fn receive(&mut self, full: Batch) -> Batch {
             self.0.push((0..full.len()).map(|i| full.get(i).to_string()).collect());
             full // (given back to be filled again, as the counting worker does)
         }
@@ -275,24 +281,24 @@ mod tests {
     #[test]
     fn a_batch_grown_by_one_long_text_is_not_kept_for_the_next_texts() {
         let size = BatchSize { texts: 4, min_bytes: 0, max_bytes: 100 };
-        let mut filler = Filler::new(size, Kept::default());
-        filler.push(&"a".repeat(50));
-        filler.push(&"b".repeat(10_000)); // fills the batch: it is handed on, and given back
-        assert_eq!(filler.out.0.len(), 1);
-        assert!(filler.batch().is_empty());
-        assert!(filler.batch().text.capacity() <= 2 * size.max_bytes, "the long text's memory was kept");
-        filler.push(&"c".repeat(150)); // a batch of the usual size keeps its memory
-        assert!(filler.batch().is_empty() && filler.batch().text.capacity() >= 150);
-        assert_eq!(filler.out.0[1], vec!["c".repeat(150)]);
+        let mut batcher = Batcher::new(size, Kept::default());
+        batcher.push(&"a".repeat(50));
+        batcher.push(&"b".repeat(10_000)); // fills the batch: it is handed on, and given back
+        assert_eq!(batcher.receiver.0.len(), 1);
+        assert!(batcher.batch().is_empty());
+        assert!(batcher.batch().text.capacity() <= 2 * size.max_bytes, "the long text's memory was kept");
+        batcher.push(&"c".repeat(150)); // a batch of the usual size keeps its memory
+        assert!(batcher.batch().is_empty() && batcher.batch().text.capacity() >= 150);
+        assert_eq!(batcher.receiver.0[1], vec!["c".repeat(150)]);
     }
 
     #[test]
-    fn filler_hands_on_each_batch_as_the_text_that_fills_it_comes() {
+    fn batcher_hands_on_each_batch_as_the_text_that_fills_it_comes() {
         let mut draw = crate::test_random(7);
         let mut next = |n: usize| draw(n as u64) as usize;
         for round in 0..300 {
             let size = BatchSize { texts: 1 + next(6), min_bytes: next(20), max_bytes: 1 + next(60) };
-            let mut filler = Filler::new(size, Kept::default());
+            let mut batcher = Batcher::new(size, Kept::default());
             let mut all: Vec<String> = Vec::new();
             for _ in 0..next(12) {
                 // Texts of 0 to 39 characters, some of them two bytes long.
@@ -303,35 +309,35 @@ mod tests {
                 }
                 if next(3) == 0 {
                     for t in &texts {
-                        filler.push(t);
+                        batcher.push(t);
                     }
                 } else {
                     let data = texts.concat();
                     let ends: Vec<usize> = texts.iter().scan(0, |end, t| { *end += t.len(); Some(*end) }).collect();
-                    filler.push_buffer(data.as_bytes(), &ends).unwrap();
+                    batcher.push_buffer(data.as_bytes(), &ends).unwrap();
                 }
                 all.extend(texts);
             }
-            let rest: Vec<String> = (0..filler.batch().len()).map(|i| filler.batch().get(i).to_string()).collect();
+            let rest: Vec<String> = (0..batcher.batch().len()).map(|i| batcher.batch().get(i).to_string()).collect();
             let bytes = |texts: &[String]| texts.iter().map(String::len).sum::<usize>();
-            for batch in &filler.out.0 {
+            for batch in &batcher.receiver.0 {
                 assert!(size.is_full(batch.len(), bytes(batch)), "round {round}: a batch was handed on before it was full");
                 let before = &batch[..batch.len() - 1];
                 assert!(!size.is_full(before.len(), bytes(before)), "round {round}: a batch was full before its last text");
             }
             assert!(!size.is_full(rest.len(), bytes(&rest)), "round {round}: a full batch was kept");
-            let got: Vec<String> = filler.out.0.concat().into_iter().chain(rest).collect();
+            let got: Vec<String> = batcher.receiver.0.concat().into_iter().chain(rest).collect();
             assert_eq!(got, all, "round {round}: texts lost, added or out of order");
         }
     }
 
     #[test]
-    fn filler_fails_on_bad_offsets() {
+    fn batcher_fails_on_bad_offsets() {
         let size = BatchSize { texts: 1, min_bytes: 0, max_bytes: 100 };
-        let mut filler = Filler::new(size, Kept::default());
-        assert_eq!(filler.push_buffer("héllo".as_bytes(), &[2]), Err(BufferError::InsideCharacter { end: 2 }));
-        assert_eq!(filler.push_buffer(b"hello", &[3, 2]), Err(BufferError::OutOfOrder { end: 2 }));
+        let mut batcher = Batcher::new(size, Kept::default());
+        assert_eq!(batcher.push_buffer("héllo".as_bytes(), &[2]), Err(BufferError::InsideCharacter { end: 2 }));
+        assert_eq!(batcher.push_buffer(b"hello", &[3, 2]), Err(BufferError::OutOfOrder { end: 2 }));
         // Positions are in the buffer given, whichever batch the faulty text went to.
-        assert_eq!(filler.push_buffer(b"a\xff", &[1, 2]), Err(BufferError::NotUtf8 { at: 1 }));
+        assert_eq!(batcher.push_buffer(b"a\xff", &[1, 2]), Err(BufferError::NotUtf8 { at: 1 }));
     }
 }

@@ -1,11 +1,11 @@
-//! Spans of more than [`super::SHORT`] bytes and their counts, in one buffer: a long span is
+//! Spans of more than [`super::table::SHORT`] bytes and their counts, in one buffer: a long span is
 //! copied once, at its first occurrence, to the end of the table's bytes, and found again
 //! through an open-addressing index of (hash, place, count). Joining tables and laying them out
 //! flat then reads two arrays, instead of visiting and freeing one heap block per span.
 
 use std::sync::OnceLock;
 
-use super::{over_full, probe, regrow, slice_part};
+use super::table::{over_full, probe, regrow, slice_part};
 
 /// One span of the index: where its bytes are in `LongTable::bytes`, its full hash (compared
 /// before the bytes, and reused when the index grows or tables are joined), and its count.

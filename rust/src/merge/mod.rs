@@ -417,12 +417,12 @@ fn check_total(spans: &Spans) -> Result<(), Error> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
     /// The specification, run naively: recount every pair before every merge.
-    fn naive(spans: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Merge> {
+    pub(crate) fn naive(spans: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Merge> {
         let mut vocab = Vocab::bytes();
         let mut words: Vec<(Vec<u32>, u64)> =
             spans.iter().map(|(b, n)| (b.iter().map(|&x| x as u32).collect(), *n)).collect();

@@ -668,7 +668,7 @@ mod tests {
         );
     }
 
-    /// Hand-picked strings around every alternative's edges.
+    /// Hand-picked strings around every alternative's edges (long: the list of cases).
     #[test]
     fn tricky_cases_match_fancy_regex() {
         let cases = [
@@ -924,7 +924,28 @@ mod tests {
         }
     }
 
-    /// Real text: the kernel corpus and Python's standard library, where present.
+    /// The corpora of the folder named by `BPEFORGE_CORPUS_DIR` (none if it is unset).
+    fn corpus_files() -> Vec<std::path::PathBuf> {
+        let Some(dir) = std::env::var_os("BPEFORGE_CORPUS_DIR") else {
+            return Vec::new();
+        };
+        let dir = std::path::PathBuf::from(dir);
+        ["kernel-docs.txt", "kernel-code.txt"].iter().map(|name| dir.join(name)).collect()
+    }
+
+    /// The standard library's folder of the Python that `$PYTHON` (or `python3`) runs, if any.
+    fn python_stdlib() -> Option<std::path::PathBuf> {
+        let python = std::env::var_os("PYTHON").unwrap_or_else(|| "python3".into());
+        let out = std::process::Command::new(python)
+            .args(["-c", "import sysconfig; print(sysconfig.get_path('stdlib'))"])
+            .output()
+            .ok()
+            .filter(|out| out.status.success())?;
+        Some(String::from_utf8(out.stdout).ok()?.trim().into())
+    }
+
+    /// Real text: the corpora of `BPEFORGE_CORPUS_DIR`, if set, and the sources of Python's
+    /// standard library, if a Python is found.
     #[test]
     fn real_text_matches_fancy_regex() {
         let limit = if cfg!(debug_assertions) {
@@ -933,13 +954,10 @@ mod tests {
             4 << 20
         };
         let mut texts = Vec::new();
-        for path in [
-            "/root/corpus/kernel-docs.txt",
-            "/root/corpus/kernel-code.txt",
-        ] {
-            texts.extend(read_prefix(path.as_ref(), limit));
+        for path in corpus_files() {
+            texts.extend(read_prefix(&path, limit));
         }
-        if let Ok(dir) = std::fs::read_dir("/root/.pyenv/versions/3.11.7/lib/python3.11") {
+        if let Some(dir) = python_stdlib().and_then(|stdlib| std::fs::read_dir(stdlib).ok()) {
             let mut paths: Vec<_> = dir
                 .filter_map(|e| e.ok().map(|e| e.path()))
                 .filter(|p| p.extension().is_some_and(|x| x == "py"))
@@ -993,17 +1011,18 @@ mod tests {
     }
 
     /// Throughput (per core, thread CPU time, best of 3) of the scanner against fancy-regex on
-    /// the kernel corpus:
-    /// `CARGO_TARGET_DIR=/tmp/target-scan cargo test --release --lib pretokenize::scan::tests::throughput -- --ignored --nocapture`
+    /// the corpora of `BPEFORGE_CORPUS_DIR`:
+    /// `BPEFORGE_CORPUS_DIR=<folder> cargo test --release --lib pretokenize::scan::tests::throughput -- --ignored --nocapture`
     #[test]
     #[ignore]
     fn throughput() {
         let limit = 32 << 20;
-        for path in [
-            "/root/corpus/kernel-docs.txt",
-            "/root/corpus/kernel-code.txt",
-        ] {
-            let Some(text) = read_prefix(path.as_ref(), limit) else {
+        if corpus_files().is_empty() {
+            println!("BPEFORGE_CORPUS_DIR is not set: nothing to measure");
+        }
+        for file in corpus_files() {
+            let path = file.display();
+            let Some(text) = read_prefix(&file, limit) else {
                 println!("{path}: absent");
                 continue;
             };

@@ -37,21 +37,21 @@ static EXITING: AtomicBool = AtomicBool::new(false);
 
 /// The trainings of this process that may pause, and those paused now. (A child made by
 /// `fork()` starts with none: the parent's other threads were not copied.)
-struct Counts {
+struct Trainings {
     process: u32,
     pausable: usize,
     paused: usize,
 }
 
-static COUNTS: Mutex<Counts> = Mutex::new(Counts { process: 0, pausable: 0, paused: 0 });
+static TRAININGS: Mutex<Trainings> = Mutex::new(Trainings { process: 0, pausable: 0, paused: 0 });
 
-fn counts<R>(f: impl FnOnce(&mut Counts) -> R) -> R {
-    let mut counts = COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+fn trainings<R>(f: impl FnOnce(&mut Trainings) -> R) -> R {
+    let mut trainings = TRAININGS.lock().unwrap_or_else(PoisonError::into_inner);
     let process = std::process::id();
-    if counts.process != process {
-        *counts = Counts { process, pausable: 0, paused: 0 };
+    if trainings.process != process {
+        *trainings = Trainings { process, pausable: 0, paused: 0 };
     }
-    f(&mut counts)
+    f(&mut trainings)
 }
 
 /// How long the hook waits for trainings to pause (one blocked in the user's iterator may never
@@ -88,7 +88,7 @@ impl Running {
         let stage = match outer {
             Stage::None if is_exit_thread() => Stage::GoesOn,
             Stage::None => {
-                counts(|c| c.pausable += 1);
+                trainings(|c| c.pausable += 1);
                 Stage::MayPause
             }
             nested => nested,
@@ -104,7 +104,7 @@ impl Drop for Running {
         if self.outer == Stage::None {
             STAGE.with(|s| s.set(Stage::None));
             if stage == Stage::MayPause {
-                counts(|c| c.pausable = c.pausable.saturating_sub(1));
+                trainings(|c| c.pausable = c.pausable.saturating_sub(1));
             }
         }
         // A nested training leaves the stage as it is: a pause it made stands for the thread.
@@ -171,7 +171,7 @@ pub(super) fn safe_point() {
         return;
     }
     STAGE.with(|s| s.set(Stage::GoesOn));
-    counts(|c| c.paused += 1);
+    trainings(|c| c.paused += 1);
     let since = Instant::now();
     while since.elapsed() < PAUSE {
         if finalizing() {
@@ -179,7 +179,7 @@ pub(super) fn safe_point() {
         }
         std::thread::sleep(Duration::from_millis(1));
     }
-    counts(|c| {
+    trainings(|c| {
         c.paused = c.paused.saturating_sub(1);
         c.pausable = c.pausable.saturating_sub(1); // no longer pausable (see Running's drop)
     });
@@ -202,7 +202,7 @@ fn _before_exit(py: Python<'_>) {
     EXITING.store(true, Ordering::SeqCst);
     py.detach(|| {
         let since = Instant::now();
-        while counts(|c| c.paused < c.pausable) && since.elapsed() < WAIT {
+        while trainings(|c| c.paused < c.pausable) && since.elapsed() < WAIT {
             std::thread::sleep(Duration::from_millis(1));
         }
     });

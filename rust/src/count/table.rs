@@ -1,0 +1,413 @@
+//! One thread's span counts: a table for spans of up to [`SHORT`] bytes packed in one `u128`,
+//! one for longer spans ([`LongTable`]), and the open addressing both use.
+
+use std::hash::BuildHasher;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use super::long::LongTable;
+use super::{Batch, Spans};
+use crate::error::stop_due;
+use crate::{Error, Splitter};
+
+/// One thread's counts. Spans of up to 15 bytes, most of them, are keys packed in one `u128`
+/// (see [`short_key`]) in a [`ShortTable`]: hashing and comparing them reads no memory besides
+/// the table. Spans of one byte, a fifth of all spans in English text, are counted in an array
+/// while a batch is counted; longer spans than 15 bytes go to a [`LongTable`].
+#[derive(Debug, Clone)]
+pub(super) struct Table {
+    /// Spans of one byte, while a batch is counted (then added to `short`).
+    single: Box<[u64; 256]>,
+    short: ShortTable,
+    long: LongTable,
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Self { single: Box::new([0; 256]), short: ShortTable::default(), long: LongTable::default() }
+    }
+}
+
+/// A slot of a [`ShortTable`]: a key (0 if the slot is free: a key holds the span's length,
+/// which is at least 1) and its count. Two slots fill a cache line exactly.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct Slot {
+    key: u128,
+    count: u64,
+}
+
+/// Counts of spans of up to [`SHORT`] bytes by [`short_key`]: open addressing with linear
+/// probing in a power-of-two array of slots, so that where a key's lookup will start is known
+/// from its hash alone, and can be fetched ahead of the lookup ([`ShortTable::prefetch`]).
+#[derive(Debug, Clone)]
+struct ShortTable {
+    slots: Vec<Slot>,
+    len: usize,
+    seeds: (u64, u64),
+}
+
+impl Default for ShortTable {
+    fn default() -> Self {
+        ShortTable { slots: vec![Slot::default(); 1 << 10], len: 0, seeds: short_seeds() }
+    }
+}
+
+impl ShortTable {
+    #[inline(always)]
+    fn hash(&self, key: u128) -> u64 {
+        hash_short(key, self.seeds)
+    }
+
+    #[inline(always)]
+    fn start(&self, hash: u64) -> usize {
+        hash as usize & (self.slots.len() - 1)
+    }
+
+    /// Asks for the cache line where the lookup of a key of this hash starts.
+    #[inline(always)]
+    fn prefetch(&self, hash: u64) {
+        crate::memory::prefetch(self.slots.as_ptr().wrapping_add(self.start(hash)));
+    }
+
+    /// Adds `n` to the count of `key`, whose hash is `hash`.
+    #[inline(always)]
+    fn add(&mut self, key: u128, hash: u64, n: u64) {
+        match probe(&self.slots, hash, |s| s.key == key, |s| s.key == 0) {
+            Ok(i) => self.slots[i].count = self.slots[i].count.saturating_add(n),
+            Err(i) => {
+                self.slots[i] = Slot { key, count: n };
+                self.len += 1;
+                if over_full(self.len, self.slots.len()) {
+                    self.grow();
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let seeds = self.seeds;
+        regrow(&mut self.slots, |s| hash_short(s.key, seeds), |s| s.key == 0);
+    }
+
+    fn get(&self, key: u128) -> Option<u64> {
+        self.get_hashed(key, self.hash(key))
+    }
+
+    /// [`ShortTable::get`] for a key whose hash is `hash`.
+    #[inline]
+    fn get_hashed(&self, key: u128, hash: u64) -> Option<u64> {
+        probe(&self.slots, hash, |s| s.key == key, |s| s.key == 0).ok().map(|i| self.slots[i].count)
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The keys and counts held in part `part` of `parts` (`part < parts`) of the slots.
+    fn iter_part(&self, part: usize, parts: usize) -> impl Iterator<Item = (u128, u64)> + '_ {
+        self.slots[slice_part(self.slots.len(), part, parts)].iter().filter(|s| s.key != 0).map(|s| (s.key, s.count))
+    }
+}
+
+/// Linear probing in a power-of-two array of slots, from where `hash` puts a key: the first
+/// slot that holds the key (`Ok`) or is free (`Err`), whichever comes first. The tables keep a
+/// free slot (see [`over_full`]), so the probe ends.
+#[inline(always)]
+pub(super) fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, free: impl Fn(&S) -> bool) -> Result<usize, usize> {
+    let mask = slots.len() - 1;
+    let mut i = hash as usize & mask;
+    loop {
+        let slot = &slots[i];
+        if holds_key(slot) {
+            return Ok(i);
+        }
+        if free(slot) {
+            return Err(i);
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/// Doubles a table's slots, putting each held slot where [`probe`] will look for it (`hash`
+/// gives a held slot's hash, `free` tells a free slot).
+pub(super) fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -> u64, free: impl Fn(&S) -> bool) {
+    let old = std::mem::replace(slots, vec![S::default(); 2 * slots.len()]);
+    for slot in old.into_iter().filter(|s| !free(s)) {
+        let (Ok(i) | Err(i)) = probe(slots, hash(&slot), |_| false, &free);
+        slots[i] = slot;
+    }
+}
+
+/// Part `part` of `parts` equal parts (but for rounding) of `0..len`.
+pub(super) fn slice_part(len: usize, part: usize, parts: usize) -> std::ops::Range<usize> {
+    len * part / parts..len * (part + 1) / parts
+}
+
+/// Whether a table of `slots` slots holding `len` keys must grow: at most 3/4 full, so that
+/// probes stay short.
+#[inline(always)]
+pub(super) fn over_full(len: usize, slots: usize) -> bool {
+    len * 4 > slots * 3
+}
+
+/// Spans up to this many bytes are packed in a [`short_key`].
+pub(super) const SHORT: usize = 15;
+
+impl Table {
+    #[inline]
+    pub(super) fn add(&mut self, span: &[u8], n: u64) {
+        if span.len() <= SHORT {
+            let key = short_key(span);
+            self.short.add(key, self.short.hash(key), n);
+        } else {
+            self.long.add(span, n);
+        }
+    }
+
+    /// Splits texts `range` of `batch` and adds their spans, giving up between two texts once
+    /// `stop` is set. Spans of one byte are counted apart, until [`Table::settle`].
+    pub(super) fn count(&mut self, batch: &Batch, range: std::ops::Range<usize>, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
+        self.count_in(batch.text().as_bytes(), range.map(|i| batch.get(i)), splitter, stop)
+    }
+
+    /// Splits `texts`, which all lie in `all`, and adds their spans.
+    pub(super) fn count_in<'a>(
+        &mut self,
+        all: &[u8],
+        texts: impl Iterator<Item = &'a str>,
+        splitter: &Splitter,
+        stop: &AtomicBool,
+    ) -> Result<(), Error> {
+        // Short spans wait `AHEAD` spans between their hash (when their slot is prefetched)
+        // and their lookup, so that lookups do not wait for memory one after the other.
+        const AHEAD: usize = 16;
+        let mut waiting = [(0u128, 0u64); AHEAD];
+        let mut next = 0;
+        for text in texts {
+            if stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+            splitter.for_each_span(text, |span| match *span.as_bytes() {
+                [b] => self.single[usize::from(b)] += 1,
+                ref span if span.len() <= SHORT => {
+                    // The span's key from the 16 bytes where it starts in `all`, in one load:
+                    // short_key's branches on the length, which varies at random from span to
+                    // span, cost more. (Within 16 bytes of the end of `all`: short_key.)
+                    let at = (span.as_ptr() as usize).wrapping_sub(all.as_ptr() as usize);
+                    let key = match all.get(at..).and_then(<[u8]>::first_chunk::<16>) {
+                        Some(chunk) => short_key_at(chunk, span.len()),
+                        None => short_key(span),
+                    };
+                    debug_assert_eq!(key, short_key(span));
+                    let hash = self.short.hash(key);
+                    self.short.prefetch(hash);
+                    let (key, hash) = std::mem::replace(&mut waiting[next], (key, hash));
+                    next = (next + 1) % AHEAD;
+                    if key != 0 {
+                        self.short.add(key, hash, 1);
+                    }
+                }
+                ref span => self.add(span, 1),
+            })?;
+        }
+        for (key, hash) in waiting {
+            if key != 0 {
+                self.short.add(key, hash, 1);
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the spans of one byte counted apart to the others.
+    pub(super) fn settle(&mut self) {
+        for b in 0..=255u8 {
+            let n = std::mem::take(&mut self.single[usize::from(b)]);
+            if n > 0 {
+                self.add(&[b], n);
+            }
+        }
+    }
+
+    pub(super) fn get(&self, span: &[u8]) -> u64 {
+        let found = if span.len() <= SHORT { self.short.get(short_key(span)) } else { self.long.get(span) };
+        found.unwrap_or(0)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.short.len() + self.long.len()
+    }
+
+    /// The count of `span`, whose hash (in its kind of table) is `hash`, if this table holds it.
+    fn get_hashed(&self, span: ShortOrLong<'_>, hash: u64) -> Option<u64> {
+        match span {
+            ShortOrLong::Short(key) => self.short.get_hashed(key, hash),
+            ShortOrLong::Long(bytes) => self.long.get_hashed(bytes, hash),
+        }
+    }
+
+    /// Calls `f(span, hash, count)` for each span in part `part` of `parts` of this table (by
+    /// where it sits in it) that none of the `earlier` tables holds: of the spans several tables
+    /// hold, the first table's is the one visited.
+    /// `f` returning `ControlFlow::Break` stops the visit, which then returns it.
+    pub(super) fn for_each_first(
+        &self,
+        earlier: &[Table],
+        (part, parts): (usize, usize),
+        mut f: impl FnMut(ShortOrLong<'_>, u64, u64) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let short = self.short.iter_part(part, parts).map(|(key, n)| (ShortOrLong::Short(key), self.short.hash(key), n));
+        let long = self.long.iter_part(part, parts).map(|(bytes, hash, n)| (ShortOrLong::Long(bytes), hash, n));
+        for (span, hash, n) in short.chain(long) {
+            if !earlier.iter().any(|t| t.get_hashed(span, hash).is_some()) {
+                f(span, hash, n)?;
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Appends to `out` the spans of part `part` of `parts` of this table that none of the
+    /// `earlier` tables holds (those are appended with the earlier table), each with its count
+    /// in the `later` tables added. It gives up, with `Break`, soon after `stop` is set.
+    pub(super) fn join_part(&self, earlier: &[Table], later: &[Table], part: (usize, usize), out: &mut Spans, stop: &AtomicBool) -> ControlFlow<()> {
+        self.for_each_first(earlier, part, |span, hash, n| {
+            let n = later.iter().fold(n, |sum, t| sum.saturating_add(t.get_hashed(span, hash).unwrap_or(0)));
+            match span {
+                ShortOrLong::Short(key) => out.push_short(key, n),
+                ShortOrLong::Long(bytes) => out.push(bytes, n),
+            }
+            if stop_due(out.len(), stop) {
+                return ControlFlow::Break(());
+            }
+            ControlFlow::Continue(())
+        })
+    }
+}
+
+/// A span as a [`Table`] holds it.
+#[derive(Clone, Copy)]
+pub(super) enum ShortOrLong<'a> {
+    Short(u128),
+    Long(&'a [u8]),
+}
+
+/// Packs a span of at most 15 bytes into a `u128`: byte `i` of the span in byte `i` (little
+/// endian), the length in the top byte, so different spans get different keys. It reads the
+/// span with at most two loads that overlap in the middle, whatever its length.
+#[inline]
+fn short_key(span: &[u8]) -> u128 {
+    let len = span.len();
+    let bytes = match (span.first_chunk::<8>(), span.last_chunk::<8>(), span.first_chunk::<4>(), span.last_chunk::<4>()) {
+        (Some(head), Some(tail), _, _) => {
+            // 8..=15 bytes: bytes 0..8, then bytes len-8..len placed at len-8 (the overlap
+            // holds the same bytes twice, so or-ing them is exact).
+            u128::from(u64::from_le_bytes(*head)) | (u128::from(u64::from_le_bytes(*tail)) << (8 * (len - 8)))
+        }
+        (_, _, Some(head), Some(tail)) => {
+            u128::from(u32::from_le_bytes(*head)) | (u128::from(u32::from_le_bytes(*tail)) << (8 * (len - 4)))
+        }
+        _ => match *span {
+            [] => 0,
+            [a] => u128::from(a),
+            [a, b] => u128::from(a) | (u128::from(b) << 8),
+            [a, b, c, ..] => u128::from(a) | (u128::from(b) << 8) | (u128::from(c) << 16),
+        },
+    };
+    bytes | ((len as u128) << 120)
+}
+
+/// The [`short_key`] of the first `len` bytes of `chunk` (the bytes after them are masked off):
+/// one load, no branch on the length.
+#[inline(always)]
+fn short_key_at(chunk: &[u8; 16], len: usize) -> u128 {
+    debug_assert!(len <= SHORT);
+    (u128::from_le_bytes(*chunk) & ((1u128 << (8 * len)) - 1)) | ((len as u128) << 120)
+}
+
+/// The length of the span a [`short_key`] packs.
+pub(super) fn short_len(key: u128) -> usize {
+    ((key >> 120) as usize).min(SHORT)
+}
+
+/// The span a [`short_key`] packs.
+#[cfg(test)]
+fn short_bytes(key: &u128) -> Vec<u8> {
+    key.to_le_bytes()[..short_len(*key)].to_vec()
+}
+
+/// The hash of a short key: one folded multiply of its two halves, each mixed with a seed (as
+/// foldhash does), so every bit of the key reaches the bits a hash table uses.
+#[inline]
+fn hash_short(key: u128, seeds: (u64, u64)) -> u64 {
+    let product = u128::from(key as u64 ^ seeds.0).wrapping_mul(u128::from((key >> 64) as u64 ^ seeds.1));
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// The seeds of [`hash_short`], drawn once per process at random: spans are the user's data
+/// (and `train_from_counts` takes any bytes), so no input may be chosen to make them collide.
+/// The seeds change only the tables' inner order, never a result.
+fn short_seeds() -> (u64, u64) {
+    static SEEDS: OnceLock<(u64, u64)> = OnceLock::new();
+    *SEEDS.get_or_init(|| {
+        let random = std::collections::hash_map::RandomState::new();
+        (random.hash_one(1u8), random.hash_one(2u8))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_table_holds_every_key_through_growth() {
+        let mut table = ShortTable::default();
+        let mut model = std::collections::HashMap::new();
+        let mut state = 5u64;
+        for _ in 0..200_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // Keys of few distinct values at first, then many; n up to u64::MAX saturates.
+            let len = 1 + (state >> 60) as usize % SHORT;
+            let span: Vec<u8> = (0..len).map(|i| (state >> (8 * (i % 8))) as u8 % 7).collect();
+            let n = if state % 1000 == 0 { u64::MAX } else { 1 + (state >> 40) % 5 };
+            let key = short_key(&span);
+            table.add(key, table.hash(key), n);
+            let c = model.entry(key).or_insert(0u64);
+            *c = c.saturating_add(n);
+        }
+        assert!(table.slots.len() > 1 << 12, "the table must have grown");
+        assert_eq!(table.len(), model.len());
+        assert_eq!(table.iter_part(0, 1).collect::<std::collections::HashMap<_, _>>(), model);
+        for (&key, &n) in &model {
+            assert_eq!(table.get(key), Some(n));
+        }
+        assert_eq!(table.get(short_key(b"not there at all")), None);
+    }
+
+    #[test]
+    fn short_keys_round_trip_and_differ() {
+        let mut seen = std::collections::HashMap::new();
+        let mut state = 7u64;
+        for len in 0..=SHORT {
+            for _ in 0..200 {
+                let span: Vec<u8> = (0..len)
+                    .map(|_| {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        // Mostly a tiny alphabet with zero bytes, so that collisions would show.
+                        [0u8, b'a', 0xff][(state >> 60) as usize % 3]
+                    })
+                    .collect();
+                let key = short_key(&span);
+                assert_eq!(short_bytes(&key), span);
+                // Whatever bytes follow the span, read with it in one chunk.
+                let mut chunk = [0xffu8 ^ (state as u8); 16];
+                chunk[..len].copy_from_slice(&span);
+                assert_eq!(short_key_at(&chunk, len), key);
+                if let Some(other) = seen.insert(key, span.clone()) {
+                    assert_eq!(other, span, "two spans share a key");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! The merge loop run from Python: on a worker thread without the GIL, while the caller's thread
+//! watches for Ctrl-C and reports progress.
+//!
+//! Both are done on the caller's thread: Python runs signal handlers only on its main thread,
+//! so a check made on the worker (or on a pool thread) would never see them; and the progress
+//! callback then runs on the caller's thread, in its context (context variables,
+//! thread-locals), as in the count phase. The worker never touches Python: it leaves its
+//! reports for the caller's thread, which makes them in order, and goes on merging.
+
+use std::ops::ControlFlow;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+use super::progress::{report_merge, Pacer};
+use super::{shutdown, to_py};
+use crate::merge::{learn, Learned, LearnOptions, Merge};
+use crate::{Error, SpanCounts, Vocab};
+
+/// What one run of the merge loop gives back.
+pub(super) struct LearnRun {
+    pub vocab: Vocab,
+    pub merges: Vec<Merge>,
+    pub distinct_spans: usize,
+    pub seconds: f64,
+}
+
+/// Records the first failure of a training (an exception from Python, Ctrl-C) and asks every
+/// thread working on it to stop.
+#[derive(Default)]
+struct Stop {
+    requested: AtomicBool,
+    failure: Mutex<Option<PyErr>>,
+}
+
+impl Stop {
+    fn fail(&self, e: PyErr) {
+        let mut failure = self.failure.lock().unwrap_or_else(PoisonError::into_inner);
+        failure.get_or_insert(e);
+        self.requested.store(true, Ordering::SeqCst);
+    }
+
+    fn requested(&self) -> bool {
+        self.requested.load(Ordering::Relaxed)
+    }
+
+    fn failure(&self) -> Option<PyErr> {
+        self.failure.lock().unwrap_or_else(PoisonError::into_inner).take()
+    }
+}
+
+/// What the worker and the watching thread share during one run of the merge loop.
+struct Run<'a> {
+    progress: Option<&'a Py<PyAny>>,
+    /// The number of merges to make (the vocabulary size less the 256 byte tokens).
+    total: usize,
+    stop: Stop,
+    /// Set by the worker once it is done (see [`Run::work`]).
+    done: AtomicBool,
+    /// The worker's reports not yet made, in order: (merges done, the last merge).
+    pending: Mutex<Vec<(usize, Merge)>>,
+    /// Merges done at the last report made (`usize::MAX` for none yet).
+    delivered: AtomicUsize,
+    distinct_spans: AtomicUsize,
+}
+
+impl Run<'_> {
+    fn take_pending(&self) -> Vec<(usize, Merge)> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Makes the worker's reports, in order, until a stop is asked or Python is exiting.
+    fn deliver(&self, py: Python<'_>, reports: Vec<(usize, Merge)>) -> PyResult<()> {
+        for (at, merge) in reports {
+            if self.stop.requested() || shutdown::pause_due() {
+                break; // stopped (Ctrl-C, or the callback raised), or Python is exiting
+            }
+            self.delivered.store(at, Ordering::Relaxed);
+            report_merge(py, self.progress, at, self.total, &merge)?;
+        }
+        Ok(())
+    }
+
+    /// The worker: joins the counts into spans and runs the merge loop on `pool`, leaving a
+    /// report for `watcher` about every 0.1% of the merges. A panic here would be a bug: it is
+    /// caught, so that Python sees a RuntimeError (which `except Exception` handles) rather than
+    /// pyo3's PanicException.
+    fn work(&self, pool: &rayon::ThreadPool, counts: SpanCounts, options: &LearnOptions, watcher: &Thread) -> std::thread::Result<Result<Learned, Error>> {
+        let mut pacer = Pacer::new(self.total);
+        let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.install(|| {
+                // Any order: the merges do not depend on it.
+                let spans = counts.into_spans(&self.stop.requested)?;
+                self.distinct_spans.store(spans.len(), Ordering::Relaxed);
+                crate::memory::release();
+                let learned = learn(spans, options, &self.stop.requested, |merge, vocab| {
+                    if self.stop.requested() {
+                        return ControlFlow::Break(());
+                    }
+                    let at = vocab.len() - 256;
+                    if self.progress.is_some() && pacer.due(at, self.total) {
+                        self.pending.lock().unwrap_or_else(PoisonError::into_inner).push((at, *merge));
+                        watcher.unpark();
+                    }
+                    ControlFlow::Continue(())
+                });
+                crate::memory::release();
+                learned
+            })
+        }));
+        // `is_finished` turns true only a moment after this, so raise a flag of our own before
+        // waking the watcher, or it could go back to sleep for a full period.
+        self.done.store(true, Ordering::SeqCst);
+        watcher.unpark();
+        learned
+    }
+
+    /// The watching thread, without the GIL until the worker is done: every 100 ms or when the
+    /// worker leaves a report, takes the GIL to look for Ctrl-C and make the reports.
+    fn watch(&self) {
+        while !self.done.load(Ordering::SeqCst) {
+            std::thread::park_timeout(Duration::from_millis(100));
+            shutdown::safe_point(); // before taking the GIL (see shutdown.rs)
+            if !self.done.load(Ordering::SeqCst) {
+                let reports = self.take_pending();
+                if let Err(e) = Python::attach(|py| {
+                    py.check_signals()?;
+                    self.deliver(py, reports)
+                }) {
+                    self.stop.fail(e);
+                }
+            }
+        }
+    }
+
+    /// The reports the worker left since the watcher last woke; then, if the loop stopped early
+    /// (no pair left), one that closes the progress where it ended.
+    fn deliver_the_rest(&self, py: Python<'_>, learned: &Learned) -> PyResult<()> {
+        self.deliver(py, self.take_pending())?;
+        let at = learned.vocab.len() - 256;
+        if let Some(&last) = learned.merges.last().filter(|_| self.delivered.load(Ordering::Relaxed) != at) {
+            self.deliver(py, vec![(at, last)])?;
+        }
+        Ok(())
+    }
+}
+
+/// The merge loop on counted spans (see the module's comment).
+pub(super) fn learn_from(
+    py: Python<'_>,
+    pool: &rayon::ThreadPool,
+    counts: SpanCounts,
+    options: LearnOptions,
+    progress: Option<&Py<PyAny>>,
+) -> PyResult<LearnRun> {
+    let started = Instant::now();
+    let run = Run {
+        progress,
+        total: options.vocab_size.saturating_sub(256),
+        stop: Stop::default(),
+        done: AtomicBool::new(false),
+        pending: Mutex::new(Vec::new()),
+        delivered: AtomicUsize::new(usize::MAX),
+        distinct_spans: AtomicUsize::new(0),
+    };
+    let outcome = py.detach(|| {
+        let watcher = std::thread::current();
+        std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name("bpeforge-learn".into())
+                .spawn_scoped(scope, || run.work(pool, counts, &options, &watcher))?;
+            run.watch();
+            let joined = worker.join();
+            shutdown::safe_point(); // before taking the GIL again (see shutdown.rs)
+            Ok::<_, std::io::Error>(joined)
+        })
+    });
+    let outcome = outcome.map_err(|e| PyRuntimeError::new_err(format!("cannot start the merge loop's thread: {e}")))?;
+    if let Some(e) = run.stop.failure() {
+        return Err(e);
+    }
+    let internal = || PyRuntimeError::new_err("internal error in the merge loop (a bpeforge bug: please report it)");
+    let learned = outcome.map_err(|_| internal())?.map_err(|_| internal())?.map_err(to_py)?;
+    if progress.is_some() {
+        run.deliver_the_rest(py, &learned)?;
+    }
+    Ok(LearnRun {
+        distinct_spans: run.distinct_spans.load(Ordering::Relaxed),
+        vocab: learned.vocab,
+        merges: learned.merges,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}

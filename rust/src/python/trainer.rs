@@ -1,0 +1,277 @@
+//! The `Trainer` class: its arguments checked, then counting (see `feed.rs`) and the merge loop
+//! (see `learn.rs`); its state replaced only when a training succeeds.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+
+use super::args::{as_int, int_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
+use super::feed::{count_iterator, text_of};
+use super::learn::learn_from;
+use super::pool::Pool;
+use super::shutdown;
+use super::splitter_arg;
+use crate::count::Counted;
+use crate::error::STOP_EVERY;
+use crate::merge::{LearnOptions, Merge};
+use crate::pretokenize::presets;
+use crate::{SpanCounts, Splitter, Vocab};
+
+/// Trains byte-level BPE ranks from text, as rustbpe does, exactly and deterministically.
+#[pyclass(module = "bpeforge._core")]
+pub(super) struct Trainer {
+    /// Its own pool if made with `num_threads`, else `None` for the pool trainers share.
+    pool: Option<Pool>,
+    /// Set while a training runs; a second one on the same trainer is refused.
+    busy: AtomicBool,
+    /// The last successful training (or the initial state): readable while a training runs,
+    /// replaced only when one succeeds.
+    trained: Mutex<Trained>,
+}
+
+#[derive(Clone)]
+struct Trained {
+    splitter: Splitter,
+    vocab: Vocab,
+    merges: Vec<Merge>,
+    stats: Stats,
+}
+
+#[derive(Default, Clone)]
+struct Stats {
+    texts: u64,
+    bytes: u64,
+    distinct_spans: usize,
+    count_seconds: f64,
+    merge_seconds: f64,
+}
+
+/// Holds a trainer's `busy` flag for the length of one training.
+struct Busy<'a>(&'a AtomicBool);
+
+impl<'a> Busy<'a> {
+    fn claim(flag: &'a AtomicBool) -> PyResult<Self> {
+        if flag.swap(true, Ordering::SeqCst) {
+            return Err(PyRuntimeError::new_err(
+                "this Trainer is already training (in another thread, or this call came from its own \
+                 iterator or progress callback); use one Trainer per concurrent training",
+            ));
+        }
+        Ok(Busy(flag))
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+}
+
+impl Trainer {
+    /// The last successful training. The lock is held only to read or replace it.
+    fn state(&self) -> MutexGuard<'_, Trained> {
+        self.trained.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The threads training runs on: the trainer's own pool, or the shared one.
+    fn threads(&self) -> PyResult<Arc<rayon::ThreadPool>> {
+        match &self.pool {
+            Some(pool) => pool.get(),
+            None => Pool::shared().get(),
+        }
+    }
+}
+
+#[pymethods]
+impl Trainer {
+    /// Creates a trainer. `pattern` is a preset's name (see `PRESETS`), a regex (fancy-regex
+    /// syntax) that never matches an empty string, or None for GPT-4's split pattern (as
+    /// cl100k_base and rustbpe). `num_threads=None` uses all cores.
+    #[new]
+    #[pyo3(signature = (pattern=None, *, num_threads=None))]
+    fn new(pattern: Option<&str>, num_threads: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let splitter = splitter_arg(pattern.unwrap_or(presets::GPT4))?;
+        let pool = match num_threads {
+            None => None,
+            Some(n) => {
+                let pool = Pool::new(Some(int_arg(n, "num_threads", 1, 1024)? as usize));
+                pool.get()?; // started now, so that a trainer that cannot start them is refused
+                Some(pool)
+            }
+        };
+        let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default() };
+        Ok(Self { pool, busy: AtomicBool::new(false), trained: Mutex::new(trained) })
+    }
+
+    /// Trains on an iterable whose items are str, lists of str, or Arrow string arrays (any
+    /// object with `__arrow_c_array__` of type utf8, large_utf8 or utf8_view, such as a pyarrow
+    /// `StringArray` or the chunks of a `ChunkedArray`), replacing any earlier training. Lists
+    /// and arrays are cheap ways to hand over batches; an array's strings are copied straight
+    /// from its buffers, without a Python str per text, and its null entries are skipped (each
+    /// non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
+    /// (more while a batch holds under 1 MiB of text, fewer once it holds 2 MiB, even in the
+    /// middle of a list or array, so that memory stays bounded whatever an item holds) and split and
+    /// counted without the GIL while the next batches are pulled: on one thread while Python
+    /// pulls (it keeps a core), on all of them once it is done or four batches wait. The
+    /// iterable is consumed once and never held whole.
+    /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
+    /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given (as for the
+    /// constructor), replaces the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
+    /// phase "count" after each item that filled a batch, and at the end (info: texts and
+    /// bytes so far, and spans, a lower bound of the distinct spans so far: the exact number
+    /// is in `stats` at the end) and phase "merge" about every 0.1% of the merges (info:
+    /// done, total, pair, token, count). An exception raised by the
+    /// callback or the iterator stops training and propagates; the trainer keeps its old state.
+    #[pyo3(
+        signature = (iterator, vocab_size, buffer_size=None, pattern=None, *, min_frequency=None, progress=None),
+        text_signature = "(self, iterator, vocab_size, buffer_size=8192, pattern=None, *, min_frequency=1, progress=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn train_from_iterator(
+        &self,
+        py: Python<'_>,
+        iterator: &Bound<'_, PyAny>,
+        vocab_size: &Bound<'_, PyAny>,
+        buffer_size: Option<&Bound<'_, PyAny>>,
+        pattern: Option<&str>,
+        min_frequency: Option<&Bound<'_, PyAny>>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let _busy = Busy::claim(&self.busy)?;
+        let _running = shutdown::Running::start();
+        let vocab_size = vocab_size_arg(vocab_size)?;
+        let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
+        let min_frequency = min_frequency_arg(min_frequency)?;
+        let progress = progress_arg(py, progress)?;
+        let splitter = match pattern {
+            Some(p) => splitter_arg(p)?,
+            None => self.state().splitter.clone(),
+        };
+        if iterator.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(
+                "expected an iterable of texts, got a str (which would be read as one text per character); pass [text]",
+            ));
+        }
+        let iterator = iterator
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
+        let pool = self.threads()?;
+        let started = Instant::now();
+        let Counted { counts, texts, bytes } =
+            count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
+        let count_seconds = started.elapsed().as_secs_f64();
+        let run = learn_from(py, &pool, counts, LearnOptions { vocab_size, min_frequency }, progress.as_ref())?;
+        let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
+        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats };
+        Ok(())
+    }
+
+    /// Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
+    /// span, not split) to how often it occurs (a non-negative int below 2^64): a mapping, or
+    /// an iterable of (span, count) pairs. Counts of
+    /// repeated spans add up. Same stopping rules and progress callback as
+    /// `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
+    #[pyo3(
+        signature = (counts, vocab_size, *, min_frequency=None, progress=None),
+        text_signature = "(self, counts, vocab_size, *, min_frequency=1, progress=None)"
+    )]
+    fn train_from_counts(
+        &self,
+        py: Python<'_>,
+        counts: &Bound<'_, PyAny>,
+        vocab_size: &Bound<'_, PyAny>,
+        min_frequency: Option<&Bound<'_, PyAny>>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let _busy = Busy::claim(&self.busy)?;
+        let _running = shutdown::Running::start();
+        let vocab_size = vocab_size_arg(vocab_size)?;
+        let min_frequency = min_frequency_arg(min_frequency)?;
+        let progress = progress_arg(py, progress)?;
+        let spans = read_counts(py, counts)?;
+        let pool = self.threads()?;
+        let run = learn_from(py, &pool, spans, LearnOptions { vocab_size, min_frequency }, progress.as_ref())?;
+        let mut state = self.state();
+        state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
+        state.vocab = run.vocab;
+        state.merges = run.merges;
+        Ok(())
+    }
+
+    /// Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds.
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let stats = self.state().stats.clone();
+        let d = PyDict::new(py);
+        d.set_item("texts", stats.texts)?;
+        d.set_item("bytes", stats.bytes)?;
+        d.set_item("distinct_spans", stats.distinct_spans)?;
+        d.set_item("count_seconds", stats.count_seconds)?;
+        d.set_item("merge_seconds", stats.merge_seconds)?;
+        Ok(d)
+    }
+
+    /// The split pattern.
+    fn get_pattern(&self) -> String {
+        self.state().splitter.pattern().to_owned()
+    }
+
+    /// Number of ranks: 256 byte tokens + learned tokens.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.state().vocab.len()
+    }
+
+    /// The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order.
+    fn get_mergeable_ranks<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u32)> {
+        self.state().vocab.tokens().enumerate().map(|(rank, t)| (PyBytes::new(py, t), rank as u32)).collect()
+    }
+
+    /// Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
+    /// `256 + k`.
+    fn get_merges(&self) -> Vec<(u32, u32, u32, u64)> {
+        self.state().merges.iter().map(|m| (m.pair.0, m.pair.1, m.token, m.count)).collect()
+    }
+
+    fn __repr__(&self) -> String {
+        let state = self.state();
+        format!("Trainer(vocab_size={}, pattern={:?})", state.vocab.len(), state.splitter.pattern())
+    }
+}
+
+/// The spans and counts of `train_from_counts`'s `counts`: a mapping (dict, Counter, any
+/// Mapping) gives its items (as a view, read as it goes: a dict's list of items would be made
+/// whole first); anything else must be an iterable of (span, count) pairs. Counts of repeated
+/// spans add up.
+fn read_counts(py: Python<'_>, counts: &Bound<'_, PyAny>) -> PyResult<SpanCounts> {
+    let mapping = counts.is_instance_of::<PyDict>() || counts.is_instance(&py.import("collections.abc")?.getattr("Mapping")?)?;
+    let items = if mapping { counts.call_method0("items")? } else { counts.clone() };
+    let mut spans = SpanCounts::new();
+    for (position, item) in items.try_iter()?.enumerate() {
+        if position % STOP_EVERY == STOP_EVERY - 1 {
+            py.check_signals()?; // Ctrl-C while reading millions of counts
+            shutdown::pause_point(py);
+        }
+        let item = item?;
+        let (span, n): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract().map_err(|_| {
+            PyTypeError::new_err(format!("item {position} of counts is {}, expected a (span, count) pair", type_name(&item)))
+        })?;
+        let Some(int) = as_int(&n) else {
+            return Err(PyTypeError::new_err(format!("the count of item {position} must be an int, got {}", type_name(&n))));
+        };
+        let n: u64 = int.extract().map_err(|_| {
+            PyValueError::new_err(format!("the count of item {position} must be between 0 and 2^64-1, got {n}"))
+        })?;
+        if let Ok(b) = span.cast::<PyBytes>() {
+            spans.add(b.as_bytes(), n);
+        } else {
+            let text = text_of(&span, || format!("the span of item {position} of counts"), "str or bytes")?;
+            spans.add(text.as_bytes(), n);
+        }
+    }
+    Ok(spans)
+}

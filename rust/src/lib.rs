@@ -37,7 +37,8 @@
 //! convert types, release the GIL and pull texts from Python iterators into the counter;
 //! nothing else knows about Python.
 //! [`sources`] reads texts from Arrow string arrays and Parquet files, before the stages;
-//! [`memory`] returns freed memory to the system between stages.
+//! [`memory`] returns freed memory to the system between stages; [`encode`] encodes text with
+//! learned ranks as tiktoken does, for measuring compression.
 
 pub mod count;
 pub mod encode;

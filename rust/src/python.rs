@@ -7,7 +7,7 @@
 //! - `feed.rs`: counting the texts of a Python iterator; `arrow.rs`: Arrow arrays among them;
 //! - `learn.rs`: the merge loop, watched for Ctrl-C and progress; `progress.rs`: the callback;
 //! - `args.rs`: arguments checked; `pool.rs`: the thread pools; `shutdown.rs`: interpreter exit;
-//! - `parquet.rs`: the `ParquetReader` class.
+//! - `parquet.rs`: the `ParquetReader` class; `encode.rs`: the `Encoder` class (counting tokens).
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;

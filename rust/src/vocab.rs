@@ -239,19 +239,20 @@ mod tests {
         let refs: Vec<&[u8]> = extra.iter().map(|t| t.as_slice()).collect();
         let started = std::time::Instant::now();
         assert_eq!(check_ranks(&ranks(&refs)), Ok(()));
-        assert!(started.elapsed().as_secs_f64() < 2.0, "{:?}", started.elapsed());
+        assert!(started.elapsed().as_secs_f64() < 10.0, "{:?}", started.elapsed());
     }
 
     #[test]
     fn a_chain_of_prefixes_is_checked_in_linear_time() {
         // a+b, ab+c, abc+d, ...: every prefix of each token is a token, and no suffix is (only
         // the first byte is an `a`), so only the last split works: a check that tries the
-        // splits naively takes cubic time on them.
+        // splits naively takes cubic time on them (hours here), a linear one well under a second
+        // in a debug build: the bound leaves room for a loaded machine.
         let alphabet: Vec<u8> = (0..6000).map(|i| if i == 0 { b'a' } else { b'b' + (i % 20) as u8 }).collect();
         let extra: Vec<&[u8]> = (2..=alphabet.len()).map(|n| &alphabet[..n]).collect();
         let started = std::time::Instant::now();
         assert_eq!(check_ranks(&ranks(&extra)), Ok(()));
-        assert!(started.elapsed().as_secs_f64() < 2.0, "{:?}", started.elapsed());
+        assert!(started.elapsed().as_secs_f64() < 10.0, "{:?}", started.elapsed());
     }
 
     #[test]

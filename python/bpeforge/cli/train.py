@@ -62,8 +62,11 @@ documents:
   jsonl    the --text-column field of each line's object (null: skipped).
   parquet  the --text-column column, read page by page (bounded memory; with
            --parquet-reader pyarrow, by record batches through pyarrow).
-  Empty documents are skipped. Every 100th document (up to 1 MB) is held out of training
-  to measure compression on; --holdout 0 trains on everything.
+  Empty documents are skipped. Every 100th document is held out of training to measure
+  compression on, if it fits in what is left of a 1 MB budget (a larger one is trained on,
+  and the next 100th tried): training sees all of the input but 1 MB at most, so 99% or
+  more of a corpus of 100 MB or more. --holdout 0 trains on everything, and compression is
+  measured on the start of the training text (1 MB at most).
 
 output:
   -o DIR writes DIR/ (tokenizer.tiktoken + tokenizer.json + token_bytes.npy, for bpeforge.Tokenizer.load)
@@ -440,7 +443,7 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
     p.add_argument("--max-chars", type=int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
-    p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document (up to 1 MB) to measure compression; 0 = none (default {HOLDOUT_EVERY})")
+    p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document to measure compression, if it fits in what is left of 1 MB (a larger one is trained on); 0 = none (default {HOLDOUT_EVERY})")
     p.add_argument("--threads", type=int_at_least(1, "--threads"), metavar="N", help="threads for training: counting, and merging (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder / .tiktoken file")
     p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed JSONL lines, and text documents that are not UTF-8 (counted and reported), instead of stopping")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, List, Optional, Tuple
 
 from .. import inputs
-from ..base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer, tiktoken_errors
+from ..base import NANOCHAT_SPECIAL_TOKENS
 from ..errors import InputError, OptionError
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
@@ -22,7 +22,7 @@ from ..tokenizer import Tokenizer
 from ..training import TrainedRanks, Training
 from .arguments import EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import Compression, Timings, format_report
+from .report import SPLIT_FAILED, Compression, Timings, format_report, measure_compression
 from .signals import ExitOnCtrlC
 
 DEFAULT_VOCAB_SIZE = 8192
@@ -33,8 +33,6 @@ HOLDOUT_MAX_BYTES = 1_000_000
 # does not change the result, only memory and speed.
 BUFFER_BYTES = 8_000_000
 MIN_BUFFER, MAX_BUFFER = 64, 8192
-# How the core's error for a text the split pattern's regex engine gave up on begins.
-SPLIT_FAILED = "the split pattern failed on a text"
 # The command line's flag for each option of bpeforge.training.Training.
 FLAGS = {
     "vocab_size": "--vocab-size",
@@ -283,32 +281,6 @@ def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
     raise CLIError("no documents to train on: the inputs hold no text" + note)
 
 
-def measure_compression(tokenizer: BaseTokenizer, corpus: Corpus, holdout: int, warnings: List[str]) -> Compression:
-    """Bytes per token on the held-out documents (or, when none were held out, on the first
-    training documents). A split pattern that skips text is warned about in ``warnings``, and
-    only the bytes the tokens cover are counted."""
-    if corpus.heldout:
-        docs, label, note = corpus.heldout, "held-out documents", ""
-    else:
-        why = "--holdout 0" if not holdout else f"fewer than {holdout} documents"
-        docs, label, note = corpus.sample, "training documents", f"(not held out: {why})"
-    nbytes = sum(len(d.encode("utf-8")) for d in docs)
-    with tiktoken_errors():
-        encoded = tokenizer.encoding.encode_ordinary_batch(docs) if docs else []
-    tokens = sum(len(ids) for ids in encoded)
-    # A custom pattern may leave text unmatched: that text is never tokenized (nor trained
-    # on), so compression counts only the bytes the tokens cover, and the user is told.
-    covered = sum(len(tokenizer.encoding.decode_bytes(ids)) for ids in encoded)
-    if covered != nbytes:
-        warnings.append(
-            f"the split pattern skips text: the tokens of the {label} cover {covered:,} of their "
-            f"{nbytes:,} bytes; the rest is dropped when encoding (and was not trained on). "
-            r"End the pattern with an alternative such as |\s+|\S to keep every character"
-        )
-        nbytes = covered
-    return Compression(label, note, len(docs), nbytes, tokens)
-
-
 def run_train(args: argparse.Namespace) -> int:
     """Runs ``bpeforge train`` with parsed ``args``: checks the options, reads the inputs, trains,
     saves the tokenizer and prints the report; returns the exit code. Raises :class:`CLIError`."""
@@ -339,9 +311,6 @@ def run_train(args: argparse.Namespace) -> int:
             )
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
-        t_eval = time.perf_counter()
-        compression = measure_compression(tokenizer, corpus, args.holdout, warnings)
-        t_eval = time.perf_counter() - t_eval
     finally:
         exit_on_ctrl_c.stop()
 
@@ -349,10 +318,16 @@ def run_train(args: argparse.Namespace) -> int:
     save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     t_save = time.perf_counter() - t_save
 
-    if not args.quiet:
-        for w in warnings:
-            stderr_line(f"{PROG}: warning: {w}")
-    if not args.quiet and sys.stdout is not None:  # None: started with standard output closed
+    # The tokenizer is saved: from here on everything is only the report, which cannot fail
+    # the run (a compression that cannot be measured is a line of the report).
+    if args.quiet:
+        return 0
+    t_eval = time.perf_counter()
+    compression = measure_compression(trained.ranks, trained.pattern, corpus, args.holdout, warnings)
+    t_eval = time.perf_counter() - t_eval
+    for w in warnings:
+        stderr_line(f"{PROG}: warning: {w}")
+    if sys.stdout is not None:  # None: started with standard output closed
         report = format_report(
             corpus_label=found.label,
             corpus=corpus,

@@ -33,6 +33,9 @@ HOLDOUT_MAX_BYTES = 1_000_000
 # does not change the result, only memory and speed.
 BUFFER_BYTES = 8_000_000
 MIN_BUFFER, MAX_BUFFER = 64, 8192
+# On a terminal without -v, the merge loop's per-percent lines (beside its bar) start only once
+# it has run this many seconds.
+MERGE_LINES_AFTER = 3.0
 # The command line's flag for each option of bpeforge.training.Training.
 FLAGS = {
     "vocab_size": "--vocab-size",
@@ -73,9 +76,9 @@ output:
   appear only once training succeeded (written to a temporary folder, then renamed).
 
 progress and errors:
-  Progress (reading: documents, MB, MB/s; merging: a bar and a line per 1% of the merges)
-  goes to stderr when it is a terminal, or always with -v; the report goes to stdout; -q
-  prints errors only. An error is one line on stderr; exit codes: 1 data or output
+  Progress (reading: documents, MB, MB/s; merging: a bar, and a line per 1% of the merges
+  with -v or once merging has run 3 s) goes to stderr when it is a terminal, or always with
+  -v; the report goes to stdout; -q prints errors only. An error is one line on stderr; exit codes: 1 data or output
   problem, 2 bad option, 130 interrupted (Ctrl-C writes nothing).
 
 examples:
@@ -216,7 +219,9 @@ def start_progress(args: argparse.Namespace, found: Inputs) -> Tuple[ConsoleProg
         more = f" (and {len(found.left_out) - 1:,} more)" if len(found.left_out) > 1 else ""
         stderr_line(f"{PROG}: note: {again.path} is the file {first.path}, read once{more}")
     show = not quiet and (verbose or is_terminal(sys.stderr))
-    progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
+    progress = ConsoleProgress(
+        file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if verbose else MERGE_LINES_AFTER
+    )
     if show:
         progress.write(f"Training on {found.label}")
         if verbose:
@@ -424,6 +429,6 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed JSONL lines, and text documents that are not UTF-8 (counted and reported), instead of stopping")
     verbosity = p.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, and list the inputs")
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, with a line per 1%% of the merges, and list the inputs")
     p.set_defaults(run=run_train)
     return p

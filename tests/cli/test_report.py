@@ -46,7 +46,7 @@ def test_a_long_run_of_spaces_trains_saves_and_reports(tmp_path):
     assert r.returncode == 0, r.stderr
     assert not any(mark in r.stderr for mark in FOREIGN), r.stderr
     check_saved(tmp_path / "tok", " " * 1000)
-    assert re.match(r"[\d.]+ bytes/token on 1 training documents \(1,000,000 bytes -> \d+ tokens\)$", report_value(r.stdout, "compression"))
+    assert re.match(r"[\d.]+ bytes/token on 1 training document \(1,000,000 bytes -> \d+ tokens\)$", report_value(r.stdout, "compression"))
     assert "the first 1,000,000 bytes of the training text, the last document cropped" in r.stdout
 
 

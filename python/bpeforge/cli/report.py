@@ -159,6 +159,16 @@ def merge_rows(merges: Sequence[Tuple[int, int, int, int]], ranks: Dict[bytes, i
     return rows
 
 
+def ordinal(n: int) -> str:
+    """``n`` as an ordinal, for "each Nth document".
+
+    >>> ordinal(2), ordinal(3), ordinal(11), ordinal(21), ordinal(100), ordinal(102)
+    ('2nd', '3rd', '11th', '21st', '100th', '102nd')
+    """
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def measure_compression(ranks: Dict[bytes, int], pattern: str, corpus: Corpus, holdout: int, warnings: List[str]) -> Compression:
     """Bytes per token of the ranks ``ranks`` and split pattern ``pattern`` on the held-out
     documents (or, when none were held out, on the corpus's sample: the start of the training
@@ -169,7 +179,13 @@ def measure_compression(ranks: Dict[bytes, int], pattern: str, corpus: Corpus, h
     if corpus.heldout:
         docs, nbytes, label, note = corpus.heldout, corpus.heldout_bytes, "held-out documents", ""
     else:
-        why = "--holdout 0" if not holdout else f"fewer than {holdout} documents"
+        if not holdout:
+            why = "--holdout 0"
+        elif corpus.documents < holdout:
+            why = f"fewer than {holdout} documents"
+        else:  # each one at a held-out position was trained on
+            which = "each document" if holdout == 1 else f"each {ordinal(holdout)} document"
+            why = f"{which} is larger than the hold-out budget of {corpus.holdout_max_bytes:,} bytes"
         docs, nbytes, label, note = corpus.sample, corpus.sample_bytes, "training documents", f"(not held out: {why})"
         if corpus.sample_cropped:
             note = f"(not held out: {why}; the first {nbytes:,} bytes of the training text, the last document cropped)"
@@ -203,7 +219,8 @@ def compression_rows(compression: Compression) -> List[Row]:
     rows: List[Row] = [
         (
             "compression",
-            f"{c.bytes / c.tokens:.2f} bytes/token on {c.documents:,} {c.label} ({c.bytes:,} bytes -> {c.tokens:,} tokens)",
+            f"{c.bytes / c.tokens:.2f} bytes/token on {c.documents:,} {c.label[:-1] if c.documents == 1 else c.label} "
+            f"({c.bytes:,} bytes -> {c.tokens:,} tokens)",
         )
     ]
     if c.note:

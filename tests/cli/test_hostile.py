@@ -12,6 +12,7 @@ import io
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,20 @@ def test_a_giant_single_line(tmp_path):
     assert "(1,000,000 bytes ->" in report_value(r.stdout, "compression")
     assert len(r.stdout) < 5000
     assert tok.n_vocab == 2000
+
+
+def test_a_giant_line_at_a_held_out_position_is_trained_on(tmp_path):
+    """The issue's case, smaller: a 3 MB line at position 100 among short lines is trained on
+    (held out whole, training saw 7 KB of the corpus); the next 100th documents are held out."""
+    short = [f"short line number {i}" for i in range(300)]
+    lines = short[:99] + [words_line(3_000_000)] + short[100:]
+    (tmp_path / "c.txt").write_text("\n".join(lines) + "\n")
+    r = run("train", tmp_path / "c.txt", "--vocab-size", 2000, "-o", tmp_path / "tok")
+    assert_trained(r, tmp_path / "tok")
+    assert report_value(r.stdout, "documents") == "298 (+ 2 held out)"
+    total = sum(len(line.encode()) for line in lines)
+    assert report_int(r.stdout, "bytes") >= 0.99 * total
+    assert re.match(r"[\d.]+ bytes/token on 2 held-out documents \(42 bytes -> \d+ tokens\)$", report_value(r.stdout, "compression"))
 
 
 @pytest.mark.parametrize("size", [2_000_000, pytest.param(10_000_000, marks=pytest.mark.slow)])

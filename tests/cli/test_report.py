@@ -66,7 +66,8 @@ def test_a_measurement_that_fails_is_a_line_of_the_report(tmp_path):
 
 def test_a_report_failure_leaves_the_tokenizer_saved(tmp_path, monkeypatch, capsys):
     """In-process: the encoder failing in any way is a line of the report (exit 0); the report
-    itself failing after that still leaves the tokenizer saved, as it was saved first."""
+    itself failing, or Ctrl-C while it is made, leaves the tokenizer saved (it was saved first)
+    and says so."""
     from bpeforge.cli import main, report
 
     class Failing:
@@ -84,8 +85,21 @@ def test_a_report_failure_leaves_the_tokenizer_saved(tmp_path, monkeypatch, caps
         raise ValueError("a bug in the report")
 
     monkeypatch.setattr("bpeforge.cli.train.format_report", broken)
-    assert main(["train", str(tmp_path / "a.txt"), "--vocab-size", "270", "-o", str(tmp_path / "tok2")]) == 1
+    assert main(["train", str(tmp_path / "a.txt"), "--vocab-size", "270", "-o", str(tmp_path / "tok2")]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"bpeforge: warning: the tokenizer is saved in {tmp_path / 'tok2'}/ and {tmp_path / 'tok2.tiktoken'}, "
+                            "but the report failed: a bug in the report (ValueError)\n")
     check_saved(tmp_path / "tok2", "hello world")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("bpeforge.cli.train.measure_compression", interrupted)
+    assert main(["train", str(tmp_path / "a.txt"), "--vocab-size", "270", "-o", str(tmp_path / "tok3")]) == 130
+    assert capsys.readouterr().err == (f"bpeforge: error: interrupted; the tokenizer is saved in {tmp_path / 'tok3'}/ "
+                                       f"and {tmp_path / 'tok3.tiktoken'}\n")
+    check_saved(tmp_path / "tok3", "hello world")
 
 
 def test_tokens_are_shown_cropped(tmp_path):

@@ -20,7 +20,7 @@ from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
 from ..tokenizer import Tokenizer
 from ..training import TrainedRanks, Training
-from .arguments import EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
+from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .report import SPLIT_FAILED, Compression, Timings, format_report, measure_compression
 from .signals import ExitOnCtrlC
@@ -327,29 +327,37 @@ def run_train(args: argparse.Namespace) -> int:
     # the run (a compression that cannot be measured is a line of the report).
     if args.quiet:
         return 0
-    t_eval = time.perf_counter()
-    compression = measure_compression(trained.ranks, trained.pattern, corpus, args.holdout, warnings)
-    t_eval = time.perf_counter() - t_eval
-    for w in warnings:
-        stderr_line(f"{PROG}: warning: {w}")
-    if sys.stdout is not None:  # None: started with standard output closed
-        report = format_report(
-            corpus_label=found.label,
-            corpus=corpus,
-            stats=trained.stats,
-            merges=trained.merges(),
-            ranks=trained.ranks,
-            tokenizer=tokenizer,
-            pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
-            compression=compression,
-            timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
-            folder=folder,
-            tiktoken_file=tiktoken_file,
-        )
-        sys.stdout.write(report)
-        sys.stdout.flush()
+    saved = f"the tokenizer is saved in {folder}/ and {tiktoken_file}"
+    try:
+        t_eval = time.perf_counter()
+        compression = measure_compression(trained.ranks, trained.pattern, corpus, args.holdout, warnings)
+        t_eval = time.perf_counter() - t_eval
+        for w in warnings:
+            stderr_line(f"{PROG}: warning: {w}")
+        if sys.stdout is None:  # started with standard output closed
+            return 0
+        try:
+            report = format_report(
+                corpus_label=found.label,
+                corpus=corpus,
+                stats=trained.stats,
+                merges=trained.merges(),
+                ranks=trained.ranks,
+                tokenizer=tokenizer,
+                pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
+                compression=compression,
+                timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
+                folder=folder,
+                tiktoken_file=tiktoken_file,
+            )
+        except Exception as e:  # noqa: BLE001 - a bug in the report must not hide a saved tokenizer
+            stderr_line(f"{PROG}: warning: {saved}, but the report failed: {one_line(e)} ({type(e).__name__})")
+            return 0
+    except KeyboardInterrupt:
+        raise CLIError(f"interrupted; {saved}", EXIT_INTERRUPTED) from None
+    sys.stdout.write(report)
+    sys.stdout.flush()
     return 0
-
 
 
 def lean_arrow_memory() -> None:

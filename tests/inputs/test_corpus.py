@@ -36,6 +36,14 @@ def test_corpus_counts_and_doc_cap(tmp_path):
     assert not c.stopped_early and c.heldout == []
 
 
+def test_a_corpus_holds_out_nothing_unless_asked(tmp_path):
+    """Counting and reading count everything: the hold-out is the command line's, asked for."""
+    lines = [f"doc {i}" for i in range(1000)] + ["x" * 2_000_000]
+    c = corpus_of(tmp_path, lines)
+    assert docs_of(c) == lines
+    assert c.heldout == [] and c.heldout_bytes == 0 and c.documents == 1001 and c.bytes == c.total_bytes
+
+
 def test_corpus_max_chars_is_exact(tmp_path):
     lines = [f"document number {i}" for i in range(5000)]
     c = corpus_of(tmp_path, lines, max_chars=1000)

@@ -22,7 +22,7 @@ from ..tokenizer import Tokenizer
 from ..training import TrainedRanks, Training
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import SPLIT_FAILED, Compression, Timings, format_report, measure_compression
+from .report import SPLIT_FAILED, Timings, format_report, measure_compression
 from .signals import ExitOnCtrlC
 
 DEFAULT_VOCAB_SIZE = 8192
@@ -78,8 +78,10 @@ output:
 progress and errors:
   Progress (reading: documents, MB, MB/s; merging: a bar, and a line per 1% of the merges
   with -v or once merging has run 3 s) goes to stderr when it is a terminal, or always with
-  -v; the report goes to stdout; -q prints errors only. An error is one line on stderr; exit codes: 1 data or output
-  problem, 2 bad option, 130 interrupted (Ctrl-C writes nothing).
+  -v; the report goes to stdout; -q prints errors only. The tokenizer is saved before the
+  report is made: a compression that cannot be measured is a line of the report. An error
+  is one line on stderr; exit codes: 1 data or output problem, 2 bad option, 130
+  interrupted (Ctrl-C writes nothing, or once the tokenizer is saved, says so).
 
 examples:
   bpeforge train --vocab-size 32768 -o out/tok data/*.parquet
@@ -323,10 +325,28 @@ def run_train(args: argparse.Namespace) -> int:
     save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     t_save = time.perf_counter() - t_save
 
-    # The tokenizer is saved: from here on everything is only the report, which cannot fail
-    # the run (a compression that cannot be measured is a line of the report).
+    # The tokenizer is saved: from here on everything is only the report.
     if args.quiet:
         return 0
+    return print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save))
+
+
+def print_report(
+    args: argparse.Namespace,
+    found: Inputs,
+    corpus: Corpus,
+    trained: TrainedRanks,
+    tokenizer: Tokenizer,
+    warnings: List[str],
+    folder: Path,
+    tiktoken_file: Path,
+    times: Tuple[float, float, float],
+) -> int:
+    """Measures the compression, prints the warnings and the report; returns the exit code.
+    Runs once the tokenizer is saved, and cannot cost it: a compression that cannot be measured
+    is a line of the report, a report that fails a warning, and Ctrl-C says the tokenizer is
+    saved. ``times``: when the run started, seconds building the tokenizer, seconds saving it."""
+    t_start, t_build, t_save = times
     saved = f"the tokenizer is saved in {folder}/ and {tiktoken_file}"
     try:
         t_eval = time.perf_counter()

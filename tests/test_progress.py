@@ -37,3 +37,49 @@ def test_console_progress_is_quiet_off_a_terminal():
     trainer.train_from_iterator(["a b c"] * 10, 260, progress=p)
     p.close()
     assert out.getvalue() == ""
+
+
+class Clock:
+    """A fake time.perf_counter, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def merge(p: ConsoleProgress, done: int, total: int = 200) -> None:
+    p("merge", {"done": done, "total": total, "pair": (1, 2), "token": 255 + done, "count": 10})
+
+
+def test_per_percent_lines_wait_for_merge_lines_after(monkeypatch):
+    """With ``merge_lines_after``, no per-percent line until the merge loop has run that long,
+    then one per percent from where it is; a quick merge loop prints none, its start and end
+    lines only."""
+    clock = Clock()
+    monkeypatch.setattr("bpeforge.progress.time.perf_counter", clock)
+    out = io.StringIO()
+    p = ConsoleProgress(file=out, bars=False, log=True, merge_lines_after=3.0)
+    for done in range(1, 201):
+        clock.now += 1 / 32  # 3 s after the first merge, at merge 97 (48%), the lines start
+        merge(p, done)
+    p.close()
+    pct = [int(m.group(1)) for m in map(re.compile(r"Progress: (\d+)%").match, out.getvalue().splitlines()) if m]
+    assert pct == list(range(48, 101))
+    assert out.getvalue().splitlines()[0] == "Starting BPE training: 200 merges to compute"
+
+    out = io.StringIO()
+    p = ConsoleProgress(file=out, bars=False, log=True, merge_lines_after=3.0)
+    for done in range(1, 201):
+        clock.now += 0.001
+        merge(p, done)
+    p.close()
+    assert out.getvalue().splitlines() == ["Starting BPE training: 200 merges to compute", "Finished training: 200 merges in 0.2 s"]
+
+    out = io.StringIO()
+    p = ConsoleProgress(file=out, bars=False, log=True)  # the default: every line
+    for done in range(1, 201):
+        merge(p, done)
+    p.close()
+    assert sum(line.startswith("Progress: ") for line in out.getvalue().splitlines()) == 100

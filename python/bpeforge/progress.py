@@ -68,6 +68,9 @@ class ConsoleProgress:
     a reading update every ``log_interval`` seconds when there is no bar, the start and end of
     each phase, and at each 1% of the merges a line like ``Progress: 1% (501/50025 merges) -
     Last merge: (69, 120) -> 756 (frequency: 166814)``; ``None`` means the same as ``bars``.
+    ``merge_lines_after``: the per-percent lines start only once the merge loop has run that
+    many seconds (the command line, beside a bar, waits a few: a merge loop of a fraction of a
+    second is not worth a hundred lines); 0, the default, logs them all.
     Call :meth:`close` when training ends (or fails) to close the bars.
     """
 
@@ -78,6 +81,7 @@ class ConsoleProgress:
         bars: Optional[bool] = None,
         log: Optional[bool] = None,
         log_interval: float = 5.0,
+        merge_lines_after: float = 0.0,
     ) -> None:
         self.file = file if file is not None else sys.stderr
         tty = is_terminal(self.file)
@@ -85,6 +89,7 @@ class ConsoleProgress:
         self.bars = self._tqdm is not None
         self.log = (tty if log is None else log)
         self.log_interval = log_interval
+        self.merge_lines_after = merge_lines_after
         self._read_bar: Any = None  # tqdm bars, made when first needed
         self._merge_bar: Any = None
         self._t0: Optional[float] = None
@@ -183,7 +188,7 @@ class ConsoleProgress:
         if self._merge_bar is not None:
             self._merge_bar.update(done - self._merge_bar.n)
         pct = done * 100 // total if total else 100
-        if self.log and pct > self._last_pct:
+        if self.log and pct > self._last_pct and time.perf_counter() - self._merge_t0 >= self.merge_lines_after:
             self._last_pct = pct
             self.write(merge_line(done, total, info["pair"], info["token"], info["count"]))
 

@@ -271,7 +271,9 @@ def test_verbose_progress_lines(corpus, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_bars_on_a_terminal(corpus, tmp_path):
+@pytest.mark.parametrize("verbose", [False, True])
+def test_bars_on_a_terminal(corpus, tmp_path, verbose):
+    """On a terminal: bars; the per-percent lines of a merge loop this quick only with -v."""
     import fcntl
     import pty
     import struct
@@ -281,7 +283,8 @@ def test_bars_on_a_terminal(corpus, tmp_path):
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
     p = subprocess.Popen(
-        [sys.executable, "-m", "bpeforge", "train", str(d / "docs.txt"), "--vocab-size", "800", "-o", str(tmp_path / "tok")],
+        [sys.executable, "-m", "bpeforge", "train", str(d / "docs.txt"), "--vocab-size", "800", "-o", str(tmp_path / "tok")]
+        + ["-v"] * verbose,
         stdout=subprocess.PIPE, stderr=slave, env=ENV,
     )
     os.close(slave)
@@ -300,7 +303,8 @@ def test_bars_on_a_terminal(corpus, tmp_path):
     assert p.returncode == 0
     assert re.search(r"Reading: [\d.]+k?B \[", err) and "docs]" in err
     assert re.search(r"Merging: +\d+%\|.*\| \d+/535 ", err)
-    assert "Progress: 100% (535/535 merges)" in err
+    assert "Starting BPE training: 535 merges to compute" in err and "Finished training: 535 merges" in err
+    assert len(re.findall(r"Progress: \d+% \(\d+/535 merges\)", err)) == (100 if verbose else 0)
     assert "first merges" in stdout
 
 

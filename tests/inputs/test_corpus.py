@@ -36,6 +36,14 @@ def test_corpus_counts_and_doc_cap(tmp_path):
     assert not c.stopped_early and c.heldout == []
 
 
+def test_a_corpus_holds_out_nothing_unless_asked(tmp_path):
+    """Counting and reading count everything: the hold-out is the command line's, asked for."""
+    lines = [f"doc {i}" for i in range(1000)] + ["x" * 2_000_000]
+    c = corpus_of(tmp_path, lines)
+    assert docs_of(c) == lines
+    assert c.heldout == [] and c.heldout_bytes == 0 and c.documents == 1001 and c.bytes == c.total_bytes
+
+
 def test_corpus_max_chars_is_exact(tmp_path):
     lines = [f"document number {i}" for i in range(5000)]
     c = corpus_of(tmp_path, lines, max_chars=1000)
@@ -53,13 +61,51 @@ def test_corpus_holdout_every_nth_up_to_a_byte_budget(tmp_path):
     assert c.documents == 990 and c.heldout_chars == sum(map(len, c.heldout))
     c = corpus_of(tmp_path, lines, holdout_every=10, holdout_max_bytes=20)
     docs_of(c)
-    assert c.heldout == ["doc 9", "doc 19", "doc 29", "doc 39"]  # 4 x 5 bytes, then training gets everything
+    # 5 + 6 + 6 bytes; "doc 39" (6 more) would overflow the budget, and so would every later one.
+    assert c.heldout == ["doc 9", "doc 19", "doc 29"] and c.heldout_bytes == 17
+
+
+def test_a_document_larger_than_what_is_left_of_the_budget_is_trained_on(tmp_path):
+    """A large document at a held-out position is trained on, never held out whole, and the next
+    such position is tried: one that fits is held out."""
+    lines = [f"doc {i}" for i in range(400)]
+    lines[99] = "x" * 5000  # larger than the whole budget: trained on
+    lines[199] = "y" * 900  # fits: held out
+    lines[299] = "z" * 95  # fits in the 100 bytes left: held out
+    c = corpus_of(tmp_path, lines, holdout_every=100, holdout_max_bytes=1000)
+    got = docs_of(c)
+    assert c.heldout == ["y" * 900, "z" * 95] and c.heldout_bytes == 995
+    assert "x" * 5000 in got and "doc 399" in got  # 995 + 7 > 1000: trained on
+    assert c.bytes + c.heldout_bytes == sum(len(l) for l in lines)
+    assert c.bytes >= c.total_bytes - 1000
+
+
+@settings(max_examples=100, deadline=None)
+@given(sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=60), every=st.integers(1, 5), budget=st.integers(1, 2000))
+def test_training_sees_all_but_the_budget_whatever_the_sizes(sizes, every, budget):
+    """The held-out text never passes the budget, so training sees all of the text but that."""
+    c = Corpus([], holdout_every=every, holdout_max_bytes=budget)
+    docs = c._take(["é" * (n // 2) + "a" * (n % 2) for n in sizes])
+    assert c.heldout_bytes == sum(len(d.encode()) for d in c.heldout) <= budget
+    assert c.bytes == sum(len(d.encode()) for d in docs) >= sum(sizes) - budget
+    assert all(len(d.encode()) <= budget for d in c.heldout)
 
 
 def test_corpus_sample_when_too_small_to_hold_out(tmp_path):
     c = corpus_of(tmp_path, ["a b", "c d"], holdout_every=100)
     assert docs_of(c) == ["a b", "c d"]
-    assert c.heldout == [] and c.sample == ["a b", "c d"]
+    assert c.heldout == [] and c.sample == ["a b", "c d"] and not c.sample_cropped
+
+
+def test_the_sample_is_bounded_and_cropped_at_a_character_boundary(tmp_path):
+    """A document that does not fit in what is left of the sample's budget is cropped to fit,
+    at a character boundary, never kept whole; the sample then takes nothing more."""
+    c = corpus_of(tmp_path, ["ab", "é" * 100, "cd"], holdout_every=100, holdout_max_bytes=9)
+    assert docs_of(c) == ["ab", "é" * 100, "cd"]
+    assert c.sample == ["ab", "ééé"] and c.sample_bytes == 8 and c.sample_cropped
+    c = corpus_of(tmp_path, ["x" * 3_000_000], holdout_every=100)
+    docs_of(c)
+    assert c.sample == ["x" * 1_000_000] and c.sample_bytes == 1_000_000
 
 
 def test_corpus_across_formats_is_identical(tmp_path):
@@ -101,7 +147,7 @@ def test_corpus_arrow_batches_match_list_batches(batches, doc_cap, max_chars, ev
         got_b = b._take_arrow(pa.array(docs, pa.large_string() if large else pa.string()))
         assert got_b.to_pylist() == got_a
         assert got_b.null_count == 0
-    for attr in ("documents", "chars", "bytes", "heldout", "heldout_chars", "heldout_bytes", "sample", "sample_bytes", "stopped_early"):
+    for attr in ("documents", "chars", "bytes", "heldout", "heldout_chars", "heldout_bytes", "sample", "sample_bytes", "sample_cropped", "stopped_early"):
         assert getattr(b, attr) == getattr(a, attr), attr
 
 

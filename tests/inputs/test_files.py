@@ -72,3 +72,15 @@ def test_truncated_or_corrupt_compressed_files_are_input_errors(tmp_path, name):
         source.path.write_bytes(data)
         with pytest.raises(InputError, match=re.escape(name) + r": cannot read"):
             docs_of(read(source))
+
+
+@pytest.mark.parametrize("name", ["e.txt.gz", "e.jsonl.zst", "e.txt.zstd"])
+def test_an_empty_compressed_file_is_an_input_error(tmp_path, name):
+    """A compressed file is never empty (a header at least): one of 0 bytes was cut short, and
+    is an error rather than no documents taken silently."""
+    (tmp_path / name).write_bytes(b"")
+    (source,) = expand_inputs([str(tmp_path / name)])
+    with pytest.raises(InputError, match=re.escape(f"{tmp_path / name}: an empty file, not {source.compression} data (cut short?)")):
+        inputs.open_binary(source)
+    (tmp_path / "e.txt").write_bytes(b"")
+    assert docs_of(read_text(text_source(tmp_path / "e.txt"))) == []  # an empty text file is no documents

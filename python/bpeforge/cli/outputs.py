@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -64,7 +65,9 @@ def holds_only_a_saved_tokenizer(folder: Path) -> bool:
 
 def check_parent(folder: Path) -> None:
     """Refuses an output whose parent cannot be made or written: found before training, not
-    after it. The closest existing ancestor must be a folder this process may write in."""
+    after it. The closest existing ancestor must be a folder this process may write in, and
+    in which a file can be made: permissions do not stop root, but a read-only file system or
+    a folder such as ``/proc`` does, and only trying finds out (an empty file, removed at once)."""
     parent = folder.absolute().parent
     while not (parent.exists() or parent.is_symlink()) and parent != parent.parent:
         parent = parent.parent
@@ -72,6 +75,15 @@ def check_parent(folder: Path) -> None:
         raise CLIError(f"cannot write the output {folder}: {parent} is not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise CLIError(f"cannot write the output {folder}: no permission to write in {parent}")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=f".{folder.name}.probe-", dir=parent)
+    except OSError as e:
+        raise CLIError(f"cannot write the output {folder}: cannot make a file in {parent} ({e.strerror or e})") from None
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
 
 
 def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:

@@ -1,5 +1,12 @@
 """The report ``bpeforge train`` prints on stdout: one aligned ``name  value`` row per line
-(corpus, counts, pattern, timings, memory, the first and last merges, compression, outputs)."""
+(corpus, counts, pattern, timings, memory, the first and last merges, compression, outputs).
+
+Everything here runs after the tokenizer is saved, and is bounded whatever the corpus: the
+compression is measured on at most the corpus's hold-out budget of text (the held-out documents,
+or the start of the training text), by :class:`bpeforge._core.Encoder`, which encodes as
+tiktoken does in time that grows with the text and never gives up on a preset pattern; a
+measurement that fails anyway is a line of the report, not an error. Tokens are shown cropped.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from .. import _core
 from ..base import BaseTokenizer
 from ..inputs import Corpus
+from .arguments import one_line
 
 Row = Tuple[str, str]
+# How the core's error for a text the split pattern's regex engine gave up on begins.
+SPLIT_FAILED = "the split pattern failed on a text"
+# The characters of a token the report shows (then its length).
+TOKEN_SHOWN = 32
 
 
 @dataclass
@@ -25,6 +38,8 @@ class Compression:
     documents: int
     bytes: int
     tokens: int
+    failure: str = ""
+    """Why compression could not be measured, or ""."""
 
 
 @dataclass
@@ -37,17 +52,25 @@ class Timings:
     total: float
 
 
-def token_text(token: bytes) -> str:
+def token_text(token: bytes, shown: int = TOKEN_SHOWN) -> str:
     r"""A token's bytes for display: as a str literal when they are UTF-8, else as a bytes
-    literal (so that a lone byte never looks like a character).
+    literal (so that a lone byte never looks like a character); a token longer than ``shown``
+    characters (or bytes) is cut there, followed by its length.
 
     >>> print(token_text(b"hi"), token_text("é".encode()[:1]), token_text(b"\xc2\xa0"))
     'hi' b'\xc3' '\xa0'
+    >>> print(token_text(b"ab" * 20, shown=4), token_text(b"\xff" * 9, shown=2))
+    'abab'... (40 characters, 40 bytes) b'\xff\xff'... (9 bytes)
     """
     try:
-        return repr(token.decode("utf-8"))
+        text = token.decode("utf-8")
     except UnicodeDecodeError:
-        return repr(token)
+        if len(token) <= shown:
+            return repr(token)
+        return f"{token[:shown]!r}... ({len(token):,} bytes)"
+    if len(text) <= shown:
+        return repr(text)
+    return f"{text[:shown]!r}... ({len(text):,} characters, {len(token):,} bytes)"
 
 
 def peak_memory() -> Optional[int]:
@@ -136,15 +159,68 @@ def merge_rows(merges: Sequence[Tuple[int, int, int, int]], ranks: Dict[bytes, i
     return rows
 
 
+def ordinal(n: int) -> str:
+    """``n`` as an ordinal, for "each Nth document".
+
+    >>> ordinal(2), ordinal(3), ordinal(11), ordinal(21), ordinal(100), ordinal(102)
+    ('2nd', '3rd', '11th', '21st', '100th', '102nd')
+    """
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def measure_compression(ranks: Dict[bytes, int], pattern: str, corpus: Corpus, holdout: int, warnings: List[str]) -> Compression:
+    """Bytes per token of the ranks ``ranks`` and split pattern ``pattern`` on the held-out
+    documents (or, when none were held out, on the corpus's sample: the start of the training
+    text), at most the corpus's hold-out budget of text either way. A split pattern that skips
+    text is warned about in ``warnings``, and only the bytes the tokens cover are counted. A
+    measurement that fails gives a :class:`Compression` saying why, never an exception: the
+    report must not cost the training."""
+    if corpus.heldout:
+        docs, nbytes, label, note = corpus.heldout, corpus.heldout_bytes, "held-out documents", ""
+    else:
+        if not holdout:
+            why = "--holdout 0"
+        elif corpus.documents < holdout:
+            why = f"fewer than {holdout} documents"
+        else:  # each one at a held-out position was trained on
+            which = "each document" if holdout == 1 else f"each {ordinal(holdout)} document"
+            why = f"{which} is larger than the hold-out budget of {corpus.holdout_max_bytes:,} bytes"
+        docs, nbytes, label, note = corpus.sample, corpus.sample_bytes, "training documents", f"(not held out: {why})"
+        if corpus.sample_cropped:
+            note = f"(not held out: {why}; the first {nbytes:,} bytes of the training text, the last document cropped)"
+    try:
+        tokens, covered = _core.Encoder(list(ranks.items()), pattern).count(docs) if docs else (0, 0)
+    except Exception as e:  # noqa: BLE001 - a report, after the tokenizer is saved
+        if str(e).startswith(SPLIT_FAILED):
+            reason = f"the split pattern's regex engine gave up on the {label} ({one_line(e)[len(SPLIT_FAILED):].lstrip(': ')})"
+        else:
+            reason = f"{one_line(e)} ({type(e).__name__})"
+        return Compression(label, note, len(docs), nbytes, 0, failure=reason)
+    # A custom pattern may leave text unmatched: that text is never tokenized (nor trained
+    # on), so compression counts only the bytes the tokens cover, and the user is told.
+    if covered != nbytes:
+        warnings.append(
+            f"the split pattern skips text: the tokens of the {label} cover {covered:,} of their "
+            f"{nbytes:,} bytes; the rest is dropped when encoding (and was not trained on). "
+            r"End the pattern with an alternative such as |\s+|\S to keep every character"
+        )
+        nbytes = covered
+    return Compression(label, note, len(docs), nbytes, tokens)
+
+
 def compression_rows(compression: Compression) -> List[Row]:
     """Bytes per token on the text measured, and why that text, if it was not held out."""
-    if not compression.tokens:
-        return [("compression", "n/a (no text to measure it on)")]
     c = compression
+    if c.failure:
+        return [("compression", f"not measured: {c.failure}")]
+    if not c.tokens:
+        return [("compression", "n/a (no text to measure it on)")]
     rows: List[Row] = [
         (
             "compression",
-            f"{c.bytes / c.tokens:.2f} bytes/token on {c.documents:,} {c.label} ({c.bytes:,} bytes -> {c.tokens:,} tokens)",
+            f"{c.bytes / c.tokens:.2f} bytes/token on {c.documents:,} {c.label[:-1] if c.documents == 1 else c.label} "
+            f"({c.bytes:,} bytes -> {c.tokens:,} tokens)",
         )
     ]
     if c.note:

@@ -13,16 +13,16 @@ from pathlib import Path
 from typing import Any, Iterable, List, Optional, Tuple
 
 from .. import inputs
-from ..base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer, tiktoken_errors
+from ..base import NANOCHAT_SPECIAL_TOKENS
 from ..errors import InputError, OptionError
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
 from ..tokenizer import Tokenizer
 from ..training import TrainedRanks, Training
-from .arguments import EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
+from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import Compression, Timings, format_report
+from .report import SPLIT_FAILED, Timings, format_report, measure_compression
 from .signals import ExitOnCtrlC
 
 DEFAULT_VOCAB_SIZE = 8192
@@ -33,8 +33,9 @@ HOLDOUT_MAX_BYTES = 1_000_000
 # does not change the result, only memory and speed.
 BUFFER_BYTES = 8_000_000
 MIN_BUFFER, MAX_BUFFER = 64, 8192
-# How the core's error for a text the split pattern's regex engine gave up on begins.
-SPLIT_FAILED = "the split pattern failed on a text"
+# On a terminal without -v, the merge loop's per-percent lines (beside its bar) start only once
+# it has run this many seconds.
+MERGE_LINES_AFTER = 3.0
 # The command line's flag for each option of bpeforge.training.Training.
 FLAGS = {
     "vocab_size": "--vocab-size",
@@ -62,8 +63,11 @@ documents:
   jsonl    the --text-column field of each line's object (null: skipped).
   parquet  the --text-column column, read page by page (bounded memory; with
            --parquet-reader pyarrow, by record batches through pyarrow).
-  Empty documents are skipped. Every 100th document (up to 1 MB) is held out of training
-  to measure compression on; --holdout 0 trains on everything.
+  Empty documents are skipped. Every 100th document is held out of training to measure
+  compression on, if it fits in what is left of a 1 MB budget (a larger one is trained on,
+  and the next 100th tried): training sees all of the input but 1 MB at most, so 99% or
+  more of a corpus of 100 MB or more. --holdout 0 trains on everything, and compression is
+  measured on the start of the training text (1 MB at most).
 
 output:
   -o DIR writes DIR/ (tokenizer.tiktoken + tokenizer.json + token_bytes.npy, for bpeforge.Tokenizer.load)
@@ -72,10 +76,12 @@ output:
   appear only once training succeeded (written to a temporary folder, then renamed).
 
 progress and errors:
-  Progress (reading: documents, MB, MB/s; merging: a bar and a line per 1% of the merges)
-  goes to stderr when it is a terminal, or always with -v; the report goes to stdout; -q
-  prints errors only. An error is one line on stderr; exit codes: 1 data or output
-  problem, 2 bad option, 130 interrupted (Ctrl-C writes nothing).
+  Progress (reading: documents, MB, MB/s; merging: a bar, and a line per 1% of the merges
+  with -v or once merging has run 3 s) goes to stderr when it is a terminal, or always with
+  -v; the report goes to stdout; -q prints errors only. The tokenizer is saved before the
+  report is made: a compression that cannot be measured is a line of the report. An error
+  is one line on stderr; exit codes: 1 data or output problem, 2 bad option, 130
+  interrupted (Ctrl-C writes nothing, or once the tokenizer is saved, says so).
 
 examples:
   bpeforge train --vocab-size 32768 -o out/tok data/*.parquet
@@ -215,7 +221,9 @@ def start_progress(args: argparse.Namespace, found: Inputs) -> Tuple[ConsoleProg
         more = f" (and {len(found.left_out) - 1:,} more)" if len(found.left_out) > 1 else ""
         stderr_line(f"{PROG}: note: {again.path} is the file {first.path}, read once{more}")
     show = not quiet and (verbose or is_terminal(sys.stderr))
-    progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
+    progress = ConsoleProgress(
+        file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if verbose else MERGE_LINES_AFTER
+    )
     if show:
         progress.write(f"Training on {found.label}")
         if verbose:
@@ -280,32 +288,6 @@ def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
     raise CLIError("no documents to train on: the inputs hold no text" + note)
 
 
-def measure_compression(tokenizer: BaseTokenizer, corpus: Corpus, holdout: int, warnings: List[str]) -> Compression:
-    """Bytes per token on the held-out documents (or, when none were held out, on the first
-    training documents). A split pattern that skips text is warned about in ``warnings``, and
-    only the bytes the tokens cover are counted."""
-    if corpus.heldout:
-        docs, label, note = corpus.heldout, "held-out documents", ""
-    else:
-        why = "--holdout 0" if not holdout else f"fewer than {holdout} documents"
-        docs, label, note = corpus.sample, "training documents", f"(not held out: {why})"
-    nbytes = sum(len(d.encode("utf-8")) for d in docs)
-    with tiktoken_errors():
-        encoded = tokenizer.encoding.encode_ordinary_batch(docs) if docs else []
-    tokens = sum(len(ids) for ids in encoded)
-    # A custom pattern may leave text unmatched: that text is never tokenized (nor trained
-    # on), so compression counts only the bytes the tokens cover, and the user is told.
-    covered = sum(len(tokenizer.encoding.decode_bytes(ids)) for ids in encoded)
-    if covered != nbytes:
-        warnings.append(
-            f"the split pattern skips text: the tokens of the {label} cover {covered:,} of their "
-            f"{nbytes:,} bytes; the rest is dropped when encoding (and was not trained on). "
-            r"End the pattern with an alternative such as |\s+|\S to keep every character"
-        )
-        nbytes = covered
-    return Compression(label, note, len(docs), nbytes, tokens)
-
-
 def run_train(args: argparse.Namespace) -> int:
     """Runs ``bpeforge train`` with parsed ``args``: checks the options, reads the inputs, trains,
     saves the tokenizer and prints the report; returns the exit code. Raises :class:`CLIError`."""
@@ -336,9 +318,6 @@ def run_train(args: argparse.Namespace) -> int:
             )
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
-        t_eval = time.perf_counter()
-        compression = measure_compression(tokenizer, corpus, args.holdout, warnings)
-        t_eval = time.perf_counter() - t_eval
     finally:
         exit_on_ctrl_c.stop()
 
@@ -346,27 +325,59 @@ def run_train(args: argparse.Namespace) -> int:
     save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     t_save = time.perf_counter() - t_save
 
-    if not args.quiet:
+    # The tokenizer is saved: from here on everything is only the report.
+    if args.quiet:
+        return 0
+    return print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save))
+
+
+def print_report(
+    args: argparse.Namespace,
+    found: Inputs,
+    corpus: Corpus,
+    trained: TrainedRanks,
+    tokenizer: Tokenizer,
+    warnings: List[str],
+    folder: Path,
+    tiktoken_file: Path,
+    times: Tuple[float, float, float],
+) -> int:
+    """Measures the compression, prints the warnings and the report; returns the exit code.
+    Runs once the tokenizer is saved, and cannot cost it: a compression that cannot be measured
+    is a line of the report, a report that fails a warning, and Ctrl-C says the tokenizer is
+    saved. ``times``: when the run started, seconds building the tokenizer, seconds saving it."""
+    t_start, t_build, t_save = times
+    saved = f"the tokenizer is saved in {folder}/ and {tiktoken_file}"
+    try:
+        t_eval = time.perf_counter()
+        compression = measure_compression(trained.ranks, trained.pattern, corpus, args.holdout, warnings)
+        t_eval = time.perf_counter() - t_eval
         for w in warnings:
             stderr_line(f"{PROG}: warning: {w}")
-    if not args.quiet and sys.stdout is not None:  # None: started with standard output closed
-        report = format_report(
-            corpus_label=found.label,
-            corpus=corpus,
-            stats=trained.stats,
-            merges=trained.merges(),
-            ranks=trained.ranks,
-            tokenizer=tokenizer,
-            pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
-            compression=compression,
-            timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
-            folder=folder,
-            tiktoken_file=tiktoken_file,
-        )
-        sys.stdout.write(report)
-        sys.stdout.flush()
+        if sys.stdout is None:  # started with standard output closed
+            return 0
+        try:
+            report = format_report(
+                corpus_label=found.label,
+                corpus=corpus,
+                stats=trained.stats,
+                merges=trained.merges(),
+                ranks=trained.ranks,
+                tokenizer=tokenizer,
+                pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
+                compression=compression,
+                timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
+                folder=folder,
+                tiktoken_file=tiktoken_file,
+            )
+        except Exception as e:  # noqa: BLE001 - a bug in the report must not hide a saved tokenizer
+            stderr_line(f"{PROG}: warning: {saved}, but the report failed: {one_line(e)} ({type(e).__name__})")
+            return 0
+    except KeyboardInterrupt:
+        raise CLIError(f"interrupted; {saved}", EXIT_INTERRUPTED) from None
+    sys.stdout.write(report)
+    sys.stdout.flush()
     return 0
-
 
 
 def lean_arrow_memory() -> None:
@@ -440,12 +451,12 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
     p.add_argument("--max-chars", type=int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
-    p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document (up to 1 MB) to measure compression; 0 = none (default {HOLDOUT_EVERY})")
+    p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document to measure compression, if it fits in what is left of 1 MB (a larger one is trained on); 0 = none (default {HOLDOUT_EVERY})")
     p.add_argument("--threads", type=int_at_least(1, "--threads"), metavar="N", help="threads for training: counting, and merging (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder / .tiktoken file")
     p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed JSONL lines, and text documents that are not UTF-8 (counted and reported), instead of stopping")
     verbosity = p.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
-    verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, and list the inputs")
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, with a line per 1%% of the merges, and list the inputs")
     p.set_defaults(run=run_train)
     return p

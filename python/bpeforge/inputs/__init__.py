@@ -25,6 +25,10 @@ Conventions:
   :class:`InputError` naming the file and line, or (``skip_bad_lines``) the documents holding
   them are skipped and counted.
 * Empty documents are skipped everywhere (and not counted).
+* A ``.gz`` or ``.zst`` file cut short (anywhere, or to nothing at all) is an :class:`InputError`
+  naming it, never the documents before the cut taken silently.
+* Nothing is held out unless asked (:class:`Corpus`'s ``holdout_every``, for the command line's
+  compression report): what counts documents counts them all.
 * JSONL: each non-blank line is a JSON object whose ``text_column`` field is a string (or null,
   skipped). Anything else is a bad line (:class:`InputError` naming the file and line, or skipped
   and counted with ``skip_bad_lines``), and so is a line that is not UTF-8 or whose text holds a

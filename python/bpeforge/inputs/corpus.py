@@ -1,5 +1,5 @@
 """The training documents of the input files, as batches: cropped, stopped at a budget of
-characters, with every Nth document held out, counted as they go."""
+characters, with every Nth document held out (within a budget of bytes), counted as they go."""
 
 from __future__ import annotations
 
@@ -26,9 +26,14 @@ class Corpus:
     On the way: each document is cropped to ``doc_cap`` characters; reading stops once
     ``max_chars`` characters in all have been read (the last document cropped to fit); every
     ``holdout_every``-th document (the 100th, 200th, ...) is held out of training into
-    :attr:`heldout` until it holds ``holdout_max_bytes`` bytes. The first ``holdout_max_bytes``
-    of training text are also kept in :attr:`sample`, to measure compression on when too few
-    documents were read to hold any out. Counts (``documents``, ``chars``, ``bytes``, and the
+    :attr:`heldout` if it fits in what is left of a budget of ``holdout_max_bytes`` bytes, and
+    trained on otherwise (the next ``holdout_every``-th is tried in turn): a large document is
+    never held out whole, so training sees all the text but ``holdout_max_bytes`` at most,
+    whatever the sizes of the documents (99% or more of a corpus of 100 MB or more, with the
+    command line's 1 MB). The start of the training text, up to ``holdout_max_bytes`` bytes (the
+    last document kept cropped to fit, at a character boundary), is kept in :attr:`sample`, to
+    measure compression on when too few documents were read to hold any out. The default,
+    ``holdout_every=0``, holds out nothing: what counts documents counts them all. Counts (``documents``, ``chars``, ``bytes``, and the
     same for held-out text) are kept as it goes; ``on_read(corpus, source)`` is called as
     each file starts and after each of its batches. Iterate once.
     """
@@ -66,6 +71,7 @@ class Corpus:
         self.heldout_bytes = 0
         self.sample: List[str] = []
         self.sample_bytes = 0
+        self.sample_cropped = False  # the last document of the sample is cropped to fit
         self.files_started = 0
         self.stopped_early = False  # max_chars was reached
         self.start_time: Optional[float] = None
@@ -131,29 +137,55 @@ class Corpus:
         self._seen += len(docs)
         if every and self.heldout_bytes < self.holdout_max_bytes:
             first = (every - 1 - seen) % every
-            held = docs[first::every]
-            k = 0
-            for d in held:  # hold out while under the budget
-                if self.heldout_bytes >= self.holdout_max_bytes:
-                    break
-                self.heldout.append(d)
-                self.heldout_chars += len(d)
-                self.heldout_bytes += _utf8_len([d])
-                k += 1
-            if k:
+            held = [i for i in range(first, len(docs), every) if self._hold_out(_utf8_len([docs[i]]))]
+            if held:
+                for i in held:
+                    self.heldout.append(docs[i])
+                    self.heldout_chars += len(docs[i])
                 docs = list(docs)
-                del docs[first : first + (k - 1) * every + 1 : every]
+                for i in reversed(held):
+                    del docs[i]
         nbytes = _utf8_len(docs)
         self.documents += len(docs)
         self.chars += sum(map(len, docs))
         self.bytes += nbytes
-        if self.sample_bytes < self.holdout_max_bytes and docs:
-            for d in docs:
-                if self.sample_bytes >= self.holdout_max_bytes:
-                    break
-                self.sample.append(d)
-                self.sample_bytes += len(d.encode("utf-8", "surrogatepass"))
+        for d in docs:
+            if self.sample_full:
+                break
+            self._keep_in_sample(d)
         return docs
+
+    def _hold_out(self, nbytes: int) -> bool:
+        """Whether a document of ``nbytes`` bytes, one of every ``holdout_every``-th, is held out:
+        only if it fits in what is left of the budget (then it is counted in it); a larger one
+        is trained on. So a large document is never held out whole, and training sees all the
+        text but ``holdout_max_bytes`` at most, whatever the sizes of the documents."""
+        if self.heldout_bytes + nbytes > self.holdout_max_bytes:
+            return False
+        self.heldout_bytes += nbytes
+        return True
+
+    @property
+    def sample_full(self) -> bool:
+        """Whether :attr:`sample` takes no more text: its budget is used up, or a document had
+        to be cropped to fit in it (the sample is the start of the training text)."""
+        return self.sample_cropped or self.sample_bytes >= self.holdout_max_bytes
+
+    def _keep_in_sample(self, doc: str) -> None:
+        """Keeps ``doc`` in :attr:`sample`, or as much of it as fits in what is left of its
+        budget of ``holdout_max_bytes`` bytes, cropped at a character boundary."""
+        room = self.holdout_max_bytes - self.sample_bytes
+        data = doc[: room + 1].encode("utf-8", "surrogatepass")  # a character is at least a byte
+        if len(data) > room:
+            cut = room
+            while cut and data[cut] & 0xC0 == 0x80:  # inside a character: back to its start
+                cut -= 1
+            data = data[:cut]
+            doc = data.decode("utf-8", "surrogatepass")
+            self.sample_cropped = True
+        if doc:
+            self.sample.append(doc)
+            self.sample_bytes += len(data)
 
     def _take_arrow(self, docs):
         """:meth:`_take` for a pyarrow string array without nulls or empty strings, with the same
@@ -193,16 +225,12 @@ class Corpus:
             first = (every - 1 - seen) % every
             picks = list(range(first, len(docs), every))
             if picks:
-                held = docs.take(pa.array(picks, pa.int64()))
-                nbytes = pc.cast(pc.binary_length(held), pa.int64())
-                # Hold out while under the budget (checked before each document).
-                k = total(pc.cast(pc.less(pc.add(before(nbytes), self.heldout_bytes), self.holdout_max_bytes), pa.int64()))
-                if k:
-                    held = held.slice(0, k)
+                sizes = pc.binary_length(docs.take(pa.array(picks, pa.int64()))).to_pylist()
+                cuts = [i for i, n in zip(picks, sizes) if self._hold_out(n)]
+                if cuts:
+                    held = docs.take(pa.array(cuts, pa.int64()))
                     self.heldout.extend(held.to_pylist())
                     self.heldout_chars += total(chars(held))
-                    self.heldout_bytes += total(nbytes.slice(0, k))
-                    cuts = picks[:k]
                     pieces = [docs.slice(a + 1, b - a - 1) for a, b in zip([-1] + cuts, cuts + [len(docs)])]
                     # Slices of the batch, not a copy of it (a batch may hold tens of MB).
                     docs = pa.chunked_array([p for p in pieces if len(p)], type=docs.type)
@@ -210,8 +238,13 @@ class Corpus:
         self.documents += len(docs)
         self.chars += total(chars(docs))
         self.bytes += total(nbytes)
-        if self.sample_bytes < self.holdout_max_bytes and len(docs):
-            k = total(pc.cast(pc.less(pc.add(before(nbytes), self.sample_bytes), self.holdout_max_bytes), pa.int64()))
+        if not self.sample_full and len(docs):
+            # The documents that fit whole, then the next one cropped (only its start becomes a str).
+            ends = pc.add(pc.cumulative_sum(nbytes), self.sample_bytes)
+            k = total(pc.cast(pc.less_equal(ends, self.holdout_max_bytes), pa.int64()))
             self.sample.extend(docs.slice(0, k).to_pylist())
             self.sample_bytes += total(nbytes.slice(0, k))
+            if k < len(docs) and not self.sample_full:
+                room = self.holdout_max_bytes - self.sample_bytes
+                self._keep_in_sample(pc.utf8_slice_codeunits(docs.slice(k, 1), 0, room + 1).to_pylist()[0])
         return docs

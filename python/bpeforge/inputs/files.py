@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
+import stat
 import sys
 import zlib
 from pathlib import Path
@@ -28,6 +30,10 @@ def open_binary(source: Source):
             raise InputError("-: standard input is closed")
         return open(sys.stdin.fileno(), "rb", closefd=False)
     try:
+        if source.compression is not None and _is_empty_file(path):
+            # gzip and zstandard read an empty file as no data; a compressed file is never empty
+            # (a header at least), so this one was cut short: an error, as `gzip -d` says.
+            raise InputError(f"{path}: an empty file, not {source.compression} data (cut short?)")
         if source.compression == "gzip":
             return gzip.open(path, "rb")
         if source.compression == "zstd":
@@ -41,6 +47,15 @@ def open_binary(source: Source):
         raise InputError(f"{path}: is a folder") from None
     except OSError as e:  # a link loop, a socket, an I/O error...
         raise InputError(f"{path}: cannot read it ({e.strerror or e})") from None
+
+
+def _is_empty_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file of 0 bytes (a pipe's size says nothing)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False  # opening it says why
+    return stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
 def _open_zstd(path: Path):

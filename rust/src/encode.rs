@@ -154,34 +154,41 @@ impl Encoder {
     /// The same merges as [`Encoder::merge_by_scan`], with the candidate pairs in a heap ordered
     /// by (rank, start): a pair is (left part's start, right part's end), still current while
     /// the left part lives and its right neighbour ends there (parts only grow, so a pair with
-    /// those two ends is the same pair).
+    /// those two ends is the same pair). What two tokens make is remembered by their ranks, so
+    /// a long span of few distinct tokens (a run of spaces) hashes each pair's bytes once.
     fn merge_by_heap(&self, piece: &[u8]) -> Vec<usize> {
+        const NONE: u32 = u32::MAX;
         let n = piece.len();
         let mut next: Vec<usize> = (1..=n).collect();
         let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
-        let mut alive = vec![true; n];
+        // The rank of the part starting at each byte (NONE once the part is merged away).
+        let mut part: Vec<u32> = piece.iter().map(|&b| self.rank(&[b]).unwrap_or(NONE)).collect();
+        let mut joined: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut pairs = BinaryHeap::new();
-        let offer = |pairs: &mut BinaryHeap<_>, start: usize, end: usize| {
-            if let Some(rank) = self.rank(&piece[start..end]) {
+        let mut offer = |pairs: &mut BinaryHeap<_>, part: &[u32], start: usize, middle: usize, end: usize| {
+            let key = (part[start], part[middle]);
+            let rank = *joined.entry(key).or_insert_with(|| self.rank(&piece[start..end]).unwrap_or(NONE));
+            if rank != NONE {
                 pairs.push(Reverse((rank, start, end)));
             }
         };
         for i in 0..n - 1 {
-            offer(&mut pairs, i, i + 2);
+            offer(&mut pairs, &part, i, i + 1, i + 2);
         }
-        while let Some(Reverse((_, start, end))) = pairs.pop() {
+        while let Some(Reverse((rank, start, end))) = pairs.pop() {
             let middle = next[start];
-            if !alive[start] || middle >= n || next[middle] != end {
+            if part[start] == NONE || middle >= n || next[middle] != end {
                 continue;
             }
-            alive[middle] = false;
+            part[middle] = NONE;
+            part[start] = rank;
             next[start] = end;
             if end < n {
                 prev[end] = start;
-                offer(&mut pairs, start, next[end]);
+                offer(&mut pairs, &part, start, end, next[end]);
             }
             if start > 0 {
-                offer(&mut pairs, prev[start], end);
+                offer(&mut pairs, &part, prev[start], start, end);
             }
         }
         let mut ends = Vec::new();

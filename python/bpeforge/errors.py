@@ -26,6 +26,20 @@ class InputError(Exception):
     column. The message is one line and names the file (and line, where there is one)."""
 
 
+class NoTextError(ValueError):
+    """Training was given no text at all: no texts, or only empty ones. No tokenizer is made of
+    that (it would be the 256 single bytes and nothing learned); the message says which it was."""
+
+
+class UnknownTokenIdError(ValueError, KeyError):
+    """A token id that is not in the vocabulary (or not an id at all: a negative number, one too
+    large). Also a ``KeyError``, as tiktoken's decode raised for an id it does not know and as
+    ``id_to_token`` raised before: ``except KeyError`` still catches it."""
+
+    def __str__(self) -> str:  # a ValueError's message, not a KeyError's quoted key
+        return str(self.args[0]) if self.args else ""
+
+
 class OptionError(ValueError):
     """A training option that cannot be used. ``option`` names it as the API spells it
     (``vocab_size``, ``pattern``, ``special_tokens``, ``num_threads``, ``min_frequency``), so

@@ -5,6 +5,10 @@ names the file, text or option at fault. The modules that raise them re-export t
 ``bpeforge.io.TokenizerFileError`` and ``bpeforge.eval.EvalError`` name the same classes.
 """
 
+SPLIT_FAILED = "the split pattern failed on a text"
+"""How the compiled core's RuntimeError begins when a custom split pattern's regex engine gives
+up on a text (its backtracking limit); the preset patterns never do."""
+
 
 class TokenizerFileError(ValueError):
     """A saved tokenizer file is truncated, corrupt or not ours; the message names the file

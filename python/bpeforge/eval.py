@@ -322,11 +322,12 @@ def _as_tiktoken_reads(text: str) -> str:
     """``text`` as tiktoken encodes it: a str that is not valid Unicode (surrogates) is read
     through UTF-16, so a surrogate pair becomes its character and a lone surrogate U+FFFD. Its
     bytes and characters are then counted on what was encoded."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+    if SURROGATE.search(text) is None:  # (searched rather than encoded: no copy of a huge text)
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 # ------------------------------------------------------------------------------ pieces
@@ -399,7 +400,7 @@ def text_pieces(chunks: Iterable[str], size: int = PIECE_CHARS) -> Iterator[Tupl
         start = cut
 
 
-def _batches(pieces: Iterable[Tuple[str, bool]], max_pieces: int) -> Iterator[Tuple[List[str], int, int]]:
+def piece_batches(pieces: Iterable[Tuple[str, bool]], max_pieces: int) -> Iterator[Tuple[List[str], int, int]]:
     """``(pieces, UTF-8 bytes, forced cuts)`` in batches of at most ``max_pieces`` pieces and
     :data:`BATCH_BYTES` bytes (or one piece)."""
     batch: List[str] = []
@@ -436,7 +437,7 @@ def _count_text(text_name: str, text: TextLike, counters: Sequence[_Counter], nu
     n_bytes = n_chars = forced = 0
     tokens = [0] * len(counters)
     covered = [0] * len(counters)
-    for batch, batch_bytes, batch_forced in _batches(text_pieces(chunks, PIECE_CHARS), num_threads):
+    for batch, batch_bytes, batch_forced in piece_batches(text_pieces(chunks, PIECE_CHARS), num_threads):
         n_bytes += batch_bytes
         n_chars += sum(len(piece) for piece in batch)
         forced += batch_forced

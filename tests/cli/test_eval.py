@@ -157,14 +157,14 @@ def test_cli_reads_texts_in_bounded_pieces_with_the_counts_of_the_texts_whole(fi
     (files / "big.txt").write_text(text, encoding="utf-8")
     whole = evaluate([str(files / "tok")], [(str(files / "big.txt"), text)])
     seen = []
-    batches = bpeforge.eval._batches
+    batches = bpeforge.eval.piece_batches
 
     def spy(pieces, max_pieces):
         for batch in batches(pieces, max_pieces):
             seen.append(batch)
             yield batch
 
-    monkeypatch.setattr(bpeforge.eval, "_batches", spy)
+    monkeypatch.setattr(bpeforge.eval, "piece_batches", spy)
     monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 64)
     monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 100)
     monkeypatch.setattr(bpeforge.eval, "BATCH_BYTES", 300)

@@ -112,7 +112,7 @@ def test_trained_tokenizer_matches_encode():
         (None, [], "no texts"),
         (None, {"e": ""}, "text 'e' is empty"),
         (None, [("a", 3)], "text 'a' must be a str"),
-        (None, [42], r"texts\[0\] must be a str or a \(name, text\) pair"),
+        (None, [42], r"texts\[0\] must be a str, a TextFile or a \(name, text\) pair"),
     ],
 )
 def test_evaluate_errors(hello, tokenizers, texts, message):

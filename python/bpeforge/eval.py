@@ -49,6 +49,7 @@ greeting     11     11  bytes          11         1.00        1.000
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import warnings
@@ -249,8 +250,6 @@ class TextFile:
     def chunks(self) -> Iterator[str]:
         """The text in consecutive parts. Raises :class:`EvalError` naming the file for one that
         cannot be read, is empty, or holds bytes that are not UTF-8 (and the first one's offset)."""
-        import codecs
-
         try:
             file = open(self.path, "rb")
         except OSError as e:
@@ -307,7 +306,7 @@ def _named_texts(texts: Any) -> List[Tuple[str, TextLike]]:
             elif isinstance(item, (tuple, list)) and len(item) == 2:
                 items.append((str(item[0]), item[1]))
             else:
-                raise EvalError(f"texts[{i}] must be a str or a (name, text) pair, got {type(item).__name__}")
+                raise EvalError(f"texts[{i}] must be a str, a TextFile or a (name, text) pair, got {type(item).__name__}")
     if not items:
         raise EvalError("no texts to evaluate")
     for name, text in items:

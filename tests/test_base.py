@@ -35,6 +35,41 @@ def test_special_tokens_follow_ranks(tok):
     assert tok.encoding.encode("<|bos|>", allowed_special="all") == [n]
 
 
+@pytest.mark.parametrize("bad", [400, 401, 2**31, 2**40, -1, -(2**40)])
+def test_decode_of_an_unknown_id_is_a_value_error_naming_it_and_the_vocabulary(tok, bad):
+    # tiktoken raises KeyError for an unknown id and OverflowError for a negative or huge one.
+    with pytest.raises(ValueError, match=rf"^Unknown token id {bad}: the vocabulary has 400 ids, 0 to 399$") as caught:
+        tok.decode([104, bad, 105])
+    assert isinstance(caught.value, KeyError)  # what tiktoken raised for an unknown id, still caught
+    assert isinstance(caught.value, bpeforge.errors.UnknownTokenIdError)
+
+
+def test_decode_of_an_id_in_a_gap_of_the_vocabulary_says_so():
+    import tiktoken
+
+    enc = tiktoken.Encoding("gaps", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={"<|x|>": 300})
+    tok = bpeforge.base.BaseTokenizer.from_encoding(enc)
+    assert tok.decode([300, 104]) == "<|x|>h"
+    with pytest.raises(ValueError, match=r"^Unknown token id 257: no token has it \(the vocabulary's 301 ids run from 0 to 300, with gaps\)$"):
+        tok.decode([257])
+
+
+@pytest.mark.parametrize("bad, name", [("a", "str"), (1.5, "float"), (None, "NoneType")])
+def test_decode_of_a_value_that_is_no_integer_is_a_type_error_naming_it(tok, bad, name):
+    with pytest.raises(TypeError, match=rf"^token ids must be integers; ids\[1\] is a {name}: "):
+        tok.decode([104, bad])
+    with pytest.raises(TypeError, match="a sequence of token ids, not str"):
+        tok.decode("hi")
+
+
+def test_decode_takes_any_integer_type(tok):
+    class Index:  # as a NumPy integer or a 0-d tensor: an int by __index__
+        def __index__(self):
+            return ord("h")
+
+    assert tok.decode([Index(), ord("i")]) == tok.decode(iter([ord("h"), ord("i")])) == "hi"
+
+
 def test_special_text_is_ordinary_in_encode(tok):
     ids = tok.encode("<|bos|>")
     assert tok.encode_special("<|bos|>") not in ids

@@ -234,6 +234,11 @@ def test_visualize_tokenization(tok):
     assert "".join(re.findall(r"\033\[9[12]m(.*?)\033\[0m", out)) == tok.decode(ids)
 
 
+def test_visualize_an_unknown_id_is_a_value_error_naming_it(tok):
+    with pytest.raises(ValueError, match=f"^Unknown token id {tok.n_vocab}: the vocabulary has {tok.n_vocab} ids"):
+        tok.visualize_tokenization([104, tok.n_vocab], [1, 1])
+
+
 def test_visualize_length_mismatch(tok):
     with pytest.raises(ValueError, match="2 ids, 1 mask"):
         tok.visualize_tokenization([1, 2], [0])

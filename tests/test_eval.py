@@ -2,11 +2,16 @@
 (`bpeforge eval` is tested in tests/cli/test_eval.py.)"""
 
 import re
+import warnings
 
 import pytest
 import tiktoken
 
 import bpeforge
+import bpeforge.eval
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import texts
 from bpeforge.eval import EvalError, EvalRow, evaluate, format_table, load_tokenizer
 from bpeforge.io import ranks_to_tiktoken
 
@@ -107,7 +112,7 @@ def test_trained_tokenizer_matches_encode():
         (None, [], "no texts"),
         (None, {"e": ""}, "text 'e' is empty"),
         (None, [("a", 3)], "text 'a' must be a str"),
-        (None, [42], r"texts\[0\] must be a str or a \(name, text\) pair"),
+        (None, [42], r"texts\[0\] must be a str, a TextFile or a \(name, text\) pair"),
     ],
 )
 def test_evaluate_errors(hello, tokenizers, texts, message):
@@ -300,3 +305,139 @@ def test_surrogate_pairs_are_counted_as_tiktoken_reads_them():
 def test_evaluate_checks_num_threads():
     with pytest.raises(ValueError, match="num_threads must be a positive int, got 0"):
         bpeforge.evaluate([bpeforge.Tokenizer(BYTE_RANKS)], ["hi"], num_threads=0)
+
+
+# ------------------------------------------------------------------------------ pieces, huge texts
+
+PRESET_NAMES = [name for name, _ in bpeforge._core.PRESETS]
+TRICKY = [
+    "The quick brown fox jumps over the lazy dog. " * 40,
+    "def main():\n    return [x ** 2 for x in range(10)]\r\n\r\n\tpass  \n\n  \nend\n",
+    "I'll say it's 3.14159 — DON'T you think? 2025-11-21 abc123def4567 ½² ①\n/usr/bin\n.\n/x\n",
+    "Ünïcödé, 日本語のテキスト, emoji 🎉🎉 and combining e\u0301\u0302 marks\n\n\nx\n y\n\tz  \n",
+    "a\nb\n.\n/\n1\n2\n'\ns\n" * 20 + "   trailing spaces   ",
+]
+
+
+def spans(text, pattern):
+    import regex
+
+    return regex.findall(pattern, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(texts(max_pieces=12), min_size=1, max_size=4).map("".join), size=st.integers(1, 30), data=st.data())
+def test_pieces_cut_only_where_every_preset_pattern_ends_a_span(text, size, data):
+    from bpeforge.eval import text_pieces
+
+    pieces = list(text_pieces([text], size))
+    assert "".join(p for p, _ in pieces) == text
+    assert all(0 < len(p) <= size for p, _ in pieces)
+    # Where pieces end depends on the text alone, not on how its parts reach text_pieces.
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=5)))
+    parts = [text[a:b] for a, b in zip([0] + cuts, cuts + [len(text)])]
+    assert list(text_pieces(parts, size)) == pieces
+    if any(forced for _, forced in pieces):
+        return
+    for name, pattern in bpeforge._core.PRESETS:
+        assert [s for p, _ in pieces for s in spans(p, pattern)] == spans(text, pattern), name
+
+
+def test_pieces_of_tricky_texts_split_as_the_whole_text_on_every_preset():
+    from bpeforge.eval import text_pieces
+
+    checked = 0
+    for text in TRICKY:
+        for size in (4, 7, 16, 50):
+            pieces = list(text_pieces([text], size))
+            if any(forced for _, forced in pieces):
+                continue
+            checked += 1
+            for name, pattern in bpeforge._core.PRESETS:
+                assert [s for p, _ in pieces for s in spans(p, pattern)] == spans(text, pattern), (name, size)
+    assert checked >= 8  # (the others hold a stretch of `size` characters with no place to cut)
+
+
+@pytest.fixture(scope="module")
+def preset_tokenizers():
+    corpus = TRICKY * 5 + ["hello world 123 aaaa bbbb", "   \n\n\t  ", "x" * 300]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # some stop early: no pair is left
+        return {
+            name: bpeforge.Tokenizer.train_from_iterator(corpus, 460, pattern=name, special_tokens=["<|endoftext|>"])
+            for name in PRESET_NAMES
+        }
+
+
+@pytest.mark.filterwarnings("error")  # no text is cut inside a span
+@pytest.mark.parametrize("piece_chars", [bpeforge.eval.PIECE_CHARS, 24])
+def test_counts_equal_tiktokens_on_ordinary_texts(preset_tokenizers, monkeypatch, piece_chars):
+    """The differential test: the encoder's counts, in pieces, are tiktoken's encode_ordinary
+    of each text whole, for every preset pattern (special-token text counted as text)."""
+    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", piece_chars)
+    texts = {f"t{i}": t for i, t in enumerate(TRICKY + ["<|endoftext|> is text here"])}
+    rows = evaluate(preset_tokenizers, texts)
+    assert len(rows) == len(texts) * len(PRESET_NAMES)
+    for row in rows:
+        tok, text = preset_tokenizers[row.tokenizer], texts[row.text]
+        assert row.tokens == len(tok.encoding.encode_ordinary(text)), (row.tokenizer, row.text)
+        assert (row.bytes, row.chars) == (len(text.encode()), len(text))
+
+
+def test_a_text_file_is_read_in_pieces_with_the_counts_of_the_text_whole(preset_tokenizers, tmp_path, monkeypatch):
+    from bpeforge.eval import TextFile
+
+    text = "".join(TRICKY) * 3
+    path = tmp_path / "t.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode())  # a byte-order mark is not text
+    whole = evaluate(preset_tokenizers, {"t": text})
+    monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 5)  # reads cut characters' bytes apart
+    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 64)
+    monkeypatch.setattr(bpeforge.eval, "BATCH_BYTES", 100)
+    assert evaluate(preset_tokenizers, {"t": TextFile(path)}) == whole
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "the file is empty"),
+        (b"\xef\xbb\xbf", "the file is empty"),
+        ("ab\nc".encode() * 10 + b"\xe9t\xc3", r"not UTF-8 text \(byte 40: b'\\xe9'\)"),
+        ("é".encode() * 4 + b"\xc3", r"not UTF-8 text \(byte 8: b'\\xc3'\)"),  # cut short at the end
+    ],
+)
+def test_a_bad_text_file_is_an_eval_error_naming_it(tmp_path, monkeypatch, data, message):
+    from bpeforge.eval import TextFile
+
+    monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 3)
+    path = tmp_path / "bad.txt"
+    path.write_bytes(data)
+    with pytest.raises(EvalError, match=f"bad.txt: {message}"):
+        TextFile(path).check()
+    with pytest.raises(EvalError, match="missing.txt: No such file"):
+        TextFile(tmp_path / "missing.txt").check()
+
+
+def test_a_huge_run_is_counted_in_bounded_time_with_a_warning_of_the_cuts(monkeypatch):
+    """A run of one letter has no place to cut without cutting a span: it is cut anyway (the
+    encoder is O(n log n) on a span, but holds tens of bytes per byte of it), with a warning."""
+    import time
+
+    tok = bpeforge.Tokenizer.train_from_iterator(["a" * 5000], 300, special_tokens=[])
+    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 1 << 16)
+    start = time.perf_counter()
+    with pytest.warns(UserWarning, match=r"text 'run': 15 stretches of 65,536 characters without a space .* off by a few tokens per cut"):
+        (row,) = evaluate([tok], {"run": "a" * 1_000_000})
+    assert time.perf_counter() - start < 20
+    exact = len(tok.encode("a" * (1 << 16)))
+    assert abs(row.tokens - 1_000_000 // (1 << 16) * exact) <= 2 * exact  # each piece alike but the last
+
+
+def test_a_custom_pattern_the_regex_engine_gives_up_on_is_an_eval_error_naming_the_tokenizer(tmp_path):
+    from bpeforge.eval import load_tiktoken_file
+
+    path = tmp_path / "full.tiktoken"
+    path.write_bytes(ranks_to_tiktoken(BYTE_RANKS))
+    costly = load_tiktoken_file(path, r"(?:a|aa)+(?=b)|\S|\s")
+    with pytest.raises(EvalError, match=r"tokenizer 'costly' cannot encode text 'run': the split pattern failed on a text: .*simplify the pattern"):
+        evaluate({"bytes": bpeforge.Tokenizer(BYTE_RANKS), "costly": costly}, {"run": "a" * 100_000})

@@ -13,22 +13,48 @@ def test_vocab_size_below_bytes_plus_specials():
         bpeforge.Tokenizer.train_from_iterator(["abc"], 257, special_tokens=["<a>", "<b>"])
 
 
-def test_empty_iterator_gives_byte_tokenizer():
+def test_the_low_level_trainer_keeps_rustbpes_byte_tokenizer_for_no_text():
     t = bpeforge.Trainer()
     t.train_from_iterator(iter([]), 1000)
     assert t.get_mergeable_ranks() == [(bytes([i]), i) for i in range(256)]
-    with pytest.warns(UserWarning, match="stopped at 256 ranks"):
-        tok = bpeforge.Tokenizer.train_from_iterator([], 1000, special_tokens=["<|bos|>"])
-    assert tok.n_vocab == 257
-    assert tok.decode(tok.encode("héllo")) == "héllo"
+    t.train_from_counts({}, 1000)
+    assert t.vocab_size == 256
 
 
-def test_an_iterator_used_up_gives_a_warning_that_says_so():
+@pytest.mark.parametrize(
+    "texts, message",
+    [
+        ([], r"no text to train on: the iterable gave no texts \(an iterator or generator that was already used up\?"),
+        ([""], "no text to train on: the iterable gave 1 text, all empty"),
+        (["", [""], []], "no text to train on: the iterable gave 2 texts, all empty"),
+    ],
+)
+def test_no_text_at_all_is_a_value_error_that_says_what_was_seen(texts, message):
+    with pytest.raises(bpeforge.errors.NoTextError, match=message) as caught:
+        bpeforge.Tokenizer.train_from_iterator(texts, 1000, special_tokens=["<|bos|>"])
+    assert isinstance(caught.value, ValueError)
+
+
+def test_an_iterator_used_up_is_a_value_error_that_says_so():
     texts = (t for t in ["hello world"] * 10)
     bpeforge.Tokenizer.train_from_iterator(texts, 300, special_tokens=[])
-    with pytest.warns(UserWarning, match=r"the iterable gave no text \(an iterator or generator that was already used up\?\)"):
-        tok = bpeforge.Tokenizer.train_from_iterator(texts, 300, special_tokens=[])
+    with pytest.raises(ValueError, match=r"gave no texts \(an iterator or generator that was already used up\?"):
+        bpeforge.Tokenizer.train_from_iterator(texts, 300, special_tokens=[])
+
+
+def test_arrow_arrays_of_nulls_only_are_no_text():
+    pa = pytest.importorskip("pyarrow")
+    with pytest.raises(ValueError, match="no texts .*all null"):
+        bpeforge.Tokenizer.train_from_iterator([pa.array([None, None], pa.string())], 300)
+
+
+def test_text_that_gives_no_pair_is_still_a_tokenizer_with_a_warning():
+    # Text, but nothing to merge: an early stop (a warning), not an error.
+    with pytest.warns(UserWarning, match="stopped at 256 ranks of the 300 asked for: no pair is left"):
+        tok = bpeforge.Tokenizer.train_from_iterator(["x", "y"], 300, special_tokens=[])
     assert tok.n_vocab == 256
+    with pytest.warns(UserWarning, match="no pair occurs 5 times or more"):
+        bpeforge.Tokenizer.train_from_iterator(["ab"] * 4, 300, special_tokens=[], min_frequency=5)
 
 
 def test_a_dataframe_is_refused_for_its_column_names():

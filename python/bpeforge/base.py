@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence, Ty
 
 from . import _core
 from .checks import as_int, missing_single_bytes, optional_int, special_token_ids
+from .errors import UnknownTokenIdError
 from .patterns import resolve_pattern
 
 if TYPE_CHECKING:
@@ -263,8 +264,51 @@ class BaseTokenizer:
     __call__ = encode  # as nanochat's tokenizer: tok(text) is tok.encode(text)
 
     def decode(self, ids: Sequence[int]) -> str:
-        """Decodes ids to text (invalid UTF-8 from partial sequences becomes U+FFFD)."""
-        return self._encoding.decode(list(ids))
+        """Decodes ids to text (invalid UTF-8 from partial sequences becomes U+FFFD). An id that
+        is no token (unknown, negative, too large) raises
+        :class:`~bpeforge.errors.UnknownTokenIdError`, a ValueError (and a KeyError) naming it
+        and the vocabulary's size; one that is not an integer, TypeError.
+
+        >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)})
+        >>> tok.decode([104, 105])
+        'hi'
+        >>> tok.decode([104, 256])
+        Traceback (most recent call last):
+        ...
+        bpeforge.errors.UnknownTokenIdError: Unknown token id 256: the vocabulary has 256 ids, 0 to 255
+        """
+        if isinstance(ids, (str, bytes)):
+            raise TypeError(f"decode takes a sequence of token ids, not {type(ids).__name__}")
+        ids = list(ids)
+        try:
+            return self._encoding.decode(ids)
+        except (KeyError, OverflowError, TypeError, ValueError):
+            # Only once tiktoken refused (the fast path checks nothing): the ids are checked one
+            # by one to say which is bad and why, or made plain ints if they were all good.
+            return self._encoding.decode(self.checked_ids(ids))
+
+    def checked_ids(self, ids: Sequence[Any]) -> list[int]:
+        """``ids`` as plain ints, each a token of this vocabulary. Raises
+        :class:`~bpeforge.errors.UnknownTokenIdError` for the first that is no token, TypeError
+        for one that is not an integer (any integer type is one: a NumPy integer, a 0-d tensor,
+        whatever has ``__index__``)."""
+        n = self.n_vocab
+        checked = []
+        for i, value in enumerate(ids):
+            try:
+                token_id = as_int(value, "a token id")
+            except TypeError:
+                raise TypeError(f"token ids must be integers; ids[{i}] is a {type(value).__name__}: {value!r}") from None
+            if not 0 <= token_id < n:
+                raise UnknownTokenIdError(f"Unknown token id {token_id}: the vocabulary has {n:,} ids, 0 to {n - 1:,}")
+            try:
+                self._encoding.decode_single_token_bytes(token_id)
+            except KeyError:  # an id between the ranks and the special tokens that none has
+                raise UnknownTokenIdError(
+                    f"Unknown token id {token_id}: no token has it (the vocabulary's {n:,} ids run from 0 to {n - 1:,}, with gaps)"
+                ) from None
+            checked.append(token_id)
+        return checked
 
     # --------------------------------------------------------------------------- token ids
 
@@ -308,11 +352,10 @@ class BaseTokenizer:
 
     def id_to_token(self, id: int) -> str:
         """The text of token ``id`` (U+FFFD where its bytes are not whole UTF-8 characters). The
-        id may be any integer type (a NumPy integer, a 0-d tensor: whatever has ``__index__``)."""
-        token_id = as_int(id, "a token id")
-        if not 0 <= token_id < self.n_vocab:
-            raise KeyError(f"token id {token_id} is out of range: ids run from 0 to {self.n_vocab - 1}")
-        return self._encoding.decode([token_id])
+        id may be any integer type (a NumPy integer, a 0-d tensor: whatever has ``__index__``);
+        one that is no token raises :class:`~bpeforge.errors.UnknownTokenIdError` (a ValueError
+        and a KeyError), as :meth:`decode` does."""
+        return self.decode([as_int(id, "a token id")])  # decode says why a bad id is bad
 
     def token_bytes(self, as_numpy: bool = False) -> Any:
         """For every id ``0 .. n_vocab - 1``, the number of bytes the token stands for: the length

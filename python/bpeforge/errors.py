@@ -5,6 +5,10 @@ names the file, text or option at fault. The modules that raise them re-export t
 ``bpeforge.io.TokenizerFileError`` and ``bpeforge.eval.EvalError`` name the same classes.
 """
 
+SPLIT_FAILED = "the split pattern failed on a text"
+"""How the compiled core's RuntimeError begins when a custom split pattern's regex engine gives
+up on a text (its backtracking limit); the preset patterns never do."""
+
 
 class TokenizerFileError(ValueError):
     """A saved tokenizer file is truncated, corrupt or not ours; the message names the file
@@ -24,6 +28,20 @@ class EncodingUnavailable(EvalError, ConnectionError):
 class InputError(Exception):
     """A problem with the input data: a missing or unreadable file, a bad line, a missing
     column. The message is one line and names the file (and line, where there is one)."""
+
+
+class NoTextError(ValueError):
+    """Training was given no text at all: no texts, or only empty ones. No tokenizer is made of
+    that (it would be the 256 single bytes and nothing learned); the message says which it was."""
+
+
+class UnknownTokenIdError(ValueError, KeyError):
+    """A token id that is not in the vocabulary (or not an id at all: a negative number, one too
+    large). Also a ``KeyError``, as tiktoken's decode raised for an id it does not know and as
+    ``id_to_token`` raised before: ``except KeyError`` still catches it."""
+
+    def __str__(self) -> str:  # a ValueError's message, not a KeyError's quoted key
+        return str(self.args[0]) if self.args else ""
 
 
 class OptionError(ValueError):

@@ -18,6 +18,14 @@ A tokenizer is given as
   downloads these on first use; offline and without a cached copy this fails with an
   :class:`EvalError` saying so.
 
+A text is a str, or a :class:`TextFile`, read a few MB at a time. Tokens are counted by the
+compiled core's ``Encoder``, which encodes exactly as tiktoken's ``encode_ordinary`` (special-token
+text is ordinary text) in time that grows as n log n with a span's length where tiktoken's grows
+as its square, and never gives up on the preset patterns (a custom pattern's regex engine may: an
+:class:`EvalError` naming the tokenizer). Texts are counted in pieces of at most a million
+characters, cut where no preset pattern's span crosses (see :func:`text_pieces`), so time and
+memory stay bounded whatever a text's size, and the counts are those of the text whole.
+
 ``bpeforge eval`` (:mod:`bpeforge.cli.eval`) is the command line over :func:`evaluate`.
 
 >>> import bpeforge
@@ -41,14 +49,17 @@ greeting     11     11  bytes          11         1.00        1.000
 
 from __future__ import annotations
 
+import codecs
 import os
+import re
+import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from .base import tiktoken_errors
+from . import _core
 from .chat import GREEN, RED, RESET
 from .checks import missing_single_bytes
-from .errors import EncodingUnavailable, EvalError
+from .errors import SPLIT_FAILED, EncodingUnavailable, EvalError
 from .io import read_tiktoken
 from .patterns import resolve_pattern
 from .pretrained import ALIASES, load_tiktoken_encoding
@@ -62,6 +73,7 @@ __all__ = [
     "EncodingUnavailable",
     "EvalError",
     "EvalRow",
+    "TextFile",
     "evaluate",
     "format_table",
     "load_tiktoken_encoding",
@@ -71,6 +83,14 @@ __all__ = [
 ]
 
 TokenizerLike = Union[Tokenizer, "tiktoken.Encoding", str, "os.PathLike[str]"]
+
+PIECE_CHARS = 1 << 20
+"""Texts are counted in pieces of at most this many characters (see :func:`text_pieces`)."""
+BATCH_BYTES = 4 << 20
+"""Pieces are counted in batches of at most this many UTF-8 bytes (or one piece), at most
+``num_threads`` pieces, one per thread: the memory of counting is bounded by these two."""
+READ_BYTES = 4 << 20
+"""A :class:`TextFile` is read this many bytes at a time."""
 
 
 class EvalRow(NamedTuple):
@@ -207,44 +227,252 @@ def _default_name(spec: Any, i: int) -> str:
     return f"tokenizer{i + 1}"
 
 
-def _named_texts(texts: Any) -> List[Tuple[str, str]]:
-    if isinstance(texts, str):
+class TextFile:
+    """A UTF-8 text file to evaluate, read :data:`READ_BYTES` at a time rather than whole, so
+    that memory stays bounded whatever its size; a byte-order mark at its start is not text.
+    ``name`` is how messages call it (its path by default).
+
+    >>> import bpeforge, tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "t.txt"
+    >>> _ = path.write_text("hello hello", encoding="utf-8")
+    >>> byte_level = bpeforge.Tokenizer({bytes([i]): i for i in range(256)})
+    >>> [(r.bytes, r.tokens) for r in evaluate([byte_level], {"t": TextFile(path)})]
+    [(11, 11)]
+    """
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"], name: Optional[str] = None) -> None:
+        self.path = path
+        self.name = os.fspath(path) if name is None else name
+
+    def __repr__(self) -> str:
+        return f"TextFile({os.fspath(self.path)!r})"
+
+    def chunks(self) -> Iterator[str]:
+        """The text in consecutive parts. Raises :class:`EvalError` naming the file for one that
+        cannot be read, is empty, or holds bytes that are not UTF-8 (and the first one's offset)."""
+        try:
+            file = open(self.path, "rb")
+        except OSError as e:
+            raise EvalError(f"{self.name}: {e.strerror or e}") from None
+        with file:
+            offset = 0  # of data[0] in the file
+            data = b""
+            first, any_text = True, False
+            while True:
+                try:
+                    read = file.read(max(READ_BYTES, 3) if first else READ_BYTES)
+                except OSError as e:
+                    raise EvalError(f"{self.name}: {e.strerror or e}") from None
+                data += read
+                if first and data.startswith(b"\xef\xbb\xbf"):
+                    data, offset = data[3:], 3
+                first = False
+                try:
+                    # Up to the last whole character; the bytes of one cut by the read wait.
+                    text, used = codecs.utf_8_decode(data, "strict", not read)
+                except UnicodeDecodeError as e:
+                    raise EvalError(
+                        f"{self.name}: not UTF-8 text (byte {offset + e.start}: {data[e.start:e.start + 1]!r})"
+                    ) from None
+                if text:
+                    any_text = True
+                    yield text
+                data, offset = data[used:], offset + used
+                if not read:
+                    break
+        if not any_text:
+            raise EvalError(f"{self.name}: the file is empty")
+
+    def check(self) -> None:
+        """Reads the file through, raising what :meth:`chunks` raises: to find a bad text before
+        any time is spent counting."""
+        for _ in self.chunks():
+            pass
+
+
+TextLike = Union[str, TextFile]
+
+
+def _named_texts(texts: Any) -> List[Tuple[str, TextLike]]:
+    if isinstance(texts, (str, TextFile)):
         items = [("text", texts)]
     elif isinstance(texts, Mapping):
         items = [(str(k), v) for k, v in texts.items()]
     else:
         items = []
         for i, item in enumerate(texts):
-            if isinstance(item, str):
+            if isinstance(item, (str, TextFile)):
                 items.append((f"text{i + 1}", item))
             elif isinstance(item, (tuple, list)) and len(item) == 2:
                 items.append((str(item[0]), item[1]))
             else:
-                raise EvalError(f"texts[{i}] must be a str or a (name, text) pair, got {type(item).__name__}")
+                raise EvalError(f"texts[{i}] must be a str, a TextFile or a (name, text) pair, got {type(item).__name__}")
     if not items:
         raise EvalError("no texts to evaluate")
     for name, text in items:
-        if not isinstance(text, str):
-            raise EvalError(f"text {name!r} must be a str, got {type(text).__name__}")
+        if not isinstance(text, (str, TextFile)):
+            raise EvalError(f"text {name!r} must be a str or a TextFile, got {type(text).__name__}")
         if not text:
             raise EvalError(f"text {name!r} is empty")
-    return list(zip(_unique([n for n, _ in items]), [_as_tiktoken_reads(t) for _, t in items]))
+    return list(zip(_unique([n for n, _ in items]), [t if isinstance(t, TextFile) else _as_tiktoken_reads(t) for _, t in items]))
 
 
 def _as_tiktoken_reads(text: str) -> str:
     """``text`` as tiktoken encodes it: a str that is not valid Unicode (surrogates) is read
     through UTF-16, so a surrogate pair becomes its character and a lone surrogate U+FFFD. Its
     bytes and characters are then counted on what was encoded."""
+    if SURROGATE.search(text) is None:  # (searched rather than encoded: no copy of a huge text)
+        return text
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# ------------------------------------------------------------------------------ pieces
+
+# The places where a text may be cut without changing the spans any preset pattern (GPT-2's,
+# cl100k's, GPT-4's, nanochat's, o200k's) splits it into: the end of a match of
+#   [^\W_]\n(?=\S)     a line end between a letter or digit and a character that is no space;
+#   \S(?= )           a non-space before a space;
+#   [A-Za-z](?=[0-9])  an ASCII letter before an ASCII digit.
+# No span of those patterns holds a letter or digit then a line end, a non-space then a space,
+# nor a letter then a digit, so a span ends at each of these places; a line end followed by a
+# non-space is a span of its own; and the spans from there on are the same whether the text
+# starts there or not (no preset pattern looks behind), while those before it never look past
+# it. Counting the pieces one by one thus gives the tokens of the whole text
+# (tests/test_eval.py checks it against tiktoken on every preset). A custom pattern may split a
+# text differently across a cut.
+SAFE_CUT = re.compile(r"[^\W_]\n(?=\S)|\S(?= )|[A-Za-z](?=[0-9])")
+
+
+def _last_safe_cut(text: str, start: int, end: int) -> Optional[int]:
+    """The last place of :data:`SAFE_CUT` after ``start`` in ``text[:end]`` (as if the text
+    ended at ``end``), or None. Searched backwards from ``end`` in growing windows: the matches
+    of :data:`SAFE_CUT` never overlap, so the last one found from any start is the last one."""
+    width = 256
+    while True:
+        lo = max(start, end - width)
+        last = None
+        for last in SAFE_CUT.finditer(text, lo, end):
+            pass
+        if last is not None:
+            return last.end()
+        if lo == start:
+            return None
+        width *= 4
+
+
+def text_pieces(chunks: Iterable[str], size: int = PIECE_CHARS) -> Iterator[Tuple[str, bool]]:
+    """The text made of ``chunks`` (consecutive parts of it, of any sizes) as ``(piece, forced)``
+    pieces of at most ``size`` characters. Each piece but the last ends at the last place of
+    :data:`SAFE_CUT` within ``size`` characters of its start, so that the preset patterns split
+    the pieces into the spans of the whole text. Where ``size`` characters hold no such place (a
+    run of one letter, of spaces, of punctuation), the piece is cut at ``size`` characters
+    anyway and ``forced`` is true: a span is then cut in two, which may change its tokens by a
+    few. Where pieces end depends on the text alone, not on how ``chunks`` part it.
+
+    >>> list(text_pieces(["hello wor", "ld 42"], size=8))
+    [('hello', False), (' world', False), (' 42', False)]
+    >>> list(text_pieces(["aaaaa"], size=2))
+    [('aa', True), ('aa', True), ('a', False)]
+    """
+    buffer, start = "", 0
+    parts = iter(chunks)
+    more = True
+    while True:
+        while more and len(buffer) - start <= size:
+            chunk = next(parts, None)
+            if chunk is None:
+                more = False
+            elif chunk:
+                buffer, start = (buffer[start:] + chunk if start < len(buffer) else chunk), 0
+        if len(buffer) - start <= size:  # the whole rest of the text
+            if start < len(buffer):
+                yield buffer[start:], False
+            return
+        cut = _last_safe_cut(buffer, start, start + size)
+        forced = cut is None
+        if cut is None:
+            cut = start + size
+        yield buffer[start:cut], forced
+        start = cut
+
+
+def piece_batches(pieces: Iterable[Tuple[str, bool]], max_pieces: int) -> Iterator[Tuple[List[str], int, int]]:
+    """``(pieces, UTF-8 bytes, forced cuts)`` in batches of at most ``max_pieces`` pieces and
+    :data:`BATCH_BYTES` bytes (or one piece)."""
+    batch: List[str] = []
+    n_bytes = forced = 0
+    for piece, was_forced in pieces:
+        size = len(piece.encode("utf-8"))
+        if batch and (len(batch) >= max_pieces or n_bytes + size > BATCH_BYTES):
+            yield batch, n_bytes, forced
+            batch, n_bytes, forced = [], 0, 0
+        batch.append(piece)
+        n_bytes += size
+        forced += was_forced
+    if batch:
+        yield batch, n_bytes, forced
+
+
+class _Counter(NamedTuple):
+    name: str
+    tokenizer: Tokenizer
+    encoder: _core.Encoder
+
+
+def _counter(name: str, tokenizer: Tokenizer) -> _Counter:
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+        encoder = _core.Encoder(list(tokenizer.mergeable_ranks.items()), tokenizer.pattern)
+    except ValueError as e:
+        raise EvalError(f"tokenizer {name!r} cannot encode: {e}") from None
+    return _Counter(name, tokenizer, encoder)
+
+
+def _count_text(text_name: str, text: TextLike, counters: Sequence[_Counter], num_threads: int) -> Tuple[int, int, List[int]]:
+    """``(bytes, characters, tokens of each tokenizer)`` of one text, counted in pieces."""
+    chunks = text.chunks() if isinstance(text, TextFile) else [text]
+    n_bytes = n_chars = forced = 0
+    tokens = [0] * len(counters)
+    covered = [0] * len(counters)
+    for batch, batch_bytes, batch_forced in piece_batches(text_pieces(chunks, PIECE_CHARS), num_threads):
+        n_bytes += batch_bytes
+        n_chars += sum(len(piece) for piece in batch)
+        forced += batch_forced
+        for k, counter in enumerate(counters):
+            try:
+                batch_tokens, batch_covered = counter.encoder.count(batch)
+            except RuntimeError as e:
+                if not str(e).startswith(SPLIT_FAILED):
+                    raise
+                raise EvalError(
+                    f"tokenizer {counter.name!r} cannot encode text {text_name!r}: {e} "
+                    "(its split pattern is too costly for the regex engine on this text: simplify the pattern)"
+                ) from None
+            tokens[k] += batch_tokens
+            covered[k] += batch_covered
+    if n_chars == 0:
+        raise EvalError(f"text {text_name!r} is empty")
+    for counter, n_covered in zip(counters, covered):
+        if n_covered != n_bytes:
+            raise EvalError(
+                f"tokenizer {counter.name!r} encodes only {n_covered:,} of the {n_bytes:,} bytes of text {text_name!r}: "
+                "its split pattern skips the rest (a pattern must match every character to be compared fairly)"
+            )
+    if forced:
+        warnings.warn(
+            f"text {text_name!r}: {forced:,} stretch{'es' if forced != 1 else ''} of {PIECE_CHARS:,} characters "
+            "without a space or line end between words (a run of one character, of spaces or of punctuation) "
+            "had to be cut inside a span to keep memory bounded: its token counts may be off by a few tokens per cut",
+            stacklevel=3,
+        )
+    return n_bytes, n_chars, tokens
 
 
 def evaluate(
     tokenizers: Union[Mapping[str, TokenizerLike], Sequence[TokenizerLike], TokenizerLike],
-    texts: Union[Mapping[str, str], Sequence[Union[str, Tuple[str, str]]], str],
+    texts: Union[Mapping[str, TextLike], Sequence[Union[TextLike, Tuple[str, TextLike]]], TextLike],
     *,
     pattern: Optional[str] = None,
     num_threads: int = 8,
@@ -255,8 +483,10 @@ def evaluate(
     ``tokenizers``: a dict of name to tokenizer, or a list (a str/path is named by itself, a
     ``tiktoken.Encoding`` by its name, others ``tokenizer1``, ``tokenizer2``, ...), of any of the
     forms in the module docstring; the first is the reference for ``relative_diff``. ``texts``: a
-    dict of name to text, a list of ``(name, text)`` pairs or of str (named ``text1``, ...), or one
-    str. Empty texts are refused. ``pattern`` is for ``.tiktoken`` files without ``:PATTERN``.
+    dict of name to text, a list of ``(name, text)`` pairs or of texts (named ``text1``, ...), or
+    one text; a text is a str or a :class:`TextFile`. Empty texts are refused. ``pattern`` is for
+    ``.tiktoken`` files without ``:PATTERN``. ``num_threads``: at most that many pieces of a text
+    are counted at once, one per thread.
 
     >>> import bpeforge
     >>> byte_level = bpeforge.Tokenizer({bytes([i]): i for i in range(256)})
@@ -267,39 +497,23 @@ def evaluate(
         raise ValueError(f"num_threads must be a positive int, got {num_threads!r}")
     named_texts = _named_texts(texts)
     loaded = [(name, load_tokenizer(spec, pattern)) for name, spec in named_tokenizers(tokenizers)]
-    bodies = [t for _, t in named_texts]
-    counts = []
-    for tok_name, tok in loaded:
-        with tiktoken_errors():
-            encoded = tok.encoding.encode_ordinary_batch(bodies, num_threads=num_threads)
-        for (text_name, text), ids in zip(named_texts, encoded):
-            covered = len(tok.encoding.decode_bytes(ids))
-            n_bytes = len(text.encode("utf-8"))
-            if covered != n_bytes:
-                raise EvalError(
-                    f"tokenizer {tok_name!r} encodes only {covered:,} of the {n_bytes:,} bytes of text {text_name!r}: "
-                    "its split pattern skips the rest (a pattern must match every character to be compared fairly)"
-                )
-        counts.append([len(ids) for ids in encoded])
+    counters = [_counter(name, tok) for name, tok in loaded]
     rows = []
-    for j, (text_name, text) in enumerate(named_texts):
-        n_bytes, n_chars = len(text.encode("utf-8")), len(text)
-        if n_chars == 0:
-            raise EvalError(f"text {text_name!r} is empty")
-        first = counts[0][j]
-        for (tok_name, tok), tok_counts in zip(loaded, counts):
-            n_tokens = tok_counts[j]
+    for text_name, text in named_texts:
+        n_bytes, n_chars, counts = _count_text(text_name, text, counters, num_threads)
+        first = counts[0]
+        for counter, n_tokens in zip(counters, counts):
             rows.append(
                 EvalRow(
                     text=text_name,
-                    tokenizer=tok_name,
+                    tokenizer=counter.name,
                     bytes=n_bytes,
                     tokens=n_tokens,
                     bytes_per_token=n_bytes / n_tokens,
                     tokens_per_char=n_tokens / n_chars,
                     relative_diff=(first - n_tokens) / first * 100,
                     chars=n_chars,
-                    vocab_size=tok.n_vocab,
+                    vocab_size=counter.tokenizer.n_vocab,
                 )
             )
     return rows

@@ -61,7 +61,9 @@ class Tokenizer(BaseTokenizer):
         ``special_tokens=None`` means nanochat's nine; ``[]`` means none. ``pattern`` is a preset
         name (see ``bpeforge.PATTERNS``), a regex, or ``None`` for GPT-4's. Training stops early
         (with a warning) when no pair is left or the best pair occurs fewer than
-        ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
+        ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``. No text at all
+        (no items, only empty texts, an iterator already used up) raises
+        :class:`~bpeforge.errors.NoTextError`, a ``ValueError`` saying which.
 
         ``progress=True`` shows progress on stderr (bars on a terminal, and log lines, one per
         1% of the merges); a callable is called as
@@ -77,12 +79,13 @@ class Tokenizer(BaseTokenizer):
             vocab_size, pattern=pattern, special_tokens=special_tokens, min_frequency=min_frequency, num_threads=num_threads
         )
         trained = training.run(iterator, buffer_size, progress)
+        tokenizer = trained.build(cls)  # NoTextError (a ValueError) for no text at all
         if trained.stopped_early:
             warnings.warn(
                 f"training stopped at {len(trained.ranks)} ranks of the {trained.ranks_asked} asked for: {trained.stop_reason}",
                 stacklevel=2,
             )
-        return trained.build(cls)
+        return tokenizer
 
     # --------------------------------------------------------------------------- files
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar
 from . import _core
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
 from .checks import MAX_TOKEN_ID, as_int, special_token_ids
-from .errors import OptionError
+from .errors import NoTextError, OptionError
 from .patterns import resolve_pattern
 from .progress import ConsoleProgress
 
@@ -75,13 +75,33 @@ class TrainedRanks:
     @property
     def stop_reason(self) -> str:
         """Why training stopped early (see :attr:`stopped_early`)."""
-        if self.stats.get("bytes") == 0:
-            return "the iterable gave no text (an iterator or generator that was already used up?)"
         return early_stop_reason(self.min_frequency)
+
+    @property
+    def no_text(self) -> Optional[str]:
+        """What was wrong when training was given no text at all (no texts, or only empty
+        ones), else None. Such a run learned nothing, and :meth:`build` refuses it.
+
+        >>> Training(300, special_tokens=[]).run(["", ""]).no_text
+        'no text to train on: the iterable gave 2 texts, all empty'
+        """
+        if self.stats.get("bytes", 0) > 0:
+            return None
+        texts = self.stats.get("texts", 0)
+        if texts == 0:
+            return (
+                "no text to train on: the iterable gave no texts (an iterator or generator that was "
+                "already used up? Arrow arrays whose entries are all null?)"
+            )
+        return f"no text to train on: the iterable gave {texts:,} text{'s' if texts != 1 else ''}, all empty"
 
     def build(self, tokenizer_class: type[T]) -> T:
         """The tokenizer of these ranks, pattern and special tokens (numbered after the ranks),
-        with :attr:`stats` as its ``training_stats``."""
+        with :attr:`stats` as its ``training_stats``. A run on no text at all (see
+        :attr:`no_text`) raises :class:`~bpeforge.errors.NoTextError`, a ValueError: the
+        command line, which reads its corpus itself, says what it found first."""
+        if self.no_text is not None:
+            raise NoTextError(self.no_text)
         tokenizer = tokenizer_class(self.ranks, self.pattern, self.special_tokens)
         tokenizer.training_stats = dict(self.stats)
         return tokenizer

@@ -148,3 +148,58 @@ def test_add_eval_parser_and_run_eval(files, capsys):
     assert args.run is cli_eval.run_eval
     assert args.run(args) == 0
     assert json.loads(capsys.readouterr().out)[0]["tokens"] == 5
+
+
+def test_cli_reads_texts_in_bounded_pieces_with_the_counts_of_the_texts_whole(files, capsys, monkeypatch):
+    import bpeforge.eval
+
+    text = "hello hello, héllo\nhello  \n\n hi 42abc\r\n" * 200
+    (files / "big.txt").write_text(text, encoding="utf-8")
+    whole = evaluate([str(files / "tok")], [(str(files / "big.txt"), text)])
+    seen = []
+    batches = bpeforge.eval.piece_batches
+
+    def spy(pieces, max_pieces):
+        for batch in batches(pieces, max_pieces):
+            seen.append(batch)
+            yield batch
+
+    monkeypatch.setattr(bpeforge.eval, "piece_batches", spy)
+    monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 64)
+    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 100)
+    monkeypatch.setattr(bpeforge.eval, "BATCH_BYTES", 300)
+    assert main_eval([str(files / "tok"), "--text", str(files / "big.txt"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == [r._asdict() for r in whole]
+    assert len(seen) > 20 and max(sum(len(p.encode()) for p in b) for b, _, _ in seen) <= 300
+
+
+def test_cli_a_text_cut_inside_a_span_is_a_warning_line(files, capsys, monkeypatch):
+    import bpeforge.eval
+
+    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 1000)
+    (files / "run.txt").write_text("l" * 3500, encoding="utf-8")
+    assert main_eval([str(files / "tok"), "--text", str(files / "run.txt"), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)[0]["bytes"] == 3500
+    assert captured.err.startswith(f"bpeforge eval: warning: text '{files / 'run.txt'}': 3 stretches of 1,000 characters")
+    assert len(captured.err.strip().splitlines()) == 1
+
+
+def test_cli_a_custom_pattern_that_fails_on_a_text_is_one_line(files, capsys):
+    (files / "full.tiktoken").write_bytes(ranks_to_tiktoken(BYTE_RANKS))
+    (files / "run.txt").write_text("a" * 100_000, encoding="utf-8")
+    argv = [str(files / "full.tiktoken") + r":(?:a|aa)+(?=b)|\S|\s", "--text", str(files / "run.txt")]
+    assert main_eval(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("bpeforge eval: error: tokenizer ") and "cannot encode text" in err and "simplify the pattern" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_a_bad_byte_is_found_before_any_tokenizer_is_loaded(files, capsys, monkeypatch):
+    import bpeforge.eval
+
+    monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 16)
+    (files / "late.txt").write_bytes(b"hello world\n" * 100 + b"\xff")
+    assert main_eval(["gpt-17", "--text", str(files / "late.txt")]) == 1  # gpt-17 would fail to load
+    err = capsys.readouterr().err
+    assert err == f"bpeforge eval: error: {files / 'late.txt'}: not UTF-8 text (byte 1200: b'\\xff')\n"

@@ -199,6 +199,10 @@ def test_tokenizer_train_matches_reference(corpus, vocab_size, specials):
     names = list(bpeforge.NANOCHAT_SPECIAL_TOKENS) if specials is None else specials
     n_ranks = vocab_size  # ranks asked for; the Tokenizer's vocab_size adds the specials
     expected_ranks, _ = R.train(corpus, n_ranks, R.GPT4_PATTERN)
+    if not "".join(corpus):  # no text at all: no tokenizer (the low-level Trainer gives the bytes)
+        with pytest.raises(bpeforge.errors.NoTextError, match="no text to train on"):
+            bpeforge.Tokenizer.train_from_iterator(corpus, vocab_size + len(names), special_tokens=specials)
+        return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         tok = bpeforge.Tokenizer.train_from_iterator(

@@ -1,17 +1,21 @@
 """``bpeforge eval``: compares how tokenizers compress texts (:func:`bpeforge.eval.evaluate`),
-printing a table or JSON."""
+printing a table or JSON. The text files are read a few MB at a time (as
+:class:`bpeforge.eval.TextFile`), never whole, so that memory stays bounded whatever their size."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import EvalError
-from ..eval import evaluate, format_table, load_tokenizer, named_tokenizers
+from ..eval import READ_BYTES, TextFile, evaluate, format_table, load_tokenizer, named_tokenizers
 from ..tokenizer import Tokenizer
 from .arguments import CLIError, int_at_least
 
@@ -65,23 +69,25 @@ def add_eval_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _read_texts(paths: Sequence[str]) -> List[Tuple[str, str]]:
-    texts = []
+def _text_files(paths: Sequence[str], spool: Path) -> List[Tuple[str, TextFile]]:
+    """The texts of ``paths``, each read through once to check it (so that a bad one is found
+    before any time is spent counting), a few MB at a time. Standard input, which can be read
+    only once, is copied into the folder ``spool`` first."""
+    texts: List[Tuple[str, TextFile]] = []
     for path in paths:
-        if path == "-" and sys.stdin is None:
-            raise CLIError("-: standard input is closed")
+        if path == "-":
+            if sys.stdin is None:
+                raise CLIError("-: standard input is closed")
+            copy = spool / f"stdin-{len(texts)}.txt"
+            with open(copy, "wb") as out:
+                shutil.copyfileobj(sys.stdin.buffer, out, READ_BYTES)
+            text = TextFile(copy, name="-")
+        else:
+            text = TextFile(path)
         try:
-            data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-        except OSError as e:
-            raise CLIError(f"{path}: {e.strerror or e}") from None
-        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a byte-order mark, not text
-        try:
-            text = data[bom:].decode("utf-8")
-        except UnicodeDecodeError as e:
-            at = bom + e.start
-            raise CLIError(f"{path}: not UTF-8 text (byte {at}: {data[at:at + 1]!r})") from None
-        if not text:
-            raise CLIError(f"{path}: the file is empty")
+            text.check()
+        except EvalError as e:
+            raise CLIError(str(e)) from None
         texts.append(("<stdin>" if path == "-" else path, text))
     return texts
 
@@ -97,18 +103,23 @@ def run_eval(args: argparse.Namespace) -> int:
         )
     if sys.stdout is None:
         raise CLIError("standard output is closed: there is nowhere to print the comparison")
-    texts = _read_texts(args.texts)
-    tokenizers: Dict[str, Tokenizer] = {}
-    for name, spec in named_tokenizers(args.tokenizers):
+    with tempfile.TemporaryDirectory(prefix="bpeforge-eval-") as spool:
+        texts = _text_files(args.texts, Path(spool))
+        tokenizers: Dict[str, Tokenizer] = {}
+        for name, spec in named_tokenizers(args.tokenizers):
+            try:
+                tokenizers[name] = load_tokenizer(spec, args.pattern)
+            except (OSError, ValueError, KeyError) as e:
+                message = " ".join(str(e.args[0] if isinstance(e, KeyError) and e.args else e).split())
+                raise CLIError(f"tokenizer {spec}: {message}") from None
         try:
-            tokenizers[name] = load_tokenizer(spec, args.pattern)
-        except (OSError, ValueError, KeyError) as e:
-            message = " ".join(str(e.args[0] if isinstance(e, KeyError) and e.args else e).split())
-            raise CLIError(f"tokenizer {spec}: {message}") from None
-    try:
-        rows = evaluate(tokenizers, texts, num_threads=args.threads)
-    except ValueError as e:
-        raise CLIError(str(e)) from None
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                rows = evaluate(tokenizers, texts, num_threads=args.threads)
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+    for warning in caught:  # a text cut inside a span (see bpeforge.eval.text_pieces)
+        print(f"bpeforge eval: warning: {warning.message}", file=sys.stderr)
     if args.json:
         print(json.dumps([r._asdict() for r in rows], indent=2, ensure_ascii=False))
     else:

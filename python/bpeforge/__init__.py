@@ -22,7 +22,7 @@ The package is layered, each module importing only modules of the layers below i
 
 # PRESETS (the presets as (name, regex) pairs) stays importable from here; PATTERNS is its dict.
 from ._core import DEFAULT_PATTERN, PRESETS, ParquetReader, Trainer, check_ranks, split
-from .errors import EvalError, TokenizerFileError
+from .errors import EvalError, NoTextError, TokenizerFileError, UnknownTokenIdError
 from .eval import evaluate, format_table
 from .patterns import PATTERNS, resolve_pattern
 from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer
@@ -33,11 +33,13 @@ __all__ = [
     "DEFAULT_PATTERN",
     "EvalError",
     "NANOCHAT_SPECIAL_TOKENS",
+    "NoTextError",
     "PATTERNS",
     "ParquetReader",
     "Tokenizer",
     "TokenizerFileError",
     "Trainer",
+    "UnknownTokenIdError",
     "check_ranks",
     "evaluate",
     "format_table",

@@ -17,12 +17,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import _core
 from ..base import BaseTokenizer
+from ..errors import SPLIT_FAILED
 from ..inputs import Corpus
 from .arguments import one_line
 
 Row = Tuple[str, str]
 # How the core's error for a text the split pattern's regex engine gave up on begins.
-SPLIT_FAILED = "the split pattern failed on a text"
 # The characters of a token the report shows (then its length).
 TOKEN_SHOWN = 32
 

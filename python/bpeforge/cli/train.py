@@ -14,7 +14,7 @@ from typing import Any, Iterable, List, Optional, Tuple
 
 from .. import inputs
 from ..base import NANOCHAT_SPECIAL_TOKENS
-from ..errors import InputError, OptionError
+from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
@@ -22,7 +22,7 @@ from ..tokenizer import Tokenizer
 from ..training import TrainedRanks, Training
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import SPLIT_FAILED, Timings, format_report, measure_compression
+from .report import Timings, format_report, measure_compression
 from .signals import ExitOnCtrlC
 
 DEFAULT_VOCAB_SIZE = 8192
@@ -308,7 +308,10 @@ def run_train(args: argparse.Namespace) -> int:
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
         t_build = time.perf_counter()
-        tokenizer = trained.build(Tokenizer)
+        try:
+            tokenizer = trained.build(Tokenizer)
+        except NoTextError as e:  # what the check above rules out, said as one line all the same
+            raise CLIError(str(e)) from None
         t_build = time.perf_counter() - t_build
         warnings: List[str] = []
         if trained.stopped_early:

@@ -50,10 +50,11 @@ impl Encoder {
     pub fn new(ranks: impl IntoIterator<Item = (Vec<u8>, u32)>) -> Result<Self, Error> {
         let mut map = FxHashMap::default();
         for (bytes, rank) in ranks {
-            let shown = format!("{bytes:?}");
-            if map.insert(bytes.into_boxed_slice(), rank).is_some() {
-                return Err(Error::InvalidRanks(format!("the bytes {shown} have two ranks")));
+            let bytes = bytes.into_boxed_slice();
+            if map.contains_key(&bytes) {
+                return Err(Error::InvalidRanks(format!("the bytes {bytes:?} have two ranks")));
             }
+            map.insert(bytes, rank);
         }
         if let Some(b) = (0..=255u8).find(|&b| !map.contains_key(&[b][..])) {
             return Err(Error::InvalidRanks(format!("the single byte {b} has no rank")));

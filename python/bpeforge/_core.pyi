@@ -44,9 +44,9 @@ class Trainer:
         non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
         (more while a batch holds under 1 MiB of text, fewer once it holds 2 MiB, even in the
         middle of a list or array, so that memory stays bounded whatever an item holds) and split and
-        counted without the GIL while the next batches are pulled: on one thread while Python
-        pulls (it keeps a core), on all of them once it is done or four batches wait. The
-        iterable is consumed once and never held whole.
+        counted without the GIL while the next batches are pulled: on all threads but one while
+        Python pulls (it keeps a core; the calling thread counts a batch itself when four wait),
+        on all of them once it is done. The iterable is consumed once and never held whole.
         `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
         the best pair occurs fewer than `min_frequency` times. `pattern`, if given (as for the
         constructor), replaces the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:

@@ -1,8 +1,9 @@
 """Checks of arguments shared by several modules: integers, special tokens, token ids.
 
-Rules the compiled core already enforces (a vocabulary's size, a split pattern that compiles
-and never matches an empty string, thread counts) are not repeated here: the core's
-``ValueError`` says what is wrong.
+Rules the compiled core already enforces (a split pattern that compiles and never matches an
+empty string, thread counts, the ranks' own range) are not repeated here: the core's
+``ValueError`` says what is wrong. (The vocabulary's size counts the special tokens, which the
+core does not know of: ``training`` checks it.)
 """
 
 from __future__ import annotations

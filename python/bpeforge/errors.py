@@ -1,6 +1,7 @@
 """The exceptions bpeforge raises for bad files, texts and options, in one place.
 
-Each is a ``ValueError`` (or an ``Exception`` for input data) whose message is one line that
+Each is a ``ValueError`` (``InputError``, for input data, a plain ``Exception``;
+``EncodingUnavailable`` also a ``ConnectionError``) whose message is one line that
 names the file, text or option at fault. The modules that raise them re-export them, so
 ``bpeforge.io.TokenizerFileError`` and ``bpeforge.eval.EvalError`` name the same classes.
 """
@@ -37,8 +38,8 @@ class NoTextError(ValueError):
 
 class UnknownTokenIdError(ValueError, KeyError):
     """A token id that is not in the vocabulary (or not an id at all: a negative number, one too
-    large). Also a ``KeyError``, as tiktoken's decode raised for an id it does not know and as
-    ``id_to_token`` raised before: ``except KeyError`` still catches it."""
+    large). Also a ``KeyError``, the error tiktoken's decode gives for an id it does not know, so
+    ``except KeyError`` catches it too."""
 
     def __str__(self) -> str:  # a ValueError's message, not a KeyError's quoted key
         return str(self.args[0]) if self.args else ""

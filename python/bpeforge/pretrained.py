@@ -46,5 +46,5 @@ def load_tiktoken_encoding(name: str) -> tiktoken.Encoding:
         raise EncodingUnavailable(
             f"tiktoken could not load the encoding {encoding_name!r}: it downloads the ranks on first use "
             f"(cached in TIKTOKEN_CACHE_DIR), and that failed, likely because this machine is offline "
-            f"({type(e).__name__}: {detail}). Give a local .tiktoken file instead: PATH.tiktoken:PATTERN"
+            f"({type(e).__name__}: {detail}); offline, use a local .tiktoken ranks file instead"
         ) from None

@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::AtomicBool;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{stop_due, Error};
 use crate::Splitter;
@@ -49,10 +49,15 @@ impl Encoder {
     /// text could need it), and no two tokens may share their bytes.
     pub fn new(ranks: impl IntoIterator<Item = (Vec<u8>, u32)>) -> Result<Self, Error> {
         let mut map = FxHashMap::default();
+        let mut ranks_seen = FxHashSet::default();
         for (bytes, rank) in ranks {
             let bytes = bytes.into_boxed_slice();
             if map.contains_key(&bytes) {
                 return Err(Error::InvalidRanks(format!("the bytes {bytes:?} have two ranks")));
+            }
+            // Parts are merged by their ranks (and u32::MAX marks "no rank"): each must be one token's.
+            if rank == u32::MAX || !ranks_seen.insert(rank) {
+                return Err(Error::InvalidRanks(format!("rank {rank} is given to two tokens or is out of range")));
             }
             map.insert(bytes, rank);
         }
@@ -68,6 +73,9 @@ impl Encoder {
 
     /// Appends the tokens of one span to `out`.
     pub fn encode_span(&self, span: &[u8], out: &mut Vec<u32>) {
+        if span.is_empty() {
+            return;
+        }
         if let Some(rank) = self.rank(span) {
             out.push(rank);
             return;
@@ -273,6 +281,12 @@ mod tests {
         let mut ranks = ranks_with(&[]);
         ranks.push((vec![5], 300));
         assert!(matches!(Encoder::new(ranks), Err(Error::InvalidRanks(m)) if m.contains("two ranks")));
+        let mut ranks = ranks_with(&[(97, 98)]);
+        ranks[256].1 = 7;
+        assert!(matches!(Encoder::new(ranks), Err(Error::InvalidRanks(m)) if m.contains("rank 7 is given to two")));
+        let mut ranks = ranks_with(&[]);
+        ranks[0].1 = u32::MAX;
+        assert!(matches!(Encoder::new(ranks), Err(Error::InvalidRanks(m)) if m.contains("out of range")));
     }
 
     #[test]

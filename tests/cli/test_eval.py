@@ -9,7 +9,6 @@ import pytest
 import bpeforge
 from bpeforge import cli
 from bpeforge.cli import eval as cli_eval
-from bpeforge.cli.eval import main_eval
 from bpeforge.eval import evaluate
 from bpeforge.io import ranks_to_tiktoken
 
@@ -47,7 +46,7 @@ def files(tmp_path, hello):
 
 
 def test_cli_table(files, capsys):
-    code = main_eval([str(files / "tok"), str(files / "tok"), "--text", str(files / "a.txt"), "--color", "never"])
+    code = cli.main(["eval", str(files / "tok"), str(files / "tok"), "--text", str(files / "a.txt"), "--color", "never"])
     out = capsys.readouterr().out
     assert code == 0
     assert "Vocab sizes:" in out and "+0.0%" in out and "tie" in out
@@ -55,7 +54,7 @@ def test_cli_table(files, capsys):
 
 def test_cli_json(files, lolo_file, capsys):
     argv = [str(files / "tok"), str(lolo_file) + ":nanochat", "--text", str(files / "a.txt"), str(files / "b.txt"), "--json"]
-    assert main_eval(argv) == 0
+    assert cli.main(["eval", *argv]) == 0
     data = json.loads(capsys.readouterr().out)
     expected = evaluate(
         {str(files / "tok"): str(files / "tok"), str(lolo_file) + ":nanochat": str(lolo_file) + ":nanochat"},
@@ -75,7 +74,7 @@ def test_cli_text_repeated_and_stdin(files, capsys, monkeypatch):
 
     monkeypatch.setattr("sys.stdin", FakeStdin)
     argv = [str(files / "tok"), "--text", str(files / "a.txt"), "--text", "-", "--json"]
-    assert main_eval(argv) == 0
+    assert cli.main(["eval", *argv]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [(d["text"], d["tokens"]) for d in data] == [(str(files / "a.txt"), 3), ("<stdin>", 1)]
 
@@ -95,9 +94,9 @@ def test_cli_text_repeated_and_stdin(files, capsys, monkeypatch):
 def test_cli_errors(files, capsys, make_argv, message):
     (files / "latin1.txt").write_bytes("café".encode("latin-1"))
     (files / "empty.txt").write_bytes(b"")
-    assert main_eval(make_argv(files)) == 1
+    assert cli.main(["eval", *make_argv(files)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("bpeforge eval: error: ") and message in err
+    assert err.startswith("bpeforge: error: ") and message in err
     assert len(err.strip().splitlines()) == 1
 
 
@@ -107,26 +106,27 @@ def test_cli_closed_standard_streams(files, capsys, monkeypatch, stream, message
     argv = [str(files / "tok"), "--text", "-", "--json"]
     with monkeypatch.context() as m:
         m.setattr(sys, stream, None)
-        code = main_eval(argv)
+        code = cli.main(["eval", *argv])
     assert code == 1
     err = capsys.readouterr().err
-    assert err.startswith("bpeforge eval: error: ") and message in err
+    assert err.startswith("bpeforge: error: ") and message in err
 
 
 def test_texts_given_before_the_tokenizers_say_why_none_is_left(files, capsys):
-    assert main_eval(["--text", str(files / "a.txt"), str(files / "tok")]) == 2
+    assert cli.main(["eval", "--text", str(files / "a.txt"), str(files / "tok")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("bpeforge eval: error: no TOKENIZER given (--text takes every argument after it")
-    assert main_eval(["--json", "--text", str(files / "a.txt"), "--", str(files / "tok")]) == 0
+    assert err.startswith("bpeforge: error: no TOKENIZER given (--text takes every argument after it")
+    assert cli.main(["eval", "--json", "--text", str(files / "a.txt"), "--", str(files / "tok")]) == 0
 
 
 def test_cli_usage_errors(files, capsys):
-    with pytest.raises(SystemExit) as e:
-        main_eval([str(files / "tok")])  # --text is required
-    assert e.value.code == 2
-    with pytest.raises(SystemExit) as e:
-        main_eval([str(files / "tok"), "--text", str(files / "a.txt"), "--threads", "0"])
-    assert e.value.code == 2 and "--threads: must be at least 1, got 0" in capsys.readouterr().err
+    """A bad option is one line naming it and exit code 2, as for train."""
+    assert cli.main(["eval", str(files / "tok")]) == 2  # --text is required
+    err = capsys.readouterr().err
+    assert err.startswith("bpeforge: error: ") and "--text" in err and err.count("\n") == 1
+    assert cli.main(["eval", str(files / "tok"), "--text", str(files / "a.txt"), "--threads", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--threads: must be at least 1, got 0" in err and err.count("\n") == 1
 
 
 def test_bpeforge_command_has_eval(files, capsys):
@@ -168,7 +168,7 @@ def test_cli_reads_texts_in_bounded_pieces_with_the_counts_of_the_texts_whole(fi
     monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 64)
     monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 100)
     monkeypatch.setattr(bpeforge.eval, "BATCH_BYTES", 300)
-    assert main_eval([str(files / "tok"), "--text", str(files / "big.txt"), "--json"]) == 0
+    assert cli.main(["eval", str(files / "tok"), "--text", str(files / "big.txt"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [r._asdict() for r in whole]
     assert len(seen) > 20 and max(sum(len(p.encode()) for p in b) for b, _, _ in seen) <= 300
 
@@ -178,10 +178,10 @@ def test_cli_a_text_cut_inside_a_span_is_a_warning_line(files, capsys, monkeypat
 
     monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 1000)
     (files / "run.txt").write_text("l" * 3500, encoding="utf-8")
-    assert main_eval([str(files / "tok"), "--text", str(files / "run.txt"), "--json"]) == 0
+    assert cli.main(["eval", str(files / "tok"), "--text", str(files / "run.txt"), "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)[0]["bytes"] == 3500
-    assert captured.err.startswith(f"bpeforge eval: warning: text '{files / 'run.txt'}': 3 stretches of 1,000 characters")
+    assert captured.err.startswith(f"bpeforge: warning: text '{files / 'run.txt'}': 3 stretches of 1,000 characters")
     assert len(captured.err.strip().splitlines()) == 1
 
 
@@ -189,9 +189,9 @@ def test_cli_a_custom_pattern_that_fails_on_a_text_is_one_line(files, capsys):
     (files / "full.tiktoken").write_bytes(ranks_to_tiktoken(BYTE_RANKS))
     (files / "run.txt").write_text("a" * 100_000, encoding="utf-8")
     argv = [str(files / "full.tiktoken") + r":(?:a|aa)+(?=b)|\S|\s", "--text", str(files / "run.txt")]
-    assert main_eval(argv) == 1
+    assert cli.main(["eval", *argv]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("bpeforge eval: error: tokenizer ") and "cannot encode text" in err and "simplify the pattern" in err
+    assert err.startswith("bpeforge: error: tokenizer ") and "cannot encode text" in err and "simplify the pattern" in err
     assert len(err.strip().splitlines()) == 1
 
 
@@ -200,6 +200,6 @@ def test_cli_a_bad_byte_is_found_before_any_tokenizer_is_loaded(files, capsys, m
 
     monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 16)
     (files / "late.txt").write_bytes(b"hello world\n" * 100 + b"\xff")
-    assert main_eval(["gpt-17", "--text", str(files / "late.txt")]) == 1  # gpt-17 would fail to load
+    assert cli.main(["eval", "gpt-17", "--text", str(files / "late.txt")]) == 1  # gpt-17 would fail to load
     err = capsys.readouterr().err
-    assert err == f"bpeforge eval: error: {files / 'late.txt'}: not UTF-8 text (byte 1200: b'\\xff')\n"
+    assert err == f"bpeforge: error: {files / 'late.txt'}: not UTF-8 text (byte 1200: b'\\xff')\n"

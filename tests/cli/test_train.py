@@ -17,6 +17,7 @@ import pytest
 
 import bpeforge
 from bpeforge import cli
+from bpeforge.errors import SPLIT_FAILED
 
 from .helpers import (
     ENV,
@@ -413,7 +414,7 @@ def test_a_split_failure_is_recognized_by_the_cores_message():
     # The command line tells a pattern the regex engine gave up on by how the error begins.
     with pytest.raises(RuntimeError) as e:
         bpeforge.split("a" * 40 + "c", r"(?:(?:a|aa)+)+(?=b)|\s+|\S")
-    assert str(e.value).startswith(cli.SPLIT_FAILED)
+    assert str(e.value).startswith(SPLIT_FAILED)
 
 
 def test_a_file_reached_twice_is_read_once_with_a_note(corpus, tmp_path):

@@ -323,7 +323,8 @@ def test_ctrl_c_while_merging_stops_quickly(threads):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_training_in_a_forked_child_after_the_parent_trained():
     """A child made by fork() has none of the parent's pool threads: training there, on a
-    trainer of its own or on one copied from the parent, must start new ones, not wait forever
+    trainer of its own or on one copied from the parent (and counting tokens with an encoder),
+    must start new ones, not wait forever
     for the copied ones (as multiprocessing's "fork" workers would)."""
     script = textwrap.dedent(
         """
@@ -335,11 +336,14 @@ def test_training_in_a_forked_child_after_the_parent_trained():
         shared, own = bpeforge.Trainer(), bpeforge.Trainer(num_threads=2)
         expected = train(shared)
         assert train(own) == expected
+        encoder = bpeforge._core.Encoder(expected, "gpt4")  # counting tokens runs on a pool too
+        counted = encoder.count(texts)
         read, write = os.pipe()
         child = os.fork()
         if child == 0:
             results = [train(shared), train(own), train(bpeforge.Trainer()), train(bpeforge.Trainer(num_threads=3))]
-            os.write(write, b"same" if all(r == expected for r in results) else b"different")
+            same = all(r == expected for r in results) and encoder.count(texts) == counted
+            os.write(write, b"same" if same else b"different")
             os._exit(0)
         deadline = time.monotonic() + 60
         while os.waitpid(child, os.WNOHANG) == (0, 0):

@@ -20,9 +20,9 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from ..version import __version__
 from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, OneLineErrorParser, one_line, stderr_line
-from .train import SPLIT_FAILED, add_train_parser, run_train
+from .train import add_train_parser, run_train
 
-__all__ = ["CLIError", "EXTRA_SUBCOMMANDS", "SPLIT_FAILED", "build_parser", "main", "run_train"]
+__all__ = ["CLIError", "EXTRA_SUBCOMMANDS", "build_parser", "main", "run_train"]
 
 # Subcommands other than train: (module, add_parser function, run function). Each is imported
 # when the parser is built; one that fails to import is still listed, and says why when run, so

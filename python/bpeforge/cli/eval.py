@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..errors import EvalError
 from ..eval import READ_BYTES, TextFile, evaluate, format_table, load_tokenizer, named_tokenizers
 from ..tokenizer import Tokenizer
-from .arguments import CLIError, int_at_least
+from .arguments import EXIT_USAGE, PROG, CLIError, int_at_least, stderr_line
 
 EVAL_EPILOG = """\
 tokenizers:
@@ -99,7 +99,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise CLIError(
             "no TOKENIZER given (--text takes every argument after it up to the next option: "
             "give the tokenizers first, or end the texts with --)",
-            2,
+            EXIT_USAGE,
         )
     if sys.stdout is None:
         raise CLIError("standard output is closed: there is nowhere to print the comparison")
@@ -119,7 +119,7 @@ def run_eval(args: argparse.Namespace) -> int:
         except ValueError as e:
             raise CLIError(str(e)) from None
     for warning in caught:  # a text cut inside a span (see bpeforge.eval.text_pieces)
-        print(f"bpeforge eval: warning: {warning.message}", file=sys.stderr)
+        stderr_line(f"{PROG}: warning: {warning.message}")
     if args.json:
         print(json.dumps([r._asdict() for r in rows], indent=2, ensure_ascii=False))
     else:
@@ -128,22 +128,3 @@ def run_eval(args: argparse.Namespace) -> int:
         )
         print(format_table(rows, color=color))
     return 0
-
-
-def main_eval(argv: Optional[Sequence[str]] = None) -> int:
-    """``bpeforge eval`` on its own: parses ``argv`` and runs :func:`run_eval`; an error is one
-    line on standard error and exit code 1 (a bad option: argparse's usage and error, exit code
-    2). From a shell: ``bpeforge eval ...`` or ``python -m bpeforge eval ...``."""
-    parser = argparse.ArgumentParser(
-        prog="bpeforge eval",
-        description="Compare how tokenizers compress texts.",
-        epilog=EVAL_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run_eval(args)
-    except (CLIError, EvalError, OSError, ValueError) as e:
-        print(f"bpeforge eval: error: {e}", file=sys.stderr)
-        return int(getattr(e, "code", 1))

@@ -22,7 +22,6 @@ from ..inputs import Corpus
 from .arguments import one_line
 
 Row = Tuple[str, str]
-# How the core's error for a text the split pattern's regex engine gave up on begins.
 # The characters of a token the report shows (then its length).
 TOKEN_SHOWN = 32
 

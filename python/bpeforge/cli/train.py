@@ -20,7 +20,7 @@ from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
 from ..tokenizer import Tokenizer
 from ..training import TrainedRanks, Training
-from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, int_at_least, one_line, stderr_line
+from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .report import Timings, format_report, measure_compression
 from .signals import ExitOnCtrlC
@@ -437,7 +437,7 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder (DIR.tiktoken is written beside it)")
     p.add_argument(
         "--vocab-size",
-        type=int_at_least(1, "--vocab-size"),
+        type=int_at_least(-MAX_INT64, "--vocab-size"),  # the range is training's to check and say
         default=DEFAULT_VOCAB_SIZE,
         metavar="N",
         help=f"final vocabulary size, 256 bytes + merges + special tokens (default {DEFAULT_VOCAB_SIZE})",

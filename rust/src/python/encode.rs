@@ -5,8 +5,9 @@ use std::sync::atomic::AtomicBool;
 
 use pyo3::prelude::*;
 
+use super::pool::Pool;
 use super::{splitter_arg, to_py};
-use crate::encode::Encoder as Ranks;
+use crate::encode::Encoder as CoreEncoder;
 use crate::Splitter;
 
 /// Encodes as tiktoken's `encode_ordinary` does with the same ranks and pattern, in time that
@@ -14,7 +15,7 @@ use crate::Splitter;
 /// long spans): for measuring compression.
 #[pyclass(module = "bpeforge._core", frozen)]
 pub struct Encoder {
-    ranks: Ranks,
+    ranks: CoreEncoder,
     splitter: Splitter,
 }
 
@@ -25,7 +26,7 @@ impl Encoder {
     #[new]
     fn new(py: Python<'_>, mergeable_ranks: Vec<(Vec<u8>, u32)>, pattern: &str) -> PyResult<Self> {
         let splitter = splitter_arg(pattern)?;
-        let ranks = py.detach(|| Ranks::new(mergeable_ranks)).map_err(to_py)?;
+        let ranks = py.detach(|| CoreEncoder::new(mergeable_ranks)).map_err(to_py)?;
         Ok(Self { ranks, splitter })
     }
 
@@ -38,7 +39,9 @@ impl Encoder {
     /// bytes those tokens cover (text the pattern does not match is dropped, as tiktoken drops it).
     fn count(&self, py: Python<'_>, texts: Vec<String>) -> PyResult<(u64, u64)> {
         let stop = AtomicBool::new(false);
-        let count = py.detach(|| self.ranks.count_all(&texts, &self.splitter, &stop)).map_err(to_py)?;
+        // On the shared pool, never Rayon's global one, which a child made by fork() cannot use.
+        let pool = Pool::shared().get()?;
+        let count = py.detach(|| pool.install(|| self.ranks.count_all(&texts, &self.splitter, &stop))).map_err(to_py)?;
         Ok((count.tokens, count.bytes))
     }
 }

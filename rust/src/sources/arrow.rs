@@ -300,8 +300,16 @@ unsafe fn append_offset_strings(
     let mut runs: Vec<(usize, usize)> = Vec::new(); // (start in data, end index into `ends`)
     let mut ends: Vec<usize> = Vec::with_capacity(length);
     let mut run_start: Option<usize> = None;
+    // Each offset is read once more here and checked again, against the one before it and the
+    // data's length: the buffer is foreign memory another thread may write to meanwhile.
+    let mut previous = at(0);
     for i in 0..length {
-        let (start, stop) = (at(i) as usize, at(i + 1) as usize);
+        let next = at(i + 1);
+        if previous < 0 || next < previous || next > last {
+            return malformed(format!("its offsets changed while they were read (at entry {i})"));
+        }
+        let (start, stop) = (previous as usize, next as usize);
+        previous = next;
         if is_valid(bitmap, offset + i) {
             let base = *run_start.get_or_insert(start);
             ends.push(stop - base);

@@ -14,7 +14,7 @@ use pyo3::types::{PyIterator, PyList, PyString};
 use super::progress::report;
 use super::{arrow, shutdown, to_py, type_name};
 use crate::count::{CallerLock, Counted, Counter};
-use crate::{Error, Splitter};
+use crate::Splitter;
 
 /// The text of a str `item`, or an error naming `what` it is (e.g. "item 3 of the iterator")
 /// and what was `expected` there. (`what` is only formatted for an error: this runs once per
@@ -194,10 +194,8 @@ pub(super) fn count_iterator(
         return Err(e);
     }
     py.check_signals()?;
-    let counted = counted.map_err(|e| match e {
-        Error::Internal(_) => PyRuntimeError::new_err("internal error while counting (a bpeforge bug: please report it)"),
-        e => to_py(e),
-    })?;
+    // An internal error's message says it is a bug, and what went wrong (a thread's panic).
+    let counted = counted.map_err(to_py)?;
     // The last report comes once everything is counted, so its spans are those of the whole
     // corpus (as a lower bound: the threads' tables are not joined yet).
     report_count(py, progress, counted.texts, counted.bytes, counted.counts.len_at_least())?;

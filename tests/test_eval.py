@@ -220,7 +220,8 @@ def test_tiktoken_name_offline(monkeypatch):
 
 
 def test_unknown_name():
-    with pytest.raises(EvalError, match="'gpt-17' is not a tiktoken encoding or model name"):
+    """A name that is neither a file or folder nor an encoding tiktoken knows: both are said."""
+    with pytest.raises(EvalError, match="^gpt-17: no such file or folder, and 'gpt-17' is not a tiktoken encoding or model name"):
         load_tokenizer("gpt-17")
 
 

@@ -186,7 +186,13 @@ def load_tokenizer(spec: TokenizerLike, pattern: Optional[str] = None) -> Tokeni
         )
     if os.sep in text or (os.altsep and os.altsep in text):
         raise EvalError(f"{text}: no such file or folder")
-    return Tokenizer.from_encoding(load_tiktoken_encoding(text))
+    try:
+        encoding = load_tiktoken_encoding(text)
+    except EncodingUnavailable:
+        raise
+    except EvalError as e:  # neither a file nor a name tiktoken knows: say both
+        raise EvalError(f"{text}: no such file or folder, and {e}") from None
+    return Tokenizer.from_encoding(encoding)
 
 
 # ------------------------------------------------------------------------------ evaluation

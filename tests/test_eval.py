@@ -14,26 +14,12 @@ from hypothesis import strategies as st
 from strategies import texts
 from bpeforge.eval import EvalError, EvalRow, evaluate, format_table, load_tokenizer
 from bpeforge.io import ranks_to_tiktoken
-
-BYTE_RANKS = {bytes([i]): i for i in range(256)}
-
-
-def hand_ranks(*tokens):
-    ranks = dict(BYTE_RANKS)
-    for t in tokens:
-        ranks[t] = len(ranks)
-    return ranks
+from ranks import BYTE_RANKS, hand_ranks
 
 
 @pytest.fixture(scope="module")
 def byte_level():
     return bpeforge.Tokenizer(BYTE_RANKS)
-
-
-@pytest.fixture(scope="module")
-def hello():
-    # he, ll, hell, hello: "hello" is one token, " hello" is " " + "hello" (no " h" merge)
-    return bpeforge.Tokenizer(hand_ranks(b"he", b"ll", b"hell", b"hello"), special_tokens=["<|bos|>"])
 
 
 # ------------------------------------------------------------------------------ figures

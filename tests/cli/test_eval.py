@@ -11,21 +11,7 @@ from bpeforge import cli
 from bpeforge.cli import eval as cli_eval
 from bpeforge.eval import evaluate
 from bpeforge.io import ranks_to_tiktoken
-
-BYTE_RANKS = {bytes([i]): i for i in range(256)}
-
-
-def hand_ranks(*tokens):
-    ranks = dict(BYTE_RANKS)
-    for t in tokens:
-        ranks[t] = len(ranks)
-    return ranks
-
-
-@pytest.fixture(scope="module")
-def hello():
-    # he, ll, hell, hello: "hello" is one token, " hello" is " " + "hello" (no " h" merge)
-    return bpeforge.Tokenizer(hand_ranks(b"he", b"ll", b"hell", b"hello"), special_tokens=["<|bos|>"])
+from ranks import BYTE_RANKS, hand_ranks
 
 
 @pytest.fixture()

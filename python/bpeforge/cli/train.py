@@ -14,7 +14,7 @@ from typing import Any, Iterable, List, Optional, Tuple
 
 from .. import inputs
 from ..base import NANOCHAT_SPECIAL_TOKENS
-from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
+from ..errors import SPLIT_FAILED, InputError, OptionError
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
@@ -308,10 +308,7 @@ def run_train(args: argparse.Namespace) -> int:
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
         t_build = time.perf_counter()
-        try:
-            tokenizer = trained.build(Tokenizer)
-        except NoTextError as e:  # what the check above rules out, said as one line all the same
-            raise CLIError(str(e)) from None
+        tokenizer = trained.build(Tokenizer)  # no NoTextError: the check above ruled it out
         t_build = time.perf_counter() - t_build
         warnings: List[str] = []
         if trained.stopped_early:

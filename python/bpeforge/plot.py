@@ -56,13 +56,15 @@ def plot_curves(
     title: str,
     tick_labels: Optional[Mapping[int, str]] = None,
     gains: bool = False,
+    by_size: bool = True,
 ) -> None:
     """Draws ``curves`` (line name -> points ``(vocabulary size, bytes per token, label)``) into
     the PNG file ``path``: one line per name, its points marked and labelled with their bytes
     per token and, when given, their label. ``tick_labels``: the x axis is marked at these
     sizes, with these labels (else at powers of two). ``gains``: under each segment of a line,
     how many fewer tokens the larger size needs (bytes per token up by r: tokens down by
-    1 - 1/r)."""
+    1 - 1/r). ``by_size=False``: the x values are the places of tokenizers in a row (0, 1, ...)
+    rather than sizes, on a linear axis, each named by ``tick_labels``."""
     import_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -88,7 +90,8 @@ def plot_curves(
                     f"{-saved:+.0f}% tokens", ((x0 * x1) ** 0.5, (y0 + y1) / 2), textcoords="offset points", xytext=(4, -6),
                     ha="left", va="top", fontsize=7.5, color="dimgray", style="italic",
                 )
-    ax.set_xscale("log", base=2)
+    if by_size:
+        ax.set_xscale("log", base=2)
     if tick_labels is not None:
         ax.xaxis.set_major_locator(FixedLocator(sorted(tick_labels)))
         ax.xaxis.set_minor_locator(NullLocator())
@@ -97,13 +100,13 @@ def plot_curves(
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: size_label(int(round(x)))))
     # Room for the labels above the points and half a step of the axis either side.
     lo, hi = (min(sizes), max(sizes)) if sizes else (256, 512)
-    ax.set_xlim(lo / 2**0.35, hi * 2**0.35)
+    ax.set_xlim(*((lo / 2**0.35, hi * 2**0.35) if by_size else (lo - 0.5, hi + 0.5)))
     ys_all = [y for points in curves.values() for _, y, _ in points]
     if ys_all:
         y_lo, y_hi = min(ys_all), max(ys_all)
         pad = max(y_hi - y_lo, 0.2) * 0.15
         ax.set_ylim(y_lo - pad, y_hi + 2.2 * pad)
-    ax.set_xlabel("vocabulary size (tokens, log scale)")
+    ax.set_xlabel("vocabulary size (tokens, log scale)" if by_size else "tokenizer and vocabulary size, smallest first")
     ax.set_ylabel("bytes per token (higher: fewer tokens)")
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
@@ -128,15 +131,15 @@ def plot_sweep(rows: Sequence[Any], path: Union[str, "os.PathLike[str]"], *, tit
     """Draws the rows of a sweep (:class:`bpeforge.sweep.SweepRow`: ``source``, ``vocab_size``,
     ``bytes``, ``bytes_per_token``) into ``path``: one line per source (named with its size),
     the sizes marked on the axis, and, for one or two sources, the tokens each size saves
-    against the one before."""
+    against the one before (for one source: the table has them for several)."""
     curves: Dict[str, List[Point]] = {}
     for r in rows:
         curves.setdefault(f"{r.source} ({text_size(r.bytes)})", []).append((r.vocab_size, r.bytes_per_token, None))
     sizes = sorted({r.vocab_size for r in rows})
-    plot_curves(curves, path, title=title, tick_labels={s: size_label(s) for s in sizes}, gains=len(curves) <= 2)
+    plot_curves(curves, path, title=title, tick_labels={s: size_label(s) for s in sizes}, gains=len(curves) == 1)
 
 
-def well_apart(sizes: Sequence[int], ratio: float = 1.25) -> bool:
+def well_apart(sizes: Sequence[int], ratio: float = 1.5) -> bool:
     """Whether sorted distinct ``sizes`` are each at least ``ratio`` times the one before: far
     enough apart on a log axis for a label each.
 
@@ -148,21 +151,21 @@ def well_apart(sizes: Sequence[int], ratio: float = 1.25) -> bool:
 
 def plot_eval(rows: Sequence[Any], path: Union[str, "os.PathLike[str]"], *, title: Optional[str] = None) -> None:
     """Draws the rows of :func:`bpeforge.evaluate` into ``path``: one line per text, a point per
-    tokenizer at its vocabulary size. The axis is marked at each tokenizer's size with its name
-    when the sizes are distinct and well apart; else each point is labelled with its
-    tokenizer's name."""
-    by_size: Dict[int, List[str]] = {}
+    tokenizer. When the tokenizers' sizes are distinct and well apart, each is placed at its
+    vocabulary size (a log axis marked with its name and size); else (two of one size, or
+    sizes too close to tell apart) they stand side by side in order of size, each named."""
+    names: Dict[str, int] = {}
     for r in rows:
-        names = by_size.setdefault(r.vocab_size, [])
-        if r.tokenizer not in names:
-            names.append(r.tokenizer)
-    sizes = sorted(by_size)
-    named_ticks = all(len(names) == 1 for names in by_size.values()) and well_apart(sizes)
+        names.setdefault(r.tokenizer, r.vocab_size)
+    order = sorted(names, key=lambda name: names[name])  # (a stable sort: equal sizes in the order given)
+    sizes = [names[name] for name in order]
+    by_size = len(set(sizes)) == len(sizes) and well_apart(sizes)
+    place = {name: (names[name] if by_size else k) for k, name in enumerate(order)}
     curves: Dict[str, List[Point]] = {}
     for r in rows:
-        curves.setdefault(r.text, []).append((r.vocab_size, r.bytes_per_token, None if named_ticks else r.tokenizer))
+        curves.setdefault(r.text, []).append((place[r.tokenizer], r.bytes_per_token, None))
     if title is None:
-        n_tok, n_text = len({r.tokenizer for r in rows}), len(curves)
-        title = f"Bytes per token of {n_tok} tokenizer{'s' if n_tok != 1 else ''} on {n_text} text{'s' if n_text != 1 else ''}"
-    ticks = {s: f"{by_size[s][0]}\n{size_label(s)}" for s in sizes} if named_ticks else None
-    plot_curves(curves, path, title=title, tick_labels=ticks)
+        n_text = len(curves)
+        title = f"Bytes per token of {len(order)} tokenizer{'s' if len(order) != 1 else ''} on {n_text} text{'s' if n_text != 1 else ''}"
+    ticks = {place[name]: f"{name}\n{size_label(names[name])}" for name in order}
+    plot_curves(curves, path, title=title, tick_labels=ticks, by_size=by_size)

@@ -41,12 +41,12 @@ def import_matplotlib() -> Any:
 
 
 def size_label(n: int) -> str:
-    """A vocabulary size as an axis shows it: ``4,096``; ``64K`` for a multiple of 1024 from 65,536 on.
+    """A vocabulary size as an axis shows it, in full (mixing ``64K`` with ``32,768`` reads badly).
 
-    >>> size_label(512), size_label(16384), size_label(65536), size_label(100277)
-    ('512', '16,384', '64K', '100,277')
+    >>> size_label(512), size_label(65536), size_label(100277)
+    ('512', '65,536', '100,277')
     """
-    return f"{n // 1024}K" if n >= 65536 and n % 1024 == 0 else f"{n:,}"
+    return f"{n:,}"
 
 
 def plot_curves(
@@ -87,7 +87,7 @@ def plot_curves(
             for (x0, y0, _), (x1, y1, _) in zip(ordered, ordered[1:]):
                 saved = (1 - y0 / y1) * 100
                 ax.annotate(
-                    f"{-saved:+.0f}% tokens", ((x0 * x1) ** 0.5, (y0 + y1) / 2), textcoords="offset points", xytext=(4, -6),
+                    f"{-saved:+.1f}% tokens", ((x0 * x1) ** 0.5, (y0 + y1) / 2), textcoords="offset points", xytext=(4, -6),
                     ha="left", va="top", fontsize=7.5, color="dimgray", style="italic",
                 )
     if by_size:

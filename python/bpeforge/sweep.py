@@ -8,7 +8,7 @@ evaluation text per size.
 
 :func:`sweep_vocab_sizes` trains and measures; :meth:`Sweep.from_tokenizer` measures a
 tokenizer already trained (by any means: from text, from span counts) on named evaluation texts,
-one per source. A :class:`Sweep` holds the tokenizers and a :class:`SweepRow` per (source,
+one per source; :func:`measure_sizes` measures tokenizers already cut. A :class:`Sweep` holds the tokenizers and a :class:`SweepRow` per (source,
 size), and writes them (:meth:`Sweep.save`): ``sweep.csv``, ``sweep.json``, ``sweep.png`` (with
 matplotlib, ``pip install 'bpeforge[plot]'``), and for each size a tokenizer folder ``N/`` and
 its ranks ``N.tiktoken``. ``bpeforge sweep`` (:mod:`bpeforge.cli.sweep`) is the command line.
@@ -64,7 +64,9 @@ __all__ = [
     "SweepRow",
     "check_vocab_sizes",
     "evaluate_vocab_sizes",
+    "measure_sizes",
     "sweep_vocab_sizes",
+    "truncations",
 ]
 
 CSV_FILE = "sweep.csv"
@@ -161,12 +163,25 @@ def evaluate_vocab_sizes(
     the module docstring for what a text may be): one :class:`SweepRow` per (source, size),
     grouped by source in the order given, sizes increasing. The sizes must be valid for
     :func:`check_vocab_sizes` and at most ``tokenizer.n_vocab``."""
+    return measure_sizes(truncations(tokenizer, vocab_sizes), texts, num_threads=num_threads)
+
+
+def truncations(tokenizer: Tokenizer, vocab_sizes: Iterable[int]) -> Dict[int, Tokenizer]:
+    """``tokenizer`` cut to each of ``vocab_sizes`` (checked by :func:`check_vocab_sizes`, and at
+    most ``tokenizer.n_vocab``): size -> :meth:`~bpeforge.Tokenizer.truncate`."""
     sizes = check_vocab_sizes(vocab_sizes, len(tokenizer.special_tokens))
     if sizes[-1] > tokenizer.n_vocab:
         raise ValueError(f"vocab size {sizes[-1]:,} is larger than the tokenizer's {tokenizer.n_vocab:,} tokens")
+    return {size: tokenizer.truncate(size) for size in sizes}
+
+
+def measure_sizes(tokenizers: Mapping[int, Tokenizer], texts: Mapping[str, SweepText], *, num_threads: int = 8) -> List[SweepRow]:
+    """The rows of :func:`evaluate_vocab_sizes` for ``tokenizers`` already cut (size -> tokenizer,
+    sizes increasing)."""
     if not texts:
         raise EvalError("no texts to evaluate on")
-    tokenizers = {size: tokenizer.truncate(size) for size in sizes}
+    tokenizers = dict(sorted(tokenizers.items()))
+    sizes = list(tokenizers)
     rows: List[SweepRow] = []
     for source, text in texts.items():
         if isinstance(text, (str, TextFile)):
@@ -218,9 +233,8 @@ class Sweep:
         >>> [r.tokens for r in Sweep.from_tokenizer(tok, [257, 259], {"t": "aaab"}).rows]
         [3, 1]
         """
-        sizes = check_vocab_sizes(vocab_sizes, len(tokenizer.special_tokens))
-        rows = evaluate_vocab_sizes(tokenizer, sizes, texts, num_threads=num_threads)
-        return cls({size: tokenizer.truncate(size) for size in sizes}, rows, corpus, notes)
+        tokenizers = truncations(tokenizer, vocab_sizes)
+        return cls(tokenizers, measure_sizes(tokenizers, texts, num_threads=num_threads), corpus, notes)
 
     @property
     def vocab_sizes(self) -> List[int]:
@@ -235,7 +249,7 @@ class Sweep:
     @property
     def title(self) -> str:
         """The plot's title."""
-        return "Bytes per token by vocabulary size" + (f": {self.corpus}" if self.corpus else "")
+        return "Bytes per token by vocabulary size" + (f", trained on {self.corpus}" if self.corpus else "")
 
     def table(self) -> str:
         """The rows as an aligned text table, a block per source."""

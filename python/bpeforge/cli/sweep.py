@@ -268,6 +268,7 @@ def run_sweep(args: argparse.Namespace) -> int:
             raise CLIError(f"measuring compression failed: {one_line(e)}") from None
     finally:
         exit_on_ctrl_c.stop()
+    t_measured = time.perf_counter()
     drawn = save_sweep(sweep, folder, args.force)
     if args.quiet:
         return 0
@@ -280,7 +281,10 @@ def run_sweep(args: argparse.Namespace) -> int:
         written = f"{CSV_FILE}, {JSON_FILE}" + (f", {PLOT_FILE}" if drawn else "")
         sizes_written = ", ".join(f"{s}/" for s in sweep.vocab_sizes)
         print(f"\nsaved in {folder}/: {written}; tokenizers {sizes_written} (and N.tiktoken)")
-        print(f"trained once to {tokenizer.n_vocab:,} tokens in {t_trained - t_start:.1f} s; measured in {time.perf_counter() - t_trained:.1f} s")
+        print(
+            f"trained once to {tokenizer.n_vocab:,} tokens in {t_trained - t_start:.1f} s; measured {len(sweep.vocab_sizes)} sizes "
+            f"in {t_measured - t_trained:.1f} s; saved{' and plotted' if drawn else ''} in {time.perf_counter() - t_measured:.1f} s"
+        )
     except KeyboardInterrupt:
         raise CLIError(f"interrupted; the sweep is saved in {folder}/", EXIT_INTERRUPTED) from None
     return 0

@@ -312,7 +312,9 @@ class Sweep:
         for each size the tokenizer folder ``N/`` (:meth:`bpeforge.Tokenizer.load` reads it) and
         its ranks ``N.tiktoken``, and ``sweep.png``. ``plot``: None draws the plot when
         matplotlib is installed, True requires it (:class:`~bpeforge.plot.PlotUnavailable`),
-        False never draws. Returns the plot's path, or None when none was drawn."""
+        False never draws. Returns the plot's path, or None when none was drawn. Files of these
+        names are replaced; nothing else in ``directory`` is touched (``bpeforge sweep`` writes a
+        fresh folder)."""
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         for size, tokenizer in self.tokenizers.items():

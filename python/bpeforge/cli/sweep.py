@@ -118,7 +118,8 @@ def check_sizes(args: argparse.Namespace) -> List[int]:
     try:
         return check_vocab_sizes(args.vocab_sizes, n_special)
     except ValueError as e:
-        raise CLIError(f"--vocab-sizes: {e}", EXIT_USAGE) from None
+        hint = " (--special-tokens none leaves room for 256)" if n_special and "too small" in str(e) else ""
+        raise CLIError(f"--vocab-sizes: {e}{hint}", EXIT_USAGE) from None
 
 
 def holds_only_a_sweep(folder: Path) -> bool:

@@ -24,6 +24,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version"},
     # the encoding core
     {"bpeforge.base"},
+    # a tokenizer's first ranks (a smaller vocabulary); plots (matplotlib, nothing of the package)
+    {"bpeforge.prefix", "bpeforge.plot"},
     # files, training, tiktoken's named encodings
     {"bpeforge.io", "bpeforge.training", "bpeforge.pretrained"},
     # conversations (re-exports the token-bytes file helpers of io)
@@ -32,6 +34,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.tokenizer"},
     # compression compared; the corpus readers: which files, opening them, each format, the corpus
     {"bpeforge.eval", "bpeforge.inputs.sources"},
+    # compression at several vocabulary sizes of one training
+    {"bpeforge.sweep"},
     {"bpeforge.inputs.files"},
     {"bpeforge.inputs.text", "bpeforge.inputs.jsonl", "bpeforge.inputs.parquet"},
     {"bpeforge.inputs.corpus"},
@@ -44,6 +48,7 @@ LAYERS: list[set[str]] = [
     {"bpeforge.cli.signals"},
     {"bpeforge.cli.outputs", "bpeforge.cli.report"},
     {"bpeforge.cli.train", "bpeforge.cli.eval"},
+    {"bpeforge.cli.sweep"},
     {"bpeforge.cli"},
     {"bpeforge.__main__"},
 ]

@@ -16,7 +16,8 @@ The package is layered, each module importing only modules of the layers below i
    (tiktoken's encodings by name);
 5. ``chat`` (conversations for chat models);
 6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above;
-7. ``eval`` (compression compared) and ``inputs`` (corpus readers);
+7. ``eval`` (compression compared) and ``inputs`` (corpus readers), ``sweep`` (compression at
+   several vocabulary sizes of one training, over ``prefix``: a tokenizer's first ranks);
 8. this module, which re-exports the public names; then ``cli``, the ``bpeforge`` command line.
 """
 
@@ -25,6 +26,7 @@ from ._core import DEFAULT_PATTERN, PRESETS, ParquetReader, Trainer, check_ranks
 from .errors import EvalError, NoTextError, TokenizerFileError, UnknownTokenIdError
 from .eval import evaluate, format_table
 from .patterns import PATTERNS, resolve_pattern
+from .sweep import Sweep, sweep_vocab_sizes
 from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer
 from .version import __version__
 
@@ -45,4 +47,6 @@ __all__ = [
     "format_table",
     "resolve_pattern",
     "split",
+    "Sweep",
+    "sweep_vocab_sizes",
 ]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, U
 from . import chat, io
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
 from .patterns import resolve_pattern
+from .prefix import first_ranks
 from .pretrained import load_tiktoken_encoding
 from .training import Training
 
@@ -86,6 +87,22 @@ class Tokenizer(BaseTokenizer):
                 stacklevel=2,
             )
         return tokenizer
+
+    def truncate(self, vocab_size: int) -> "Tokenizer":
+        """A new tokenizer of this one's first ranks: ``vocab_size`` ids in all, special tokens
+        included, numbered right after the ranks kept (in the order of their ids), as training
+        numbers them. BPE merges are greedy, so for a tokenizer bpeforge trained this *is* the
+        training to ``vocab_size`` on the same text: one training to the largest size gives every
+        smaller one (see :mod:`bpeforge.sweep`). ``vocab_size`` must be at least 256 + the special
+        tokens and at most :attr:`n_vocab`; ValueError otherwise.
+
+        >>> tok = Tokenizer.train_from_iterator(["aaab"] * 3, vocab_size=259, special_tokens=["<|bos|>"])
+        >>> small = tok.truncate(258)
+        >>> small.n_vocab, small.encode("aaab"), small.special_tokens
+        (258, [256, 97, 98], {'<|bos|>': 257})
+        """
+        ranks, special_tokens = first_ranks(self.mergeable_ranks, self.special_tokens, vocab_size)
+        return type(self).from_any_byte_order(ranks, self.pattern, special_tokens, name=self.encoding.name)
 
     # --------------------------------------------------------------------------- files
 

@@ -1,11 +1,12 @@
-"""The ``bpeforge`` command line: ``bpeforge train ...``, ``bpeforge eval ...`` (and
-``python -m bpeforge ...``).
+"""The ``bpeforge`` command line: ``bpeforge train ...``, ``bpeforge eval ...``, ``bpeforge
+sweep ...`` (and ``python -m bpeforge ...``).
 
 Errors are one line on stderr (``bpeforge: error: ...``) and a non-zero exit: 2 for a bad
 option, 1 for a problem with the data or the output, 130 for Ctrl-C. Set ``BPEFORGE_DEBUG=1``
 to get the traceback of an unexpected error instead.
 
-One module per subcommand (:mod:`~bpeforge.cli.train`, :mod:`~bpeforge.cli.eval`), over what
+One module per subcommand (:mod:`~bpeforge.cli.train`, :mod:`~bpeforge.cli.eval`,
+:mod:`~bpeforge.cli.sweep`), over what
 they share (:mod:`~bpeforge.cli.arguments`, :mod:`~bpeforge.cli.signals`) and what ``train``
 writes and prints (:mod:`~bpeforge.cli.outputs`, :mod:`~bpeforge.cli.report`).
 """
@@ -29,6 +30,7 @@ __all__ = ["CLIError", "EXTRA_SUBCOMMANDS", "build_parser", "main", "run_train"]
 # that a broken subcommand never breaks `bpeforge train`.
 EXTRA_SUBCOMMANDS: List[Tuple[str, str, str]] = [
     ("bpeforge.cli.eval", "add_eval_parser", "run_eval"),
+    ("bpeforge.cli.sweep", "add_sweep_parser", "run_sweep"),
 ]
 
 

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import EvalError
 from ..eval import READ_BYTES, TextFile, evaluate, format_table, load_tokenizer, named_tokenizers
+from ..plot import PlotUnavailable, import_matplotlib, plot_eval
 from ..tokenizer import Tokenizer
 from .arguments import EXIT_USAGE, PROG, CLIError, int_at_least, stderr_line
 
@@ -32,6 +33,7 @@ tokenizers:
 examples:
   bpeforge eval out/tok gpt2 --text news.txt code.py
   bpeforge eval out/a out/b.tiktoken:nanochat --text sample.txt --json
+  bpeforge eval out/sweep/4096 out/sweep/16384 --text news.txt code.py --plot eval.png
 """
 
 
@@ -47,6 +49,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pattern", default=None, help="split pattern for .tiktoken files given without :PATTERN (preset name or regex)")
     p.add_argument("--threads", type=int_at_least(1, "--threads", 1024), default=8, help="threads to encode with (default 8)")
     p.add_argument("--json", action="store_true", help="print the rows as JSON instead of a table")
+    p.add_argument(
+        "--plot", metavar="FILE.png",
+        help="also draw bytes per token against vocabulary size, a line per text, into this PNG file "
+        "(needs matplotlib: pip install 'bpeforge[plot]')",
+    )
     p.add_argument(
         "--color", choices=["auto", "always", "never"], default="auto",
         help="colour the table (auto: when standard output is a terminal and NO_COLOR is unset)",
@@ -92,6 +99,17 @@ def _text_files(paths: Sequence[str], spool: Path) -> List[Tuple[str, TextFile]]
     return texts
 
 
+def draw_plot(rows: Sequence[Any], path: str) -> None:
+    """Draws ``rows`` into the PNG file ``path`` (:func:`bpeforge.plot.plot_eval`); a missing
+    matplotlib or an unwritable file is the CLI's one-line error."""
+    try:
+        plot_eval(rows, path)
+    except PlotUnavailable as e:
+        raise CLIError(f"--plot: {e}") from None
+    except OSError as e:
+        raise CLIError(f"--plot {path}: {e.strerror or e}") from None
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """Runs ``bpeforge eval`` with parsed ``args``; prints the table (or JSON) on standard
     output and returns the exit code. Problems raise the CLI's one-line error."""
@@ -103,6 +121,11 @@ def run_eval(args: argparse.Namespace) -> int:
         )
     if sys.stdout is None:
         raise CLIError("standard output is closed: there is nowhere to print the comparison")
+    if args.plot:
+        try:
+            import_matplotlib()  # said now, not after the texts are encoded
+        except PlotUnavailable as e:
+            raise CLIError(f"--plot: {e}") from None
     with tempfile.TemporaryDirectory(prefix="bpeforge-eval-") as spool:
         texts = _text_files(args.texts, Path(spool))
         tokenizers: Dict[str, Tokenizer] = {}
@@ -127,4 +150,6 @@ def run_eval(args: argparse.Namespace) -> int:
             args.color == "auto" and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         )
         print(format_table(rows, color=color))
+    if args.plot:
+        draw_plot(rows, args.plot)
     return 0

@@ -439,6 +439,14 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="N",
         help=f"final vocabulary size, 256 bytes + merges + special tokens (default {DEFAULT_VOCAB_SIZE})",
     )
+    add_reading_and_training_arguments(p)
+    p.set_defaults(run=run_train)
+    return p
+
+
+def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
+    """Adds the options of how the inputs are read and trained on, the output's --force and the
+    verbosity: what ``train`` shares with the commands that train as it does (``sweep``)."""
     p.add_argument("--input-format", choices=["text", "jsonl", "parquet"], help="format of every input file named (default: from the extension); in folders, only the files "
                    "whose extension is of that format are read, hidden ones skipped")
     p.add_argument("--text-column", default="text", metavar="NAME", help="JSONL field / Parquet column holding the text (default: text)")
@@ -458,5 +466,3 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
     verbosity = p.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, with a line per 1%% of the merges, and list the inputs")
-    p.set_defaults(run=run_train)
-    return p

@@ -1,0 +1,292 @@
+"""``bpeforge sweep``: trains once at the largest of several vocabulary sizes, measures every
+size on held-out text (:mod:`bpeforge.sweep`), and writes the table, the tokenizers and a plot.
+
+The inputs are read and trained on exactly as ``bpeforge train`` reads them (its options and
+functions, :mod:`bpeforge.cli.train`). The output folder is written under a temporary name
+beside it and renamed at the end, so it appears whole or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List
+
+from ..errors import EvalError
+from ..eval import TextFile
+from ..plot import INSTALL_HINT
+from ..sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, check_vocab_sizes, sizes_reached, stopped_note
+from ..tokenizer import Tokenizer
+from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, one_line, stderr_line
+from .outputs import check_parent, holds_only_a_saved_tokenizer
+from .signals import ExitOnCtrlC, ctrl_c_held_back
+from .train import (
+    HOLDOUT_EVERY,
+    Inputs,
+    add_reading_and_training_arguments,
+    check_trained_on_something,
+    find_inputs,
+    open_corpus,
+    parse_special_tokens,
+    set_up_training,
+    start_progress,
+    train_on,
+)
+
+EXAMPLE_SIZES = "4096,8192,16384,32768,65536"
+
+SWEEP_EPILOG = f"""\
+BPE merges are greedy: the first k merges of a training to the largest size are the training
+to k merges. So one training gives the tokenizer of every smaller size, and the sweep costs one
+training and an encoding of the evaluation text per size.
+
+evaluation text:
+  By default every 100th document is held out of training (within 1 MB), as train does, and
+  each size is measured on those (the line "held-out"). --eval-text FILE... measures on those
+  files instead (one line each), and trains on every document unless --holdout N is given too.
+
+output (-o DIR):
+  DIR/sweep.csv, DIR/sweep.json   one row per (text, size): bytes, tokens, bytes per token,
+                                  tokens per character, tokens saved against the size before
+  DIR/sweep.png                   bytes per token against vocabulary size (needs matplotlib:
+                                  {INSTALL_HINT}); without it, the table only
+  DIR/N/, DIR/N.tiktoken          the tokenizer of each size N (bpeforge.Tokenizer.load reads
+                                  DIR/N; its ranks are the first ranks of the largest)
+  An empty or missing DIR is written; one that holds anything else is refused, and --force
+  replaces only a folder an earlier sweep wrote.
+
+examples:
+  bpeforge sweep --vocab-sizes {EXAMPLE_SIZES} -o out/sweep data/*.parquet
+  bpeforge sweep --vocab-sizes 1024,2048,4096 -o out/sweep corpus.txt --eval-text dev.txt other.txt
+"""
+
+
+def parse_vocab_sizes(text: str) -> List[int]:
+    """The sizes of ``--vocab-sizes`` (comma-separated integers, ``_`` allowed between digits),
+    in the order given (their rules are checked once the special tokens are known).
+
+    >>> parse_vocab_sizes("4096, 8_192,16384")
+    [4096, 8192, 16384]
+    """
+    sizes = []
+    for part in text.split(","):
+        digits = part.strip().replace("_", "")
+        if not digits:
+            raise argparse.ArgumentTypeError(f"an empty size in {text!r} (a stray comma?)")
+        if not digits.isdecimal() or not digits.isascii():
+            raise argparse.ArgumentTypeError(f"{part.strip()!r} is not a vocabulary size (a whole number such as 8192)")
+        sizes.append(int(digits))
+    return sizes
+
+
+def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Adds the ``sweep`` subcommand to ``subparsers`` (of the ``bpeforge`` command); its
+    ``run`` default is :func:`run_sweep`."""
+    p = subparsers.add_parser(
+        "sweep",
+        help="train once, measure compression at several vocabulary sizes, plot it",
+        description="Train once at the largest vocabulary size and measure bytes per token at every size asked "
+        "for, to choose the size from the curve.",
+        epilog=SWEEP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("inputs", nargs="*", metavar="INPUT", help="files, folders or globs, as for train (default: this Python's standard library)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="output folder: the table, the plot and a tokenizer per size")
+    p.add_argument(
+        "--vocab-sizes", required=True, type=parse_vocab_sizes, metavar="N,N,...",
+        help=f"vocabulary sizes (special tokens included), increasing, e.g. {EXAMPLE_SIZES}",
+    )
+    p.add_argument(
+        "--eval-text", dest="eval_texts", nargs="+", action="extend", metavar="FILE",
+        help="UTF-8 text files to measure on instead of held-out documents, one line of the plot each "
+        "(they take every argument up to the next option: give the inputs first, or end them with --)",
+    )
+    add_reading_and_training_arguments(p)
+    # Held out unless --eval-text gives the text to measure on (see run_sweep).
+    p.set_defaults(run=run_sweep, holdout=None)
+    return p
+
+
+def check_sizes(args: argparse.Namespace) -> List[int]:
+    """The sizes of ``--vocab-sizes``, checked against the special tokens; a usage error else."""
+    n_special = len(parse_special_tokens(args.special_tokens))
+    try:
+        return check_vocab_sizes(args.vocab_sizes, n_special)
+    except ValueError as e:
+        hint = " (--special-tokens none leaves room for 256)" if n_special and "too small" in str(e) else ""
+        raise CLIError(f"--vocab-sizes: {e}{hint}", EXIT_USAGE) from None
+
+
+def holds_only_a_sweep(folder: Path) -> bool:
+    """Whether ``folder`` holds what a sweep writes and nothing else: its ``sweep.json`` (which
+    must be there, and say it is a sweep's), table and plot, and tokenizers ``N/`` with their
+    ``N.tiktoken``. Anything else (a model's weights, a user's files) is never replaced."""
+    try:
+        entries = list(folder.iterdir())
+        config = json.loads((folder / JSON_FILE).read_bytes())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(config, dict) or config.get("format") != FORMAT:
+        return False
+    for entry in entries:
+        name = entry.name
+        if name in (CSV_FILE, JSON_FILE, PLOT_FILE) or (name.endswith(".tiktoken") and name[: -len(".tiktoken")].isdecimal()):
+            if entry.is_file() and not entry.is_symlink():
+                continue
+        elif name.isdecimal() and entry.is_dir() and not entry.is_symlink() and holds_only_a_saved_tokenizer(entry):
+            continue
+        return False
+    return True
+
+
+def check_sweep_output(folder: Path, force: bool) -> None:
+    """Refuses an output folder that holds something, unless ``force`` and it is an earlier
+    sweep's; and one whose parent cannot be written."""
+    check_parent(folder)
+    if not (folder.exists() or folder.is_symlink()):
+        return
+    if not folder.is_dir():
+        raise CLIError(f"output {folder} exists and is not a folder")
+    try:
+        empty = next(folder.iterdir(), None) is None
+    except OSError as e:
+        raise CLIError(f"cannot read the output folder {folder}: {e.strerror or e}") from None
+    if empty:
+        return
+    if not force:
+        raise CLIError(f"output folder {folder} already exists and is not empty (use --force to replace an earlier sweep)")
+    if not holds_only_a_sweep(folder):
+        raise CLIError(f"output folder {folder} holds something other than an earlier sweep's outputs; not replacing it, even with --force")
+
+
+def save_sweep(sweep: Sweep, folder: Path, force: bool) -> bool:
+    """Writes the sweep into ``folder`` whole or not at all (a temporary folder beside it,
+    renamed); returns whether the plot was drawn."""
+    parent = folder.parent
+    tag = str(os.getpid())
+    tmp, old = parent / f".{folder.name}.tmp-{tag}", parent / f".{folder.name}.old-{tag}"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        drawn = sweep.save(tmp) is not None
+        with ctrl_c_held_back():
+            check_sweep_output(folder, force)  # again: it may have been filled while we trained
+            if folder.exists():
+                os.rename(folder, old)
+            os.rename(tmp, folder)
+    except OSError as e:
+        raise CLIError(f"cannot write the output {folder}: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return drawn
+
+
+def corpus_title(found: Inputs, total_bytes: int) -> str:
+    """The corpus as the plot's title names it: its file (or the first and how many more), and
+    the megabytes read."""
+    if found.stdlib_root is not None:
+        name = f"the Python {sys.version.split()[0]} standard library"
+    elif len(found.sources) == 1:
+        name = Path(str(found.sources[0].path)).name
+    else:
+        name = f"{Path(str(found.sources[0].path)).name} and {len(found.sources) - 1:,} more files"
+    return f"{name} ({total_bytes / 1e6:,.1f} MB)"
+
+
+def evaluation_texts(args: argparse.Namespace) -> Dict[str, SweepText]:
+    """The ``--eval-text`` files, each read through once now so that a bad one is found before
+    training."""
+    texts: Dict[str, SweepText] = {}
+    for path in args.eval_texts or []:
+        if path == "-":
+            raise CLIError("--eval-text -: give a file (standard input may be an input of the training)", EXIT_USAGE)
+        text = TextFile(path)
+        try:
+            text.check()
+        except EvalError as e:
+            raise CLIError(f"--eval-text {e}") from None
+        texts[path] = text
+    return texts
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    """Runs ``bpeforge sweep`` with parsed ``args``: checks the options, trains once at the
+    largest size, measures every size, writes the outputs and prints the table; returns the exit
+    code. Raises :class:`CLIError`."""
+    t_start = time.perf_counter()
+    sizes = check_sizes(args)
+    eval_texts = evaluation_texts(args)
+    if args.holdout is None:
+        args.holdout = 0 if eval_texts else HOLDOUT_EVERY
+    args.vocab_size = sizes[-1]
+    training = set_up_training(args)
+    folder = Path(args.output.rstrip("/") or args.output)
+    if not folder.name or folder.name in (".", ".."):
+        raise CLIError(f"-o {args.output!r}: give a folder name, e.g. -o out/sweep", EXIT_USAGE)
+    check_sweep_output(folder, args.force)
+    found = find_inputs(args)
+    progress, show = start_progress(args, found)
+    corpus = open_corpus(args, found, progress, show)
+
+    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
+    if getattr(args, "exit_on_ctrl_c", False):
+        exit_on_ctrl_c.start()
+    try:
+        trained = train_on(corpus, training, progress, args.verbose and show)
+        check_trained_on_something(corpus, args.holdout)
+        tokenizer = trained.build(Tokenizer)
+        t_trained = time.perf_counter()
+        notes: List[str] = []
+        kept, beyond = sizes_reached(sizes, tokenizer.n_vocab)
+        if beyond:
+            note = stopped_note(tokenizer.n_vocab, trained.stop_reason, beyond)
+            if not kept:
+                raise CLIError(note)
+            notes.append(note)
+        texts: Dict[str, SweepText] = {}
+        if corpus.heldout:
+            texts["held-out"] = corpus.heldout
+        elif not eval_texts:
+            texts["training text"] = corpus.sample
+            notes.append(
+                f"no document was held out (--holdout {args.holdout}, {corpus.documents:,} documents): measured on "
+                f"the first {corpus.sample_bytes:,} bytes of the training text, which favours the larger sizes"
+            )
+        texts.update(eval_texts)
+        try:
+            sweep = Sweep.from_tokenizer(
+                tokenizer, kept, texts, corpus=corpus_title(found, corpus.total_bytes), notes=notes,
+                num_threads=args.threads or 8,
+            )
+        except (EvalError, ValueError) as e:
+            raise CLIError(one_line(e)) from None
+        except RuntimeError as e:
+            raise CLIError(f"measuring compression failed: {one_line(e)}") from None
+    finally:
+        exit_on_ctrl_c.stop()
+    t_measured = time.perf_counter()
+    drawn = save_sweep(sweep, folder, args.force)
+    if args.quiet:
+        return 0
+    for note in notes:
+        stderr_line(f"{PROG}: warning: {note}")
+    if not drawn:
+        stderr_line(f"{PROG}: note: no plot ({PLOT_FILE}): matplotlib is not installed; {INSTALL_HINT} gives it")
+    try:
+        print(sweep.table())
+        written = f"{CSV_FILE}, {JSON_FILE}" + (f", {PLOT_FILE}" if drawn else "")
+        sizes_written = ", ".join(f"{s}/" for s in sweep.vocab_sizes)
+        print(f"\nsaved in {folder}/: {written}; tokenizers {sizes_written} (and N.tiktoken)")
+        print(
+            f"trained once to {tokenizer.n_vocab:,} tokens in {t_trained - t_start:.1f} s; measured {len(sweep.vocab_sizes)} sizes "
+            f"in {t_measured - t_trained:.1f} s; saved{' and plotted' if drawn else ''} in {time.perf_counter() - t_measured:.1f} s"
+        )
+    except KeyboardInterrupt:
+        raise CLIError(f"interrupted; the sweep is saved in {folder}/", EXIT_INTERRUPTED) from None
+    return 0
+

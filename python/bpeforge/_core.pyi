@@ -144,6 +144,9 @@ class Encoder:
     def __new__(cls, mergeable_ranks: Sequence[tuple[bytes, int]], pattern: str) -> Encoder: ...
     def encode(self, text: str) -> list[int]:
         """The token ids of `text` (special tokens in it are ordinary text)."""
+    def batch_encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of each text, as `encode` gives them, the texts encoded in parallel on all
+        cores without the GIL."""
     def count(self, texts: Sequence[str]) -> tuple[int, int]:
         """`(tokens, bytes)`: how many tokens `texts` become together, and how many of their UTF-8
         bytes those tokens cover (text the pattern does not match is dropped, as tiktoken drops it)."""

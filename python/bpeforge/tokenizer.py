@@ -127,6 +127,12 @@ class Tokenizer(BaseTokenizer):
         so (a ``ConnectionError``, and an :class:`bpeforge.EvalError`)."""
         return cls.from_encoding(load_tiktoken_encoding(tiktoken_name))
 
+    def decode_single_token_bytes(self, token_id: int) -> bytes:
+        """The bytes of token ``token_id`` (a special token's name, UTF-8 encoded), as nanochat's
+        and tiktoken's; an id that is no token raises
+        :class:`~bpeforge.errors.UnknownTokenIdError`, as :meth:`decode` does."""
+        return self.encoding.decode_single_token_bytes(self.checked_ids([token_id])[0])
+
     def get_vocab_size(self) -> int:
         """The number of token ids (``n_vocab``): ranks plus special tokens."""
         return self.n_vocab

@@ -131,6 +131,12 @@ def test_the_bpeforge_error_for_non_utf8_is_also_a_unicode_error():
     assert isinstance(e.value, bpeforge.errors.NotUtf8Error) and e.value.start == 1
 
 
+def test_buffer_size_zero_is_refused():
+    # rustbpe would loop forever, refilling an empty buffer.
+    with pytest.raises(ValueError, match="buffer_size"):
+        bpeforge.rustbpe.Tokenizer().train_from_iterator(["ab"], 300, buffer_size=0)
+
+
 def test_a_failed_training_keeps_the_last_one():
     tok = bpeforge.rustbpe.Tokenizer()
     tok.train_from_iterator(["abab"] * 3, 258)

@@ -13,6 +13,8 @@ The specification:
    count; among equal counts the smallest (a, b) tuple. Its bytes are bytes(a) + bytes(b): if
    those are not yet a token they become one with the next id, else the existing id is reused
    (no new rank). Replace (a, b) left to right, non-overlapping, in every span by that id.
+   With a maximum token length, only pairs with len(bytes(a)) + len(bytes(b)) <= max_token_length
+   are considered at all.
 4. Stop when the number of tokens reaches vocab_size, no pair is left, or the best count is
    below min_frequency.
 5. Output the ranks (token_bytes, id) for ids 0..n-1, and the merges (a, b, id, count).
@@ -21,7 +23,7 @@ The specification:
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 import regex
 
@@ -77,13 +79,14 @@ def train(
     vocab_size: int,
     pattern: str = GPT4_PATTERN,
     min_frequency: int = 1,
+    max_token_length: Optional[int] = None,
 ):
     """Returns ``(ranks, merges)``: ranks is ``[(bytes, id)]`` for ids 0..n-1, merges is
     ``[(left_id, right_id, token_id, count)]`` in the order the merges were made."""
-    return train_from_counts(count_spans(texts, pattern), vocab_size, min_frequency)
+    return train_from_counts(count_spans(texts, pattern), vocab_size, min_frequency, max_token_length)
 
 
-def train_from_counts(span_counts, vocab_size: int, min_frequency: int = 1):
+def train_from_counts(span_counts, vocab_size: int, min_frequency: int = 1, max_token_length: Optional[int] = None):
     """Like :func:`train`, from spans already counted: ``{span (str or bytes): count}``."""
     words = [
         (list(span.encode("utf-8") if isinstance(span, str) else span), count) for span, count in span_counts.items()
@@ -93,6 +96,8 @@ def train_from_counts(span_counts, vocab_size: int, min_frequency: int = 1):
     merges: List[Tuple[int, int, int, int]] = []
     while len(vocab) < vocab_size:
         pairs = count_pairs(words)
+        if max_token_length is not None:
+            pairs = Counter({p: n for p, n in pairs.items() if len(vocab[p[0]]) + len(vocab[p[1]]) <= max_token_length})
         if not pairs:
             break
         # Highest count first, then the smallest (a, b) tuple.

@@ -32,6 +32,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.chat"},
     # the public Tokenizer, made of the modules above
     {"bpeforge.tokenizer"},
+    # the drop-ins: rustbpe's API (on the core) and nanochat's tokenizer (on the Tokenizer)
+    {"bpeforge.rustbpe", "bpeforge.nanochat"},
     # compression compared; the corpus readers: which files, opening them, each format, the corpus
     {"bpeforge.eval", "bpeforge.inputs.sources"},
     # compression at several vocabulary sizes of one training

@@ -1,6 +1,6 @@
 """Identical ranks to rustbpe (nanochat's trainer) on real text, when rustbpe is installed.
 
-Not part of CI's required set: rustbpe is a benchmark peer (`pip install '.[bench]'`).
+(tests/test_rustbpe.py compares bpeforge.rustbpe with rustbpe, a test dependency, on every API.)
 """
 
 import sys

@@ -15,7 +15,8 @@ The package is layered, each module importing only modules of the layers below i
 4. ``io`` (saving and loading), ``training`` (the one training path), ``pretrained``
    (tiktoken's encodings by name);
 5. ``chat`` (conversations for chat models);
-6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above;
+6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above; ``rustbpe`` and
+   ``nanochat``, the drop-ins for rustbpe and nanochat's tokenizer;
 7. ``eval`` (compression compared) and ``inputs`` (corpus readers), ``sweep`` (compression at
    several vocabulary sizes of one training, over ``prefix``: a tokenizer's first ranks);
 8. this module, which re-exports the public names; then ``cli``, the ``bpeforge`` command line.

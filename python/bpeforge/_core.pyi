@@ -35,6 +35,7 @@ class Trainer:
         *,
         min_frequency: int = 1,
         progress: Optional[_ProgressCallback] = None,
+        max_token_length: Optional[int] = None,
     ) -> None:
         """Trains on an iterable whose items are str, lists of str, or Arrow string arrays (any
         object with `__arrow_c_array__` of type utf8, large_utf8 or utf8_view, such as a pyarrow
@@ -55,6 +56,8 @@ class Trainer:
         is in `stats` at the end) and phase "merge" about every 0.1% of the merges (info:
         done, total, pair, token, count). An exception raised by the
         callback or the iterator stops training and propagates; the trainer keeps its old state.
+        `max_token_length`, if given (2 or more), skips every merge whose token would be longer
+        than that many bytes: the best pair among those that fit is merged.
         """
     def train_from_counts(
         self,
@@ -63,12 +66,14 @@ class Trainer:
         *,
         min_frequency: int = 1,
         progress: Optional[_ProgressCallback] = None,
+        max_token_length: Optional[int] = None,
     ) -> None:
         """Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
         span, not split) to how often it occurs (a non-negative int below 2^64): a mapping, or
         an iterable of (span, count) pairs. Counts of
         repeated spans add up. Same stopping rules and progress callback as
         `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
+        `max_token_length` as for `train_from_iterator`.
         """
     def get_pattern(self) -> str:
         """The split pattern."""
@@ -139,6 +144,9 @@ class Encoder:
     def __new__(cls, mergeable_ranks: Sequence[tuple[bytes, int]], pattern: str) -> Encoder: ...
     def encode(self, text: str) -> list[int]:
         """The token ids of `text` (special tokens in it are ordinary text)."""
+    def batch_encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """The token ids of each text, as `encode` gives them, the texts encoded in parallel on all
+        cores without the GIL."""
     def count(self, texts: Sequence[str]) -> tuple[int, int]:
         """`(tokens, bytes)`: how many tokens `texts` become together, and how many of their UTF-8
         bytes those tokens cover (text the pattern does not match is dropped, as tiktoken drops it)."""

@@ -53,3 +53,9 @@ class OptionError(ValueError):
     def __init__(self, option: str, message: str) -> None:
         super().__init__(message)
         self.option = option
+
+
+class NotUtf8Error(UnicodeDecodeError, TypeError):
+    """Decoded bytes that are not UTF-8, from :meth:`bpeforge.rustbpe.Tokenizer.decode`: a
+    ``UnicodeDecodeError`` (so a ``ValueError``), and a ``TypeError`` too, the error rustbpe's
+    ``decode`` gives for them (its attempt to raise UnicodeDecodeError fails as a TypeError)."""

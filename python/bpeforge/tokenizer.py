@@ -53,6 +53,7 @@ class Tokenizer(BaseTokenizer):
         buffer_size: int = 8192,
         num_threads: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
+        max_token_length: Optional[int] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on an iterable of str (consumed once, in batches). Items may also be
         lists of str or Arrow string arrays (see ``bpeforge.Trainer.train_from_iterator``).
@@ -62,7 +63,9 @@ class Tokenizer(BaseTokenizer):
         ``special_tokens=None`` means nanochat's nine; ``[]`` means none. ``pattern`` is a preset
         name (see ``bpeforge.PATTERNS``), a regex, or ``None`` for GPT-4's. Training stops early
         (with a warning) when no pair is left or the best pair occurs fewer than
-        ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``. No text at all
+        ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
+        ``max_token_length`` (bytes) skips every merge whose token would be longer than that, as
+        for DNA, code or CJK corpora, where long tokens would take the vocabulary. No text at all
         (no items, only empty texts, an iterator already used up) raises
         :class:`~bpeforge.errors.NoTextError`, a ``ValueError`` saying which.
 
@@ -77,7 +80,12 @@ class Tokenizer(BaseTokenizer):
         [b'aa', b'ab', b'aaab']
         """
         training = Training(
-            vocab_size, pattern=pattern, special_tokens=special_tokens, min_frequency=min_frequency, num_threads=num_threads
+            vocab_size,
+            pattern=pattern,
+            special_tokens=special_tokens,
+            min_frequency=min_frequency,
+            num_threads=num_threads,
+            max_token_length=max_token_length,
         )
         trained = training.run(iterator, buffer_size, progress)
         tokenizer = trained.build(cls)  # NoTextError (a ValueError) for no text at all
@@ -135,6 +143,12 @@ class Tokenizer(BaseTokenizer):
         ranks on first use: offline, this raises :class:`bpeforge.eval.EncodingUnavailable` saying
         so (a ``ConnectionError``, and an :class:`bpeforge.EvalError`)."""
         return cls.from_encoding(load_tiktoken_encoding(tiktoken_name))
+
+    def decode_single_token_bytes(self, token_id: int) -> bytes:
+        """The bytes of token ``token_id`` (a special token's name, UTF-8 encoded), as nanochat's
+        and tiktoken's; an id that is no token raises
+        :class:`~bpeforge.errors.UnknownTokenIdError`, as :meth:`decode` does."""
+        return self.encoding.decode_single_token_bytes(self.checked_ids([token_id])[0])
 
     def get_vocab_size(self) -> int:
         """The number of token ids (``n_vocab``): ranks plus special tokens."""

@@ -112,7 +112,8 @@ class Training:
 
     ``vocab_size`` is the final vocabulary *including* special tokens; ``special_tokens=None``
     means nanochat's nine, ``[]`` none; ``pattern`` is a preset name, a regex, or ``None`` for
-    GPT-4's. A bad value raises :class:`~bpeforge.errors.OptionError` (a ValueError naming the
+    GPT-4's; ``max_token_length`` (bytes, 2 or more; ``None`` for no limit) skips every merge
+    whose token would be longer. A bad value raises :class:`~bpeforge.errors.OptionError` (a ValueError naming the
     option) or TypeError.
 
     >>> run = Training(260, special_tokens=[]).run(["hello hello"] * 4)
@@ -128,6 +129,7 @@ class Training:
         special_tokens: Optional[Sequence[str]] = None,
         min_frequency: int = 1,
         num_threads: Optional[int] = None,
+        max_token_length: Optional[int] = None,
     ) -> None:
         if isinstance(special_tokens, (str, Mapping)):
             raise TypeError(
@@ -143,6 +145,12 @@ class Training:
                 "vocab_size",
                 f"vocab_size must be at least 256 + {n_special} special tokens = {256 + n_special} "
                 f"and at most {MAX_TOKEN_ID}, got {self.vocab_size}",
+            )
+        self.max_token_length = None if max_token_length is None else as_int(max_token_length, "max_token_length")
+        if self.max_token_length is not None and self.max_token_length < 2:
+            raise OptionError(
+                "max_token_length",
+                f"max_token_length must be at least 2 bytes (the shortest merged token), got {self.max_token_length}",
             )
         #: The ranks to train: ``vocab_size`` minus the special tokens.
         self.ranks_asked = self.vocab_size - n_special
@@ -186,7 +194,12 @@ class Training:
             raise TypeError(f"progress must be a bool or a callable(phase, info), got {type(progress).__name__}")
         try:
             self.trainer.train_from_iterator(
-                texts, self.ranks_asked, buffer_size, min_frequency=self.min_frequency, progress=callback
+                texts,
+                self.ranks_asked,
+                buffer_size,
+                min_frequency=self.min_frequency,
+                progress=callback,
+                max_token_length=self.max_token_length,
             )
         except BaseException:
             if console is not None:

@@ -43,6 +43,7 @@ FLAGS = {
     "special_tokens": "--special-tokens",
     "num_threads": "--threads",
     "min_frequency": "--min-frequency",
+    "max_token_length": "--max-token-length",
 }
 
 TRAIN_EPILOG = """\
@@ -141,6 +142,7 @@ def set_up_training(args: argparse.Namespace) -> Training:
             special_tokens=parse_special_tokens(args.special_tokens),
             min_frequency=args.min_frequency,
             num_threads=args.threads,
+            max_token_length=args.max_token_length,
         )
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
@@ -457,6 +459,7 @@ def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pattern", metavar="PRESET|REGEX", help="split pattern: a preset (gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base) or a regex (default gpt4)")
     p.add_argument("--special-tokens", metavar="none|A,B,...", help="special tokens after the ranks: nanochat (default, 9 tokens), none, or a comma-separated list")
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
+    p.add_argument("--max-token-length", type=int_at_least(2, "--max-token-length"), metavar="N", help="never make a token longer than N bytes: skip such merges (default: no limit)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
     p.add_argument("--max-chars", type=int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
     p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document to measure compression, if it fits in what is left of 1 MB (a larger one is trained on); 0 = none (default {HOLDOUT_EVERY})")

@@ -14,6 +14,9 @@
 //! current count (lazy refresh) and the first entry popped with its current count is the true
 //! best pair.
 //!
+//! A maximum token length, if given, drops a pair whose token would be longer when it is popped
+//! from the heap, so the choice is the specification's among the pairs that fit.
+//!
 //! Only pairs counted at least a floor are kept in the heap (most pairs that late merges make
 //! occur a few times and are never chosen); when the heap holds nothing at or above the floor,
 //! the floor is lowered and the pairs between the new and the old floor are pushed.
@@ -61,6 +64,10 @@ pub struct LearnOptions {
     pub vocab_size: usize,
     /// Stop when the best pair occurs fewer times than this.
     pub min_frequency: u64,
+    /// Never make a token longer than this many bytes: a pair whose token would be is dropped
+    /// from consideration for good (its length never changes), and the best of the others is
+    /// merged. `None`: no limit.
+    pub max_token_length: Option<usize>,
 }
 
 /// One step of the merge loop: `pair` was replaced by `token`; it occurred `count` times.
@@ -166,9 +173,11 @@ impl<T: TokenId> Loop<T> {
         })
     }
 
-    /// The pair with the highest current count (smallest pair among equals), as its heap
-    /// entry, which holds that count.
-    fn best(&mut self) -> Option<Candidate> {
+    /// The pair with the highest current count (smallest pair among equals) among those
+    /// `allowed`, as its heap entry, which holds that count. An entry of a pair not allowed is
+    /// dropped when popped: the floor's invariant then holds for the allowed pairs, which is
+    /// all the answer needs (lowering the floor may push such a pair again, to be dropped again).
+    fn best(&mut self, allowed: impl Fn(Pair) -> bool) -> Option<Candidate> {
         loop {
             if self.heap.peek().map_or(true, |top| top.count < self.floor) {
                 if self.floor == 0 {
@@ -178,6 +187,9 @@ impl<T: TokenId> Loop<T> {
                 continue;
             }
             let top = self.heap.pop()?;
+            if !allowed(unkey(top.pair)) {
+                continue;
+            }
             let current = self.pairs.count(top.slot);
             if current <= 0 {
                 continue; // no longer occurs
@@ -362,7 +374,8 @@ pub fn learn(
     }
 }
 
-/// The merge loop from `state` until the vocabulary is full, the best pair is counted less than
+/// The merge loop from `state` until the vocabulary is full, the best pair (of those that make a
+/// token of at most `options.max_token_length` bytes) is counted less than
 /// `options.min_frequency`, no pair is left, or `on_merge` breaks.
 fn run<T: TokenId>(
     mut state: Loop<T>,
@@ -371,8 +384,10 @@ fn run<T: TokenId>(
 ) -> Result<Learned, Error> {
     let mut vocab = Vocab::bytes();
     let mut merges = Vec::new();
+    let max_length = options.max_token_length;
     while vocab.len() < options.vocab_size {
-        let Some(best) = state.best() else { break };
+        let fits = |(a, b): Pair| max_length.map_or(true, |max| vocab.token(a).len() + vocab.token(b).len() <= max);
+        let Some(best) = state.best(fits) else { break };
         let (pair, count) = (unkey(best.pair), best.count);
         if count < options.min_frequency {
             break;
@@ -423,6 +438,11 @@ pub(crate) mod tests {
 
     /// The specification, run naively: recount every pair before every merge.
     pub(crate) fn naive(spans: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Merge> {
+        naive_limited(spans, vocab_size, usize::MAX)
+    }
+
+    /// [`naive`], choosing only among pairs whose token has at most `max_length` bytes.
+    fn naive_limited(spans: &[(Vec<u8>, u64)], vocab_size: usize, max_length: usize) -> Vec<Merge> {
         let mut vocab = Vocab::bytes();
         let mut words: Vec<(Vec<u32>, u64)> =
             spans.iter().map(|(b, n)| (b.iter().map(|&x| x as u32).collect(), *n)).collect();
@@ -434,6 +454,7 @@ pub(crate) mod tests {
                     *counts.entry((p[0], p[1])).or_default() += n;
                 }
             }
+            counts.retain(|&(a, b), _| vocab.token(a).len() + vocab.token(b).len() <= max_length);
             // max count, then smallest pair: BTreeMap iterates pairs ascending, keep the first max.
             let Some((&pair, &count)) = counts.iter().rev().max_by_key(|(_, &c)| c) else { break };
             let token = vocab.push_merge(pair.0, pair.1);
@@ -458,7 +479,7 @@ pub(crate) mod tests {
 
     fn learn_all(spans: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Merge> {
         let spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-        let options = LearnOptions { vocab_size, min_frequency: 1 };
+        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None };
         learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
     }
 
@@ -546,12 +567,31 @@ pub(crate) mod tests {
                 (span, 1 + i % 5)
             })
             .collect();
-        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1 };
+        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None };
         let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
         let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(small.merges.len(), (1 << 16) - 256);
         assert!(small.merges.iter().any(|m| m.pair.0 > 65_000 || m.pair.1 > 65_000), "late ids are merged again");
         assert_eq!(small.merges, big.merges);
+    }
+
+    #[test]
+    fn max_token_length_merges_equal_the_naive_loop() {
+        let learn_limited = |spans: &[(Vec<u8>, u64)], vocab_size, max_token_length| {
+            let spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
+            let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: Some(max_token_length) };
+            learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
+        };
+        let mut limited = 0;
+        for seed in 0..300 {
+            let spans = corpus(seed);
+            for max in [1, 2, 3, 5] {
+                let want = naive_limited(&spans, 300, max);
+                limited += usize::from(want != naive(&spans, 300));
+                assert_eq!(learn_limited(&spans, 300, max), want, "seed {seed}, max {max}");
+            }
+        }
+        assert!(limited > 300, "the limit must change the merges of many corpora");
     }
 
     #[test]
@@ -587,7 +627,7 @@ pub(crate) mod tests {
     #[test]
     fn min_frequency_stops_early() {
         let spans = [(b"ab", 3), (b"cd", 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 1000, min_frequency: 3 };
+        let options = LearnOptions { vocab_size: 1000, min_frequency: 3, max_token_length: None };
         let learned = learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(learned.merges.len(), 1);
     }
@@ -595,7 +635,7 @@ pub(crate) mod tests {
     #[test]
     fn a_stop_set_before_the_first_merge_gives_up() {
         let spans: Spans = [(&b"abab"[..], 3), (b"abc", 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 300, min_frequency: 1 };
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
         let mut merges = 0;
         let stopped = learn(spans.clone(), &options, &AtomicBool::new(true), |_, _| {
             merges += 1;
@@ -609,7 +649,7 @@ pub(crate) mod tests {
     #[test]
     fn overflowing_totals_are_refused() {
         let spans = [(b"abc", u64::MAX / 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 300, min_frequency: 1 };
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
         assert!(learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).is_err());
     }
 }

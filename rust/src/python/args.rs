@@ -51,6 +51,14 @@ pub(super) fn min_frequency_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<u6
     Ok(value.map_or(Ok(1), |v| int_arg(v, "min_frequency", 1, i64::MAX))? as u64)
 }
 
+/// `max_token_length` in bytes, None (no limit) if not given: at least 2, the shortest merge.
+pub(super) fn max_token_length_arg(value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    match value {
+        Some(v) if !v.is_none() => Ok(Some(int_arg(v, "max_token_length", 2, i64::MAX)? as usize)),
+        _ => Ok(None),
+    }
+}
+
 pub(super) fn vocab_size_arg(value: &Bound<'_, PyAny>) -> PyResult<usize> {
     int_arg(value, "vocab_size", 256, MAX_VOCAB_SIZE).map(|v| v as usize).map_err(|e| {
         if e.is_instance_of::<PyValueError>(value.py()) {

@@ -4,6 +4,7 @@
 use std::sync::atomic::AtomicBool;
 
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 use super::pool::Pool;
 use super::{splitter_arg, to_py};
@@ -33,6 +34,15 @@ impl Encoder {
     /// The token ids of `text` (special tokens in it are ordinary text).
     fn encode(&self, py: Python<'_>, text: &str) -> PyResult<Vec<u32>> {
         py.detach(|| self.ranks.encode(text, &self.splitter)).map_err(to_py)
+    }
+
+    /// The token ids of each text, as `encode` gives them, the texts encoded in parallel on all
+    /// cores without the GIL.
+    fn batch_encode(&self, py: Python<'_>, texts: Vec<String>) -> PyResult<Vec<Vec<u32>>> {
+        // On the shared pool, never Rayon's global one, which a child made by fork() cannot use.
+        let pool = Pool::shared().get()?;
+        py.detach(|| pool.install(|| texts.par_iter().map(|text| self.ranks.encode(text, &self.splitter)).collect::<Result<Vec<_>, _>>()))
+            .map_err(to_py)
     }
 
     /// `(tokens, bytes)`: how many tokens `texts` become together, and how many of their UTF-8

@@ -9,7 +9,7 @@ use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
-use super::args::{as_int, int_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
+use super::args::{as_int, int_arg, max_token_length_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
 use super::feed::{count_iterator, text_of};
 use super::learn::learn_from;
 use super::pool::Pool;
@@ -126,9 +126,11 @@ impl Trainer {
     /// is in `stats` at the end) and phase "merge" about every 0.1% of the merges (info:
     /// done, total, pair, token, count). An exception raised by the
     /// callback or the iterator stops training and propagates; the trainer keeps its old state.
+    /// `max_token_length`, if given (2 or more), skips every merge whose token would be longer
+    /// than that many bytes: the best pair among those that fit is merged.
     #[pyo3(
-        signature = (iterator, vocab_size, buffer_size=None, pattern=None, *, min_frequency=None, progress=None),
-        text_signature = "(self, iterator, vocab_size, buffer_size=8192, pattern=None, *, min_frequency=1, progress=None)"
+        signature = (iterator, vocab_size, buffer_size=None, pattern=None, *, min_frequency=None, progress=None, max_token_length=None),
+        text_signature = "(self, iterator, vocab_size, buffer_size=8192, pattern=None, *, min_frequency=1, progress=None, max_token_length=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn train_from_iterator(
@@ -140,10 +142,12 @@ impl Trainer {
         pattern: Option<&str>,
         min_frequency: Option<&Bound<'_, PyAny>>,
         progress: Option<Py<PyAny>>,
+        max_token_length: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
         let vocab_size = vocab_size_arg(vocab_size)?;
+        let max_token_length = max_token_length_arg(max_token_length)?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         let min_frequency = min_frequency_arg(min_frequency)?;
         let progress = progress_arg(py, progress)?;
@@ -164,7 +168,8 @@ impl Trainer {
         let Counted { counts, texts, bytes } =
             count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
         let count_seconds = started.elapsed().as_secs_f64();
-        let run = learn_from(py, &pool, counts, LearnOptions { vocab_size, min_frequency }, progress.as_ref())?;
+        let options = LearnOptions { vocab_size, min_frequency, max_token_length };
+        let run = learn_from(py, &pool, counts, options, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
         *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats };
         Ok(())
@@ -175,9 +180,10 @@ impl Trainer {
     /// an iterable of (span, count) pairs. Counts of
     /// repeated spans add up. Same stopping rules and progress callback as
     /// `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
+    /// `max_token_length` as for `train_from_iterator`.
     #[pyo3(
-        signature = (counts, vocab_size, *, min_frequency=None, progress=None),
-        text_signature = "(self, counts, vocab_size, *, min_frequency=1, progress=None)"
+        signature = (counts, vocab_size, *, min_frequency=None, progress=None, max_token_length=None),
+        text_signature = "(self, counts, vocab_size, *, min_frequency=1, progress=None, max_token_length=None)"
     )]
     fn train_from_counts(
         &self,
@@ -186,15 +192,18 @@ impl Trainer {
         vocab_size: &Bound<'_, PyAny>,
         min_frequency: Option<&Bound<'_, PyAny>>,
         progress: Option<Py<PyAny>>,
+        max_token_length: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
         let vocab_size = vocab_size_arg(vocab_size)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
+        let max_token_length = max_token_length_arg(max_token_length)?;
         let progress = progress_arg(py, progress)?;
         let spans = read_counts(py, counts)?;
         let pool = self.threads()?;
-        let run = learn_from(py, &pool, spans, LearnOptions { vocab_size, min_frequency }, progress.as_ref())?;
+        let options = LearnOptions { vocab_size, min_frequency, max_token_length };
+        let run = learn_from(py, &pool, spans, options, progress.as_ref())?;
         let mut state = self.state();
         state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
         state.vocab = run.vocab;

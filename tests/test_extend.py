@@ -152,12 +152,21 @@ def test_bad_options_are_refused():
         Extension(base, 261)
     with pytest.raises(TypeError, match="iterable of str"):
         Extension(base, 270).run("the cat")
-    with pytest.raises(TypeError, match="not supported yet"):
-        Extension(base, 270).run({"cat": 3})
     with pytest.raises(TypeError, match="a bpeforge tokenizer"):
         Extension(tiktoken.Encoding("x", pat_str=r"\w+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}), 300)
     with pytest.raises(bpeforge.errors.NoTextError):
         Extension(base, 270).run([]).build(bpeforge.Tokenizer)
+
+
+@settings(max_examples=30, deadline=None)
+@given(a=corpora(), b=corpora(), new=st.integers(0, 40))
+def test_extending_from_span_counts_is_extending_from_the_texts(a, b, new):
+    base = trained(a + ["x"], 280)
+    counts = reference.count_spans(b, base.pattern)
+    from_texts = Extension(base, base.n_vocab + new).run(b)
+    from_counts = Extension(base, base.n_vocab + new).run(dict(counts))
+    assert from_counts.ranks == from_texts.ranks and from_counts.merges() == from_texts.merges()
+    assert from_counts.no_text is None
 
 
 def test_the_core_refuses_new_ids_among_the_base_ids():

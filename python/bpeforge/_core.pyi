@@ -89,6 +89,19 @@ class Trainer:
         bytes does not make (ranks not made by BPE training) is refused with a ValueError naming
         it. The ranks afterwards are the base's with their ids, then the new tokens.
         """
+    def extend_from_counts(
+        self,
+        counts: Union[Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
+        base_ranks: Sequence[tuple[bytes, int]],
+        first_id: int,
+        new_tokens: int,
+        *,
+        min_frequency: int = 1,
+        progress: Optional[_ProgressCallback] = None,
+    ) -> None:
+        """`extend_from_iterator` from already counted spans, read as `train_from_counts` reads
+        them (each span taken whole, not split: count them with the base's pattern).
+        """
     def get_pattern(self) -> str:
         """The split pattern."""
     def get_mergeable_ranks(self) -> list[tuple[bytes, int]]:

@@ -29,10 +29,18 @@ class ExtendedRanks(TrainedRanks):
     """What an extension gives: the base's ranks with their ids, then the new tokens, and the
     base's special tokens with their ids."""
 
-    def __init__(self, trainer: _core.Trainer, base: BaseTokenizer, ranks_asked: int, min_frequency: int) -> None:
+    def __init__(self, trainer: _core.Trainer, base: BaseTokenizer, ranks_asked: int, min_frequency: int, from_counts: bool) -> None:
         super().__init__(trainer, base.pattern, list(base.special_tokens), ranks_asked, min_frequency)
         #: The special tokens and their ids, as in the base.
         self.special_ids: dict[str, int] = dict(base.special_tokens)
+        #: Whether the new tokens were learned from span counts rather than texts.
+        self.from_counts = from_counts
+
+    @property
+    def no_text(self) -> Optional[str]:
+        """As :attr:`TrainedRanks.no_text` for texts; span counts, which hold no texts, are never
+        refused (no spans: no new token)."""
+        return None if self.from_counts else super().no_text
 
     def build(self, tokenizer_class: type[T]) -> T:
         """The extended tokenizer, with :attr:`stats` as its ``training_stats``. New ranks above
@@ -87,19 +95,24 @@ class Extension:
         buffer_size: int = 8192,
         progress: Union[bool, ProgressCallback, ConsoleProgress, None] = None,
     ) -> ExtendedRanks:
-        """Learns the new tokens from ``texts`` (str, lists of str or Arrow string arrays,
-        consumed once, in batches of ``buffer_size`` texts; see
-        :meth:`bpeforge.training.Training.run` for ``progress``)."""
+        """Learns the new tokens from ``texts``: str, lists of str or Arrow string arrays
+        (consumed once, in batches of ``buffer_size`` texts), or a mapping of spans to counts,
+        spans already split with the base's pattern (as ``Trainer.train_from_counts`` takes
+        them). See :meth:`bpeforge.training.Training.run` for ``progress``."""
         if isinstance(texts, (str, bytes)):
             raise TypeError(f"texts must be an iterable of str, not {type(texts).__name__} (wrap the text in a list)")
-        if isinstance(texts, Mapping):
-            raise TypeError("texts must be an iterable of str; extending from span counts is not supported yet")
+        from_counts = isinstance(texts, Mapping)
         base_ranks = list(self.base.mergeable_ranks.items())
         callback, console = progress_callback(progress)
         try:
-            self.trainer.extend_from_iterator(
-                texts, base_ranks, self.first_id, self.new_tokens, buffer_size, min_frequency=self.min_frequency, progress=callback
-            )
+            if from_counts:
+                self.trainer.extend_from_counts(
+                    texts, base_ranks, self.first_id, self.new_tokens, min_frequency=self.min_frequency, progress=callback
+                )
+            else:
+                self.trainer.extend_from_iterator(
+                    texts, base_ranks, self.first_id, self.new_tokens, buffer_size, min_frequency=self.min_frequency, progress=callback
+                )
         except BaseException:
             if console is not None:
                 console.abort()
@@ -107,4 +120,4 @@ class Extension:
         if console is not None:
             console.close()
         ranks_asked = len(base_ranks) + self.new_tokens
-        return ExtendedRanks(self.trainer, self.base, ranks_asked, self.min_frequency)
+        return ExtendedRanks(self.trainer, self.base, ranks_asked, self.min_frequency, from_counts)

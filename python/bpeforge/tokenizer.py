@@ -99,8 +99,9 @@ class Tokenizer(BaseTokenizer):
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
     ) -> "Tokenizer":
         """A new tokenizer: this one's ranks and special tokens with their ids, and new tokens
-        learned from ``texts`` (an iterable as for :meth:`train_from_iterator`) numbered from
-        ``n_vocab`` on, up to ``vocab_size`` ids in all. Continued BPE: each distinct span of
+        learned from ``texts`` (an iterable as for :meth:`train_from_iterator`, or a mapping of
+        spans, split with this tokenizer's pattern, to counts) numbered from ``n_vocab`` on, up
+        to ``vocab_size`` ids in all. Continued BPE: each distinct span of
         the texts starts as this tokenizer encodes it, and merging goes on by training's rule,
         so a text that needs no new token encodes exactly as before. Ranks not made by BPE
         training (a token that merging its bytes does not make) are refused with a ValueError;

@@ -223,6 +223,40 @@ impl Trainer {
         Ok(())
     }
 
+    /// `extend_from_iterator` from already counted spans, read as `train_from_counts` reads
+    /// them (each span taken whole, not split: count them with the base's pattern).
+    #[pyo3(
+        signature = (counts, base_ranks, first_id, new_tokens, *, min_frequency=None, progress=None),
+        text_signature = "(self, counts, base_ranks, first_id, new_tokens, *, min_frequency=1, progress=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn extend_from_counts(
+        &self,
+        py: Python<'_>,
+        counts: &Bound<'_, PyAny>,
+        base_ranks: Vec<(Vec<u8>, u32)>,
+        first_id: &Bound<'_, PyAny>,
+        new_tokens: &Bound<'_, PyAny>,
+        min_frequency: Option<&Bound<'_, PyAny>>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let _busy = Busy::claim(&self.busy)?;
+        let _running = shutdown::Running::start();
+        let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
+        let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
+        let min_frequency = min_frequency_arg(min_frequency)?;
+        let progress = progress_arg(py, progress)?;
+        let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
+        let spans = read_counts(py, counts)?;
+        let pool = self.threads()?;
+        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency };
+        let run = extend_from(py, &pool, spans, &base, options, progress.as_ref())?;
+        let mut state = self.state();
+        state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
+        (state.vocab, state.merges, state.ids) = (run.vocab, run.merges, Some(base.ids().clone()));
+        Ok(())
+    }
+
     /// Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
     /// span, not split) to how often it occurs (a non-negative int below 2^64): a mapping, or
     /// an iterable of (span, count) pairs. Counts of

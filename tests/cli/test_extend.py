@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import bpeforge
 
 from .helpers import assert_one_line_error, check_saved, run
@@ -44,3 +46,17 @@ def test_extend_errors_are_one_line(tmp_path):
     assert r.returncode == 2 and "--pattern cannot be used with --extend" in r.stderr
     r = run("train", "--extend", base, "--vocab-size", 270, "--holdout", 0, "-o", tmp_path / "o", text)
     assert_one_line_error(r, "--extend", "token 259 \"abcd\" is not what merging its bytes makes")
+
+
+@pytest.mark.xfail(strict=True, reason="needs issue 28 §0 id layout")
+def test_extend_a_base_with_special_tokens(tmp_path):
+    # bpeforge train's default: nanochat's nine special tokens, after which the new ranks come.
+    english = write(tmp_path / "en.txt", ["the cat sat on the mat", "a dog and a cat"] * 20)
+    code = write(tmp_path / "code.txt", ["int main(void) { return 0; }"] * 20)
+    r = run("train", english, "--vocab-size", 280, "--holdout", 0, "-o", tmp_path / "en")
+    assert r.returncode == 0, r.stderr
+    base = bpeforge.Tokenizer.load(tmp_path / "en")
+    r = run("train", "--extend", tmp_path / "en", "--vocab-size", base.n_vocab + 5, "--holdout", 0, "-o", tmp_path / "ext", code)
+    assert r.returncode == 0, r.stderr
+    tok = check_saved(tmp_path / "ext")
+    assert tok.special_tokens == base.special_tokens and tok.n_vocab == base.n_vocab + 5

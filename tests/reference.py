@@ -122,3 +122,41 @@ def train_from_counts(span_counts, vocab_size: int, min_frequency: int = 1, max_
 
 def train_ranks(texts: Iterable[str], vocab_size: int, pattern: str = GPT4_PATTERN, min_frequency: int = 1):
     return train(texts, vocab_size, pattern, min_frequency)[0]
+
+
+def extend(
+    texts: Iterable[str],
+    base_ranks,
+    first_id: int,
+    new_tokens: int,
+    pattern: str = GPT4_PATTERN,
+    min_frequency: int = 1,
+):
+    """Continued BPE, naively: ``base_ranks`` (``{bytes: id}``, ids may have gaps) extended by up
+    to ``new_tokens`` tokens numbered from ``first_id`` on. Each distinct span starts as
+    tiktoken encodes it with the base's ranks (tiktoken, not bpeforge, encodes), then every pair
+    is recounted before every merge, by the rule of :func:`train_from_counts` on the ids as they
+    are. Returns ``(ranks, merges)`` as :func:`train` does, ranks sorted by id. A merge whose
+    bytes are already a token is an AssertionError: no base that BPE training made allows one."""
+    import tiktoken
+
+    encoding = tiktoken.Encoding("reference", pat_str=pattern, mergeable_ranks=dict(base_ranks), special_tokens={})
+    words = [(list(encoding._encode_single_piece(span.encode("utf-8"))), n) for span, n in count_spans(texts, pattern).items()]
+    vocab = {i: b for b, i in base_ranks.items()}
+    id_of = dict(base_ranks)
+    merges: List[Tuple[int, int, int, int]] = []
+    while len(vocab) < len(base_ranks) + new_tokens:
+        pairs = count_pairs(words)
+        if not pairs:
+            break
+        best = min(pairs, key=lambda p: (-pairs[p], p))
+        if pairs[best] < min_frequency:
+            break
+        new_bytes = vocab[best[0]] + vocab[best[1]]
+        assert new_bytes not in id_of, f"the merge {best} gives the bytes of token {id_of[new_bytes]}"
+        new_id = first_id + len(vocab) - len(base_ranks)
+        vocab[new_id] = new_bytes
+        id_of[new_bytes] = new_id
+        merges.append((best[0], best[1], new_id, pairs[best]))
+        words = [(replace_pair(ids, best, new_id), count) for ids, count in words]
+    return sorted(((b, i) for i, b in vocab.items()), key=lambda r: r[1]), merges

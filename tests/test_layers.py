@@ -28,6 +28,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.prefix", "bpeforge.plot"},
     # files, training, tiktoken's named encodings
     {"bpeforge.io", "bpeforge.training", "bpeforge.pretrained"},
+    # extending a tokenizer: continued BPE, on training's helpers
+    {"bpeforge.extending"},
     # conversations (re-exports the token-bytes file helpers of io)
     {"bpeforge.chat"},
     # the public Tokenizer, made of the modules above

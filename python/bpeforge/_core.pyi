@@ -75,13 +75,47 @@ class Trainer:
         `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
         `max_token_length` as for `train_from_iterator`.
         """
+    def extend_from_iterator(
+        self,
+        iterator: Iterable[Union[str, list[str], _ArrowArrayExportable]],
+        base_ranks: Sequence[tuple[bytes, int]],
+        first_id: int,
+        new_tokens: int,
+        buffer_size: int = 8192,
+        *,
+        min_frequency: int = 1,
+        progress: Optional[_ProgressCallback] = None,
+    ) -> None:
+        """Extends the ranks `base_ranks` (a list of `(bytes, id)`; ids may have gaps) with tokens
+        learned from `iterator` (as `train_from_iterator` reads it), numbered from `first_id` on,
+        which must be above every id of the base, its special tokens included. Each distinct span
+        starts as the base's encoding of it (as tiktoken would make it), and merging goes on by
+        the same rule until `new_tokens` tokens are made. A base with a token that merging its
+        bytes does not make (ranks not made by BPE training) is refused with a ValueError naming
+        it. The ranks afterwards are the base's with their ids, then the new tokens.
+        """
+    def extend_from_counts(
+        self,
+        counts: Union[Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
+        base_ranks: Sequence[tuple[bytes, int]],
+        first_id: int,
+        new_tokens: int,
+        *,
+        min_frequency: int = 1,
+        progress: Optional[_ProgressCallback] = None,
+    ) -> None:
+        """`extend_from_iterator` from already counted spans, read as `train_from_counts` reads
+        them (each span taken whole, not split: count them with the base's pattern).
+        """
     def get_pattern(self) -> str:
         """The split pattern."""
     def get_mergeable_ranks(self) -> list[tuple[bytes, int]]:
-        """The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order."""
+        """The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order
+        (after `extend_from_iterator`: the base's ranks, then the new tokens).
+        """
     def get_merges(self) -> list[tuple[int, int, int, int]]:
         """Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
-        `256 + k`.
+        `256 + k` (after `extend_from_iterator`: `first_id + k`).
         """
     @property
     def vocab_size(self) -> int:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, U
 
 from . import chat, io
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
+from .extending import Extension
 from .patterns import resolve_pattern
 from .prefix import first_ranks
 from .pretrained import load_tiktoken_encoding
@@ -111,6 +112,39 @@ class Tokenizer(BaseTokenizer):
         """
         ranks, special_tokens = first_ranks(self.mergeable_ranks, self.special_tokens, vocab_size)
         return type(self).from_any_byte_order(ranks, self.pattern, special_tokens, name=self.encoding.name)
+    def extend(
+        self,
+        texts: Iterable[Any],
+        vocab_size: int,
+        *,
+        min_frequency: int = 1,
+        buffer_size: int = 8192,
+        num_threads: Optional[int] = None,
+        progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
+    ) -> "Tokenizer":
+        """A new tokenizer: this one's ranks and special tokens with their ids, and new tokens
+        learned from ``texts`` (an iterable as for :meth:`train_from_iterator`, or a mapping of
+        spans, split with this tokenizer's pattern, to counts) numbered from ``n_vocab`` on, up
+        to ``vocab_size`` ids in all. Continued BPE: each distinct span of
+        the texts starts as this tokenizer encodes it, and merging goes on by training's rule,
+        so a text that needs no new token encodes exactly as before. Ranks not made by BPE
+        training (a token that merging its bytes does not make) are refused with a ValueError;
+        see docs/extend.md. Stops early, with a warning, as training does.
+
+        >>> base = Tokenizer.train_from_iterator(["low lower"] * 5, vocab_size=260, special_tokens=[])
+        >>> tok = base.extend(["lowest newest"] * 5, vocab_size=262)
+        >>> tok.n_vocab, tok.encode("low lower") == base.encode("low lower")
+        (262, True)
+        """
+        extension = Extension(self, vocab_size, min_frequency=min_frequency, num_threads=num_threads)
+        extended = extension.run(texts, buffer_size, progress)
+        tokenizer = extended.build(type(self))
+        if extended.stopped_early:
+            warnings.warn(
+                f"extending stopped at {len(extended.ranks)} ranks of the {extended.ranks_asked} asked for: {extended.stop_reason}",
+                stacklevel=2,
+            )
+        return tokenizer
 
     # --------------------------------------------------------------------------- files
 

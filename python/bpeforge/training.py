@@ -37,6 +37,28 @@ def early_stop_reason(min_frequency: int) -> str:
     return "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
 
 
+def progress_callback(
+    progress: Union[bool, ProgressCallback, ConsoleProgress, None],
+) -> tuple[Optional[ProgressCallback], Optional[ConsoleProgress]]:
+    """The trainer's callback for a ``progress`` argument (``True``: progress on stderr, a
+    callable, a :class:`~bpeforge.progress.ConsoleProgress`, or none), and the console to close
+    (or abort) when training ends, if it is one.
+
+    >>> progress_callback(None)
+    (None, None)
+    """
+    if progress is True:
+        console = ConsoleProgress(log=True)
+        return console, console
+    if isinstance(progress, ConsoleProgress):
+        return progress, progress
+    if callable(progress):
+        return progress, None
+    if progress in (False, None):
+        return None, None
+    raise TypeError(f"progress must be a bool or a callable(phase, info), got {type(progress).__name__}")
+
+
 class TrainedRanks:
     """What a training run gives: the ranks, the merges that made them, and the figures.
 
@@ -180,18 +202,7 @@ class Training:
             raise TypeError("texts must be an iterable of str, not bytes (decode them and wrap the text in a list)")
         if type(texts).__name__ == "DataFrame":  # pandas, polars...: iterating gives column names
             raise TypeError("iterator is a DataFrame, whose items are its column names; pass the text column, e.g. df['text']")
-        callback: Optional[ProgressCallback]
-        console: Optional[ConsoleProgress] = None
-        if progress is True:
-            callback = console = ConsoleProgress(log=True)
-        elif isinstance(progress, ConsoleProgress):
-            callback = console = progress
-        elif callable(progress):
-            callback = progress
-        elif progress in (False, None):
-            callback = None
-        else:
-            raise TypeError(f"progress must be a bool or a callable(phase, info), got {type(progress).__name__}")
+        callback, console = progress_callback(progress)
         try:
             self.trainer.train_from_iterator(
                 texts,

@@ -80,6 +80,14 @@ impl Encoder {
             out.push(rank);
             return;
         }
+        self.encode_by_merges(span, out);
+    }
+
+    /// Appends the tokens that merging pairs makes of `span` (not empty), without tiktoken's
+    /// first step (a span that is a token is that token). The two agree on every token of
+    /// ranks that BPE training made; a token they disagree on cannot be reached by merging
+    /// pairs (see `merge/extend.rs`, which refuses to extend such ranks).
+    pub fn encode_by_merges(&self, span: &[u8], out: &mut Vec<u32>) {
         let ends = if span.len() < HEAP_FROM { self.merge_by_scan(span) } else { self.merge_by_heap(span) };
         let mut start = 0;
         for end in ends {

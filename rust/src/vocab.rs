@@ -26,6 +26,16 @@ impl Vocab {
         Self { bytes: (0..=255u8).collect(), ends: (1..=256).collect() }
     }
 
+    /// The tokens `tokens`, token `k` the `k`-th (a base to extend: see `merge/extend.rs`).
+    pub fn from_tokens<'a>(tokens: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        let mut vocab = Self { bytes: Vec::new(), ends: Vec::new() };
+        for token in tokens {
+            vocab.bytes.extend_from_slice(token);
+            vocab.ends.push(vocab.bytes.len());
+        }
+        vocab
+    }
+
     pub fn len(&self) -> usize {
         self.ends.len()
     }

@@ -10,11 +10,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from .. import inputs
 from ..base import NANOCHAT_SPECIAL_TOKENS
 from ..errors import SPLIT_FAILED, InputError, OptionError
+from ..extending import Extension
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
@@ -88,6 +89,7 @@ examples:
   bpeforge train --vocab-size 32768 -o out/tok data/*.parquet
   bpeforge train --vocab-size 8192 -o out/tok corpus.txt --pattern nanochat --special-tokens none
   bpeforge train -o out/demo
+  bpeforge train --extend out/tok --vocab-size 40000 -o out/tok+code src/
 """
 
 
@@ -132,9 +134,11 @@ def describe_pattern(text: Optional[str], regex: str) -> str:
     return text if text in PATTERNS else pattern_label(regex)
 
 
-def set_up_training(args: argparse.Namespace) -> Training:
+def set_up_training(args: argparse.Namespace) -> Union[Training, Extension]:
     """The training of ``args``, its options checked before any input is looked at; a bad one
     is a usage error naming its flag."""
+    if args.extend is not None:
+        return set_up_extension(args)
     try:
         return Training(
             args.vocab_size,
@@ -144,6 +148,22 @@ def set_up_training(args: argparse.Namespace) -> Training:
             num_threads=args.threads,
             max_token_length=args.max_token_length,
         )
+    except OptionError as e:
+        raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+
+
+def set_up_extension(args: argparse.Namespace) -> Extension:
+    """The extension of ``--extend BASE`` (continued BPE): the base is read first, and its split
+    pattern and special tokens are kept, so ``--pattern`` and ``--special-tokens`` are refused."""
+    for flag, value in (("--pattern", args.pattern), ("--special-tokens", args.special_tokens)):
+        if value is not None:
+            raise CLIError(f"{flag} cannot be used with --extend: the base's is kept", EXIT_USAGE)
+    try:
+        base = Tokenizer.load(args.extend)
+    except (OSError, ValueError) as e:
+        raise CLIError(f"--extend {args.extend}: cannot read the base tokenizer: {one_line(e)}") from None
+    try:
+        return Extension(base, args.vocab_size, min_frequency=args.min_frequency, num_threads=args.threads)
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
 
@@ -262,7 +282,7 @@ def open_corpus(args: argparse.Namespace, found: Inputs, progress: ConsoleProgre
     )
 
 
-def train_on(corpus: Corpus, training: Training, progress: ConsoleProgress, say_batches: bool) -> TrainedRanks:
+def train_on(corpus: Corpus, training: Union[Training, Extension], progress: ConsoleProgress, say_batches: bool) -> TrainedRanks:
     """Trains on the corpus's documents; a problem with the data is a :class:`CLIError`."""
     try:
         batches, buffer_size = sized_stream(corpus)
@@ -271,6 +291,10 @@ def train_on(corpus: Corpus, training: Training, progress: ConsoleProgress, say_
         return training.run(batches, buffer_size, progress)
     except InputError as e:
         raise CLIError(str(e)) from None
+    except ValueError as e:
+        if isinstance(training, Extension):  # a base that cannot be extended (see docs/extend.md)
+            raise CLIError(f"--extend: {one_line(e)}") from None
+        raise
     except RuntimeError as e:
         if str(e).startswith(SPLIT_FAILED):  # a custom pattern the regex engine gives up on
             raise CLIError(f"{one_line(e)}; simplify --pattern (fewer nested repetitions, lookarounds)") from None
@@ -310,7 +334,10 @@ def run_train(args: argparse.Namespace) -> int:
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
         t_build = time.perf_counter()
-        tokenizer = trained.build(Tokenizer)  # no NoTextError: the check above ruled it out
+        try:
+            tokenizer = trained.build(Tokenizer)  # no NoTextError: the check above ruled it out
+        except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
+            raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
         t_build = time.perf_counter() - t_build
         warnings: List[str] = []
         if trained.stopped_early:
@@ -366,7 +393,7 @@ def print_report(
                 merges=trained.merges(),
                 ranks=trained.ranks,
                 tokenizer=tokenizer,
-                pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
+                pattern_label=describe_pattern(args.pattern, tokenizer.pattern) if args.extend is None else f"the base's, {pattern_label(tokenizer.pattern)}",
                 compression=compression,
                 timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
                 folder=folder,
@@ -458,6 +485,8 @@ def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--doc-separator", metavar="SEP", help=r"split text files on SEP (escapes decoded) instead of lines; '' = one document per file")
     p.add_argument("--pattern", metavar="PRESET|REGEX", help="split pattern: a preset (gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base) or a regex (default gpt4)")
     p.add_argument("--special-tokens", metavar="none|A,B,...", help="special tokens after the ranks: nanochat (default, 9 tokens), none, or a comma-separated list")
+    p.add_argument("--extend", metavar="BASE", help="extend the tokenizer saved in folder BASE with new tokens, every id of it kept (continued BPE; "
+                   "its split pattern and special tokens are kept); --vocab-size is then the final n_vocab")
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
     p.add_argument("--max-token-length", type=int_at_least(2, "--max-token-length"), metavar="N", help="never make a token longer than N bytes: skip such merges (default: no limit)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")

@@ -29,6 +29,7 @@ use dary_heap::OctonaryHeap;
 use crate::count::Spans;
 use crate::{Error, Vocab};
 
+mod extend;
 mod helper;
 mod lists;
 mod pairs;
@@ -36,6 +37,7 @@ mod spans;
 mod start;
 mod sums;
 
+pub use extend::{extend, ExtendBase, TokenIds};
 pub use spans::{merge_in_span, Neighbour, TokenId};
 use helper::Helper;
 use pairs::{PairIndex, PairSlot};
@@ -144,12 +146,16 @@ impl<T: TokenId> Loop<T> {
     /// [`Error::Interrupted`]: each step is a pass over the spans (about a second for tens of
     /// millions of them), and it is checked between them and in the longest ones.
     fn new(spans: Spans, stop: &AtomicBool) -> Result<Self, Error> {
-        let (table, ids) = SpanTable::<T>::new(&spans).map_err(|words| {
-            Error::InvalidOption(format!("the distinct spans need {words} words of token ids, more than the 2^34 supported"))
-        })?;
+        let (table, ids) = SpanTable::<T>::new(&spans).map_err(too_many_words)?;
         drop(spans); // the table holds them now: not kept while the pair index is built
         check_stop(stop)?;
         let pairs = start::byte_pair_index(&table, &ids, stop)?;
+        Ok(Self::start(table, pairs, ids.len()))
+    }
+
+    /// The loop's state before the first merge, given the span table (of `spans` spans) and
+    /// its pair index.
+    fn start(table: SpanTable<T>, pairs: PairIndex, spans: usize) -> Self {
         // The heap starts with the pairs counted at least half the most counted one (the floor
         // then lets the others in when needed).
         let floor = pairs.counted_between(0, u64::MAX).map(|(count, _, _)| count).max().unwrap_or(0) / 2;
@@ -158,19 +164,19 @@ impl<T: TokenId> Loop<T> {
             .map(|(count, pair, slot)| Candidate { count, pair, slot })
             .collect::<Vec<_>>()
             .into();
-        Ok(Self {
+        Self {
             spans: table,
             pairs,
             heap,
             floor,
             // No merge can touch SHARED_SPANS spans with fewer than that.
-            helper: if rayon::current_num_threads() > 1 && ids.len() >= SHARED_SPANS { Helper::start() } else { None },
+            helper: if rayon::current_num_threads() > 1 && spans >= SHARED_SPANS { Helper::start() } else { None },
             sorted_spans: Vec::new(),
             neighbours: Default::default(),
             left: Side::default(),
             right: Side::default(),
             born: Vec::new(),
-        })
+        }
     }
 
     /// The pair with the highest current count (smallest pair among equals) among those
@@ -344,6 +350,11 @@ fn increasing<'a>(list: &'a [u32], scratch: &'a mut Vec<u32>) -> &'a [u32] {
     scratch
 }
 
+/// The error for distinct spans that need `words` words in the span table, past its reach.
+fn too_many_words(words: usize) -> Error {
+    Error::InvalidOption(format!("the distinct spans need {words} words of token ids, more than the 2^34 supported"))
+}
+
 /// Runs the merge loop. `on_merge` is called after every merge with the merge and the
 /// vocabulary so far; returning `ControlFlow::Break` stops the loop early (the result then holds
 /// the merges made so far). Setting `stop` before the first merge makes it give up soon with
@@ -368,21 +379,21 @@ pub fn learn(
         Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
     } else if options.vocab_size <= 1 << 16 {
         // Token ids are below vocab_size: 2^16 of them fit in a u16.
-        run(Loop::<u16>::new(spans, stop)?, options, on_merge)
+        run(Loop::<u16>::new(spans, stop)?, Vocab::bytes(), options, on_merge)
     } else {
-        run(Loop::<u32>::new(spans, stop)?, options, on_merge)
+        run(Loop::<u32>::new(spans, stop)?, Vocab::bytes(), options, on_merge)
     }
 }
 
-/// The merge loop from `state` until the vocabulary is full, the best pair (of those that make a
-/// token of at most `options.max_token_length` bytes) is counted less than
-/// `options.min_frequency`, no pair is left, or `on_merge` breaks.
+/// The merge loop from `state`, whose tokens are `vocab`, until the vocabulary is full, the best
+/// pair (of those that make a token of at most `options.max_token_length` bytes) is counted less
+/// than `options.min_frequency`, no pair is left, or `on_merge` breaks.
 fn run<T: TokenId>(
     mut state: Loop<T>,
+    mut vocab: Vocab,
     options: &LearnOptions,
     mut on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
-    let mut vocab = Vocab::bytes();
     let mut merges = Vec::new();
     let max_length = options.max_token_length;
     while vocab.len() < options.vocab_size {
@@ -568,8 +579,8 @@ pub(crate) mod tests {
             })
             .collect();
         let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None };
-        let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
-        let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), &options, |_, _| ControlFlow::Continue(())).unwrap();
+        let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, |_, _| ControlFlow::Continue(())).unwrap();
+        let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(small.merges.len(), (1 << 16) - 256);
         assert!(small.merges.iter().any(|m| m.pair.0 > 65_000 || m.pair.1 > 65_000), "late ids are merged again");
         assert_eq!(small.merges, big.merges);

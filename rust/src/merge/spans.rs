@@ -214,6 +214,37 @@ impl<T: TokenId> SpanTable<T> {
         Ok((SpanTable { words, blocks }, ids))
     }
 
+    /// [`SpanTable::new`] for spans already made of tokens: span `i < len` is `span(i)`, its
+    /// tokens and count (a base's encoding of the spans, see `extend.rs`).
+    pub(super) fn from_tokens<'a>(len: usize, span: impl Fn(usize) -> (&'a [u32], u64)) -> Result<(Self, Vec<u32>), usize> {
+        let h = header_words::<T>();
+        let mut starts: Vec<(usize, usize)> = Vec::with_capacity(len);
+        let mut total = 0;
+        for i in 0..len {
+            let (tokens, n) = span(i);
+            if tokens.len() >= 2 && n > 0 {
+                starts.push((i, total));
+                total += padded(h + tokens.len());
+            }
+        }
+        if total >> ID_SHIFT >= u32::MAX as usize {
+            return Err(total);
+        }
+        let blocks = starts.iter().step_by(SPANS_PER_TASK).map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
+        let mut words = vec![T::new(0); total];
+        for &(i, at) in &starts {
+            let (tokens, n) = span(i);
+            let words = &mut words[at..];
+            write_bits(words, tokens.len() as u64, 32);
+            write_bits(&mut words[32 / T::BITS as usize..], n, 64);
+            for (w, &t) in words[h..h + tokens.len()].iter_mut().zip(tokens) {
+                *w = T::new(t);
+            }
+        }
+        let ids = starts.iter().map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
+        Ok((SpanTable { words, blocks }, ids))
+    }
+
     /// Whether [`SpanTable::merge`] would merge the spans `ids` in parallel blocks.
     pub(super) fn merges_in_parallel(&self, ids: &[u32]) -> bool {
         ids.len() >= PARALLEL_SPANS && rayon::current_num_threads() > 2

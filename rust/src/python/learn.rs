@@ -19,7 +19,7 @@ use pyo3::prelude::*;
 
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
-use crate::merge::{learn, Learned, LearnOptions, Merge};
+use crate::merge::{extend, learn, ExtendBase, Learned, LearnOptions, Merge};
 use crate::{Error, SpanCounts, Vocab};
 
 /// What one run of the merge loop gives back.
@@ -57,7 +57,11 @@ impl Stop {
 /// What the worker and the watching thread share during one run of the merge loop.
 struct Run<'a> {
     progress: Option<&'a Py<PyAny>>,
-    /// The number of merges to make (the vocabulary size less the 256 byte tokens).
+    /// The ranks to extend, or `None` to start from the 256 single bytes.
+    base: Option<&'a ExtendBase>,
+    /// The number of tokens before the first merge.
+    first: usize,
+    /// The number of merges to make (the vocabulary size less the tokens before the first merge).
     total: usize,
     stop: Stop,
     /// Set by the worker once it is done (see [`Run::work`]).
@@ -81,6 +85,7 @@ impl Run<'_> {
                 break; // stopped (Ctrl-C, or the callback raised), or Python is exiting
             }
             self.delivered.store(at, Ordering::Relaxed);
+            let merge = self.base.map_or(merge, |base| base.ids().merge(&merge)); // the ids the caller sees
             report_merge(py, self.progress, at, self.total, &merge)?;
         }
         Ok(())
@@ -98,17 +103,21 @@ impl Run<'_> {
                 let spans = counts.into_spans(&self.stop.requested)?;
                 self.distinct_spans.store(spans.len(), Ordering::Relaxed);
                 crate::memory::release();
-                let learned = learn(spans, options, &self.stop.requested, |merge, vocab| {
+                let on_merge = |merge: &Merge, vocab: &Vocab| {
                     if self.stop.requested() {
                         return ControlFlow::Break(());
                     }
-                    let at = vocab.len() - 256;
+                    let at = vocab.len() - self.first;
                     if self.progress.is_some() && pacer.due(at, self.total) {
                         self.pending.lock().unwrap_or_else(PoisonError::into_inner).push((at, *merge));
                         watcher.unpark();
                     }
                     ControlFlow::Continue(())
-                });
+                };
+                let learned = match self.base {
+                    None => learn(spans, options, &self.stop.requested, on_merge),
+                    Some(base) => extend(spans, base, options, &self.stop.requested, on_merge),
+                };
                 crate::memory::release();
                 learned
             })
@@ -142,7 +151,7 @@ impl Run<'_> {
     /// (no pair left), one that closes the progress where it ended.
     fn deliver_the_rest(&self, py: Python<'_>, learned: &Learned) -> PyResult<()> {
         self.deliver(py, self.take_pending())?;
-        let at = learned.vocab.len() - 256;
+        let at = learned.vocab.len() - self.first;
         if let Some(&last) = learned.merges.last().filter(|_| self.delivered.load(Ordering::Relaxed) != at) {
             self.deliver(py, vec![(at, last)])?;
         }
@@ -158,10 +167,37 @@ pub(super) fn learn_from(
     options: LearnOptions,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<LearnRun> {
+    run_loop(py, pool, counts, None, options, progress)
+}
+
+/// [`learn_from`] extending `base`: the merge loop goes on from the spans encoded with its ranks.
+pub(super) fn extend_from(
+    py: Python<'_>,
+    pool: &rayon::ThreadPool,
+    counts: SpanCounts,
+    base: &ExtendBase,
+    options: LearnOptions,
+    progress: Option<&Py<PyAny>>,
+) -> PyResult<LearnRun> {
+    run_loop(py, pool, counts, Some(base), options, progress)
+}
+
+/// The merge loop from the single bytes, or from `base` (see [`learn_from`], [`extend_from`]).
+fn run_loop(
+    py: Python<'_>,
+    pool: &rayon::ThreadPool,
+    counts: SpanCounts,
+    base: Option<&ExtendBase>,
+    options: LearnOptions,
+    progress: Option<&Py<PyAny>>,
+) -> PyResult<LearnRun> {
     let started = Instant::now();
+    let first = base.map_or(256, ExtendBase::len);
     let run = Run {
         progress,
-        total: options.vocab_size.saturating_sub(256),
+        base,
+        first,
+        total: options.vocab_size.saturating_sub(first),
         stop: Stop::default(),
         done: AtomicBool::new(false),
         pending: Mutex::new(Vec::new()),

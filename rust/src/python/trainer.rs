@@ -11,13 +11,13 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 
 use super::args::{as_int, int_arg, max_token_length_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
 use super::feed::{count_iterator, text_of};
-use super::learn::learn_from;
+use super::learn::{extend_from, learn_from};
 use super::pool::Pool;
 use super::shutdown;
 use super::splitter_arg;
 use crate::count::Counted;
 use crate::error::STOP_EVERY;
-use crate::merge::{LearnOptions, Merge};
+use crate::merge::{ExtendBase, LearnOptions, Merge, TokenIds};
 use crate::pretokenize::presets;
 use crate::{SpanCounts, Splitter, Vocab};
 
@@ -39,6 +39,9 @@ struct Trained {
     vocab: Vocab,
     merges: Vec<Merge>,
     stats: Stats,
+    /// The ids of an extended vocabulary's tokens (see `extend_from_iterator`); `None`: each
+    /// token's id is its place in `vocab`.
+    ids: Option<TokenIds>,
 }
 
 #[derive(Default, Clone)]
@@ -103,7 +106,7 @@ impl Trainer {
                 Some(pool)
             }
         };
-        let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default() };
+        let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default(), ids: None };
         Ok(Self { pool, busy: AtomicBool::new(false), trained: Mutex::new(trained) })
     }
 
@@ -171,7 +174,91 @@ impl Trainer {
         let options = LearnOptions { vocab_size, min_frequency, max_token_length };
         let run = learn_from(py, &pool, counts, options, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
-        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats };
+        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids: None };
+        Ok(())
+    }
+
+    /// Extends the ranks `base_ranks` (a list of `(bytes, id)`; ids may have gaps) with tokens
+    /// learned from `iterator` (as `train_from_iterator` reads it), numbered from `first_id` on,
+    /// which must be above every id of the base, its special tokens included. Each distinct span
+    /// starts as the base's encoding of it (as tiktoken would make it), and merging goes on by
+    /// the same rule until `new_tokens` tokens are made. A base with a token that merging its
+    /// bytes does not make (ranks not made by BPE training) is refused with a ValueError naming
+    /// it. The ranks afterwards are the base's with their ids, then the new tokens.
+    #[pyo3(
+        signature = (iterator, base_ranks, first_id, new_tokens, buffer_size=None, *, min_frequency=None, progress=None),
+        text_signature = "(self, iterator, base_ranks, first_id, new_tokens, buffer_size=8192, *, min_frequency=1, progress=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn extend_from_iterator(
+        &self,
+        py: Python<'_>,
+        iterator: &Bound<'_, PyAny>,
+        base_ranks: Vec<(Vec<u8>, u32)>,
+        first_id: &Bound<'_, PyAny>,
+        new_tokens: &Bound<'_, PyAny>,
+        buffer_size: Option<&Bound<'_, PyAny>>,
+        min_frequency: Option<&Bound<'_, PyAny>>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let _busy = Busy::claim(&self.busy)?;
+        let _running = shutdown::Running::start();
+        let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
+        let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
+        let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
+        let min_frequency = min_frequency_arg(min_frequency)?;
+        let progress = progress_arg(py, progress)?;
+        let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
+        if iterator.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err("expected an iterable of texts, got a str (which would be read as one text per character); pass [text]"));
+        }
+        let iterator = iterator
+            .try_iter()
+            .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
+        let splitter = self.state().splitter.clone();
+        let pool = self.threads()?;
+        let started = Instant::now();
+        let Counted { counts, texts, bytes } =
+            count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
+        let count_seconds = started.elapsed().as_secs_f64();
+        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length: None };
+        let run = extend_from(py, &pool, counts, &base, options, progress.as_ref())?;
+        let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
+        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids: Some(base.ids().clone()) };
+        Ok(())
+    }
+
+    /// `extend_from_iterator` from already counted spans, read as `train_from_counts` reads
+    /// them (each span taken whole, not split: count them with the base's pattern).
+    #[pyo3(
+        signature = (counts, base_ranks, first_id, new_tokens, *, min_frequency=None, progress=None),
+        text_signature = "(self, counts, base_ranks, first_id, new_tokens, *, min_frequency=1, progress=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn extend_from_counts(
+        &self,
+        py: Python<'_>,
+        counts: &Bound<'_, PyAny>,
+        base_ranks: Vec<(Vec<u8>, u32)>,
+        first_id: &Bound<'_, PyAny>,
+        new_tokens: &Bound<'_, PyAny>,
+        min_frequency: Option<&Bound<'_, PyAny>>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        let _busy = Busy::claim(&self.busy)?;
+        let _running = shutdown::Running::start();
+        let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
+        let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
+        let min_frequency = min_frequency_arg(min_frequency)?;
+        let progress = progress_arg(py, progress)?;
+        let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
+        let spans = read_counts(py, counts)?;
+        let pool = self.threads()?;
+        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length: None };
+        let run = extend_from(py, &pool, spans, &base, options, progress.as_ref())?;
+        let mut state = self.state();
+        state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
+        (state.vocab, state.merges, state.ids) = (run.vocab, run.merges, Some(base.ids().clone()));
         Ok(())
     }
 
@@ -208,6 +295,7 @@ impl Trainer {
         state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
         state.vocab = run.vocab;
         state.merges = run.merges;
+        state.ids = None;
         Ok(())
     }
 
@@ -235,15 +323,20 @@ impl Trainer {
         self.state().vocab.len()
     }
 
-    /// The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order.
+    /// The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order
+    /// (after `extend_from_iterator`: the base's ranks, then the new tokens).
     fn get_mergeable_ranks<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u32)> {
-        self.state().vocab.tokens().enumerate().map(|(rank, t)| (PyBytes::new(py, t), rank as u32)).collect()
+        let state = self.state();
+        let id = |k: usize| state.ids.as_ref().map_or(k as u32, |ids| ids.get(k as u32));
+        state.vocab.tokens().enumerate().map(|(k, t)| (PyBytes::new(py, t), id(k))).collect()
     }
 
     /// Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
-    /// `256 + k`.
+    /// `256 + k` (after `extend_from_iterator`: `first_id + k`).
     fn get_merges(&self) -> Vec<(u32, u32, u32, u64)> {
-        self.state().merges.iter().map(|m| (m.pair.0, m.pair.1, m.token, m.count)).collect()
+        let state = self.state();
+        let id = |m: &Merge| state.ids.as_ref().map_or(*m, |ids| ids.merge(m));
+        state.merges.iter().map(id).map(|m| (m.pair.0, m.pair.1, m.token, m.count)).collect()
     }
 
     fn __repr__(&self) -> String {

@@ -1,0 +1,62 @@
+"""``bpeforge train --extend BASE``: continued BPE from the command line, as the API extends."""
+
+from __future__ import annotations
+
+import pytest
+
+import bpeforge
+
+from .helpers import assert_one_line_error, check_saved, run
+
+
+def write(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_extend_keeps_every_id_and_equals_the_api(tmp_path):
+    english = write(tmp_path / "en.txt", ["the cat sat on the mat", "a dog and a cat"] * 20)
+    code = write(tmp_path / "code.txt", ["int main(void) { return 0; }", "for (int i = 0; i < n; i++)"] * 20)
+    base_dir = tmp_path / "en"
+    r = run("train", english, "--vocab-size", 300, "--special-tokens", "none", "--holdout", 0, "-o", base_dir)
+    assert r.returncode == 0, r.stderr
+    base = bpeforge.Tokenizer.load(base_dir)
+    out = tmp_path / "en+code"
+    r = run("train", "--extend", base_dir, "--vocab-size", base.n_vocab + 20, "--holdout", 0, "-o", out, code)
+    assert r.returncode == 0, r.stderr
+    assert "the base's, gpt4" in r.stdout
+    tok = check_saved(out)
+    assert tok.n_vocab == base.n_vocab + 20
+    assert all(tok.mergeable_ranks[t] == i for t, i in base.mergeable_ranks.items())
+    api = base.extend(code.read_text().splitlines(), vocab_size=base.n_vocab + 20)
+    assert tok.mergeable_ranks == api.mergeable_ranks
+
+
+def test_extend_errors_are_one_line(tmp_path):
+    text = write(tmp_path / "t.txt", ["abcd abce"] * 5)
+    r = run("train", "--extend", tmp_path / "missing", "-o", tmp_path / "o", text)
+    assert_one_line_error(r, "--extend", "cannot read the base tokenizer")
+    base = tmp_path / "base"
+    bpeforge.Tokenizer(
+        {**{bytes([i]): i for i in range(256)}, b"bc": 256, b"ab": 257, b"cd": 258, b"abcd": 259}, special_tokens=[]
+    ).save(base)
+    r = run("train", "--extend", base, "--vocab-size", 100, "-o", tmp_path / "o", text)
+    assert r.returncode == 2 and "--vocab-size must be at least the base's 260 ids" in r.stderr
+    r = run("train", "--extend", base, "--pattern", "gpt2", "--vocab-size", 270, "-o", tmp_path / "o", text)
+    assert r.returncode == 2 and "--pattern cannot be used with --extend" in r.stderr
+    r = run("train", "--extend", base, "--vocab-size", 270, "--holdout", 0, "-o", tmp_path / "o", text)
+    assert_one_line_error(r, "--extend", "token 259 \"abcd\" is not what merging its bytes makes")
+
+
+@pytest.mark.xfail(strict=True, reason="needs issue 28 §0 id layout")
+def test_extend_a_base_with_special_tokens(tmp_path):
+    # bpeforge train's default: nanochat's nine special tokens, after which the new ranks come.
+    english = write(tmp_path / "en.txt", ["the cat sat on the mat", "a dog and a cat"] * 20)
+    code = write(tmp_path / "code.txt", ["int main(void) { return 0; }"] * 20)
+    r = run("train", english, "--vocab-size", 280, "--holdout", 0, "-o", tmp_path / "en")
+    assert r.returncode == 0, r.stderr
+    base = bpeforge.Tokenizer.load(tmp_path / "en")
+    r = run("train", "--extend", tmp_path / "en", "--vocab-size", base.n_vocab + 5, "--holdout", 0, "-o", tmp_path / "ext", code)
+    assert r.returncode == 0, r.stderr
+    tok = check_saved(tmp_path / "ext")
+    assert tok.special_tokens == base.special_tokens and tok.n_vocab == base.n_vocab + 5

@@ -26,10 +26,10 @@ __all__ = ["NANOCHAT_SPECIAL_TOKENS", "Tokenizer", "resolve_pattern"]
 class Tokenizer(BaseTokenizer):
     """A byte-level BPE tokenizer: mergeable ranks, a split pattern and special tokens.
 
-    Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ranks are
-    checked against tiktoken's invariants first (tiktoken checks almost none itself): ranks
-    0..n-1, the 256 single bytes first, distinct bytes, every later token the concatenation of
-    two lower-ranked tokens, special ids above the ranks.
+    Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ids follow
+    tiktoken's model (see :class:`~bpeforge.base.BaseTokenizer`): distinct ranks with gaps
+    allowed, the 256 single bytes at any ranks, every other token the concatenation of two
+    tokens of lower rank, special tokens at ids no rank uses.
 
     >>> tok = Tokenizer.train_from_iterator(["low lower lowest"] * 5, vocab_size=270)
     >>> tok.n_vocab

@@ -26,6 +26,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.base"},
     # files, training, tiktoken's named encodings
     {"bpeforge.io", "bpeforge.training", "bpeforge.pretrained"},
+    # HuggingFace's tokenizer.json, both ways (writes files as io does)
+    {"bpeforge.huggingface"},
     # conversations (re-exports the token-bytes file helpers of io)
     {"bpeforge.chat"},
     # the public Tokenizer, made of the modules above
@@ -43,7 +45,7 @@ LAYERS: list[set[str]] = [
     {"bpeforge.cli.arguments"},
     {"bpeforge.cli.signals"},
     {"bpeforge.cli.outputs", "bpeforge.cli.report"},
-    {"bpeforge.cli.train", "bpeforge.cli.eval"},
+    {"bpeforge.cli.train", "bpeforge.cli.eval", "bpeforge.cli.export"},
     {"bpeforge.cli"},
     {"bpeforge.__main__"},
 ]

@@ -179,6 +179,21 @@ def test_what_hf_would_encode_otherwise_is_refused(tmp_path):
         ok.save_huggingface(tmp_path / "file")
 
 
+def test_transformers_loads_the_export(tmp_path):
+    """transformers (not in the test extra: it is large) runs the same tokenizers underneath:
+    skipped when it is not installed."""
+    transformers = pytest.importorskip("transformers")
+    tok = bpeforge.Tokenizer.train_from_iterator(corpus(), vocab_size=400, special_tokens=["<|bos|>", "<|endoftext|>"])
+    tok.save_huggingface(tmp_path)
+    text = HOSTILE[0] + "<|bos|>" + HOSTILE[1]
+    ids = tok.encoding.encode(text, allowed_special="all")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_file=str(tmp_path / "tokenizer.json"))
+    auto = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    for t in (fast, auto):
+        assert t(text)["input_ids"] == ids and t.decode(ids) == text
+    assert (auto.bos_token, auto.eos_token) == ("<|bos|>", "<|endoftext|>")
+
+
 # ------------------------------------------------------------------------------ import
 
 
@@ -300,18 +315,24 @@ def test_import_refuses_what_it_cannot_reproduce(tmp_path, edit, message):
 
 
 def test_import_without_ignore_merges_refuses_a_token_its_merges_do_not_reach(tmp_path):
+    # bytes 0, 1, 2 (Ā ā Ă in the alphabet): xy, yz, then xyz made as x + yz. The bytes of xyz
+    # merge into xy + z (xy is listed first), so HF never gives xyz; tiktoken takes it whole.
     def unreachable(data):
-        vocab = data["model"]["vocab"]
-        # a token whose bytes the merges split otherwise: HF would not give it, tiktoken would
-        first, second = data["model"]["merges"][0]
-        vocab[first + second + first] = max(vocab.values()) + 1
-        data["model"]["merges"].append([first + second, first])
-        data["model"]["merges"].insert(0, [second, first])
-        vocab[second + first] = max(vocab.values()) + 1
+        vocab, merges = data["model"]["vocab"], data["model"]["merges"]
+        for pair in (["Ā", "ā"], ["ā", "Ă"], ["Ā", "āĂ"]):
+            vocab["".join(pair)] = max(vocab.values()) + 1
+            merges.append(pair)
 
     path = edited(tmp_path, unreachable)
-    with pytest.raises(ValueError, match="merges' order does not follow|ignore_merges is off"):
+    h = tokenizers.Tokenizer.from_file(str(path))
+    assert len(h.encode("\x00\x01\x02").ids) == 2
+    with pytest.raises(ValueError, match="ignore_merges is off and the merges turn the token 'ĀāĂ' into 2 parts"):
         bpeforge.Tokenizer.from_huggingface(path)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["model"]["ignore_merges"] = True
+    path.write_text(json.dumps(data), encoding="utf-8")
+    tok, h = bpeforge.Tokenizer.from_huggingface(path), tokenizers.Tokenizer.from_file(str(path))
+    assert tok.encode("\x00\x01\x02") == hf_ids(h, "\x00\x01\x02") == [data["model"]["vocab"]["ĀāĂ"]]
 
 
 def test_import_names_a_bad_path(tmp_path):

@@ -115,7 +115,7 @@ class Tokenizer(BaseTokenizer):
         special tokens out of text, where :meth:`encode` keeps them as text.
 
         >>> import tempfile, tokenizers
-        >>> tok = Tokenizer.train_from_iterator(["low lower lowest"] * 5, vocab_size=270, special_tokens=["<|bos|>"])
+        >>> tok = Tokenizer.train_from_iterator(["low lower lowest"] * 5, vocab_size=264, special_tokens=["<|bos|>"])
         >>> with tempfile.TemporaryDirectory() as d:
         ...     tok.save_huggingface(d)
         ...     hf = tokenizers.Tokenizer.from_file(f"{d}/tokenizer.json")

@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import huggingface as hf
-from bpeforge.cli import main
 from bpeforge.patterns import PATTERNS
 from strategies import texts
 
@@ -351,24 +350,6 @@ def test_export_then_import_is_the_same_tokenizer(exported, tmp_path):
     tok.save_huggingface(tmp_path)
     back = bpeforge.Tokenizer.from_huggingface(tmp_path)
     assert (back.mergeable_ranks, back.special_tokens, back.pattern) == (tok.mergeable_ranks, tok.special_tokens, tok.pattern)
-
-
-# ------------------------------------------------------------------------------ command line
-
-
-def test_the_export_command(tmp_path, capsys):
-    tok = bpeforge.Tokenizer.train_from_iterator(corpus(), vocab_size=400, special_tokens=["<|bos|>"])
-    tok.save(tmp_path / "tok")
-    assert main(["export", str(tmp_path / "tok"), "--format", "huggingface", "-o", str(tmp_path / "hf")]) == 0
-    h = tokenizers.Tokenizer.from_file(str(tmp_path / "hf" / "tokenizer.json"))
-    assert hf_ids(h, HOSTILE[0]) == tok.encode(HOSTILE[0])
-    assert main(["export", str(tmp_path / "hf"), "--format", "tiktoken", "-o", str(tmp_path / "t.tiktoken")]) == 0
-    assert (tmp_path / "t.tiktoken").read_bytes() == (tmp_path / "tok" / "tokenizer.tiktoken").read_bytes()
-    assert '"<|bos|>": 399' in capsys.readouterr().err
-    assert main(["export", str(tmp_path / "tok"), "--format", "huggingface", "-o", str(tmp_path / "tok")]) == 1
-    assert "holds a saved bpeforge tokenizer" in capsys.readouterr().err
-    assert main(["export", str(tmp_path / "nope"), "--format", "huggingface", "-o", str(tmp_path / "x")]) == 1
-    assert "tokenizer " in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------------------ real corpora

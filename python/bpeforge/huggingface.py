@@ -154,8 +154,8 @@ def merged_by_list(piece: bytes, priority: dict[tuple[bytes, bytes], int], whole
 def tie_contexts(ranks: dict[bytes, int], merges: list[tuple[bytes, bytes]]) -> list[bytes]:
     """The byte strings where HF's order of merges could part from tiktoken's (see
     :func:`check_merges_agree`): for a token T made in two ways, T's two ways overlapping
-    (``X+Y+Z`` where ``X+Y`` and ``Y+Z`` are both T), and T next to a token X where ``T+X`` or
-    ``X+T`` is a token ranked before T, each way of making the T's spelled out."""
+    (``X+Y+Z`` where ``X+Y`` and ``Y+Z`` are both T), and T beside a token U ranked before T
+    that T makes with a neighbour X (``U = T+X`` or ``X+T``): ``T+U`` and ``U+T``."""
     ways: dict[bytes, list[tuple[bytes, bytes]]] = {}
     for left, right in merges:
         ways.setdefault(left + right, []).append((left, right))
@@ -167,10 +167,9 @@ def tie_contexts(ranks: dict[bytes, int], merges: list[tuple[bytes, bytes]]) -> 
                 contexts.append(left + token)  # X + Y + Z: (X, Y) and (Y, Z) both make the token
     for left, right in merges:
         made = left + right
-        for part, other, first in ((left, right, True), (right, left, False)):
+        for part in (left, right):
             if part in several and ranks[made] < ranks[part]:
-                contexts += [made + other, other + made] if first else [other + made, made + other]
-                contexts += [part + part, made + part, part + made]
+                contexts += [part + made, made + part]  # T beside U = T+X (or X+T): two T's, one merged on
     return contexts
 
 

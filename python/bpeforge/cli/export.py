@@ -78,7 +78,7 @@ def read_tokenizer(spec: str, pattern: Any) -> Tokenizer:
         return load_tokenizer(spec, pattern)
     except (OSError, ValueError, KeyError) as e:
         message = " ".join(str(e.args[0] if isinstance(e, KeyError) and e.args else e).split())
-        raise CLIError(f"tokenizer {spec}: {message}") from None
+        raise CLIError(message if message.startswith(spec) else f"tokenizer {spec}: {message}") from None
 
 
 def run_export(args: argparse.Namespace) -> int:

@@ -304,6 +304,10 @@ def swap_merges(data):
         (lambda d: d.update(post_processor={"type": "TemplateProcessing"}), "post-processor \\('TemplateProcessing'\\) adds tokens"),
         (lambda d: d["model"].update(byte_fallback=True), "byte_fallback"),
         (lambda d: d["model"]["vocab"].update({"日": 9000}), "vocabulary entry '日' \\(id 9000\\) is not spelled in the byte-level alphabet"),
+        (lambda d: d["model"].update(vocab=[1, 2]), "\"vocab\" is not a mapping of token to integer id"),
+        (lambda d: d["model"].update(merges="a b"), "\"merges\" is not a list"),
+        (lambda d: d["added_tokens"].append("<x>"), "\"added_tokens\" is not a list of tokens"),
+        (lambda d: d["model"]["vocab"].update({"ab": 300, "ba": 300}), "rank 300 is given twice|have the same"),
     ],
 )
 def test_import_refuses_what_it_cannot_reproduce(tmp_path, edit, message):

@@ -33,6 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar, Union
 
+from . import _core
 from .base import BaseTokenizer
 from .io import write_atomic
 from .patterns import PATTERNS, pattern_label
@@ -412,8 +413,17 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
     post = data.get("post_processor")
     if post is not None and post.get("type") != "ByteLevel":
         raise refuse(f"its post-processor ({post.get('type')!r}) adds tokens that encoding text does not give")
+    vocab, merges, added_tokens = model.get("vocab"), model.get("merges"), data.get("added_tokens") or []
+    if not (isinstance(vocab, dict) and all(isinstance(t, str) and type(i) is int for t, i in vocab.items())):
+        raise refuse("the model's \"vocab\" is not a mapping of token to integer id")
+    if not isinstance(merges, list):
+        raise refuse("the model's \"merges\" is not a list")
+    if not (isinstance(added_tokens, list) and all(
+        isinstance(a, dict) and isinstance(a.get("content"), str) and type(a.get("id")) is int for a in added_tokens
+    )):
+        raise refuse("\"added_tokens\" is not a list of tokens with a content and an integer id")
     specials: dict[str, int] = {}
-    for added in data.get("added_tokens") or []:
+    for added in added_tokens:
         if not added.get("special"):
             raise refuse(f"added token {added.get('content')!r} (id {added.get('id')}) is not special: HF splits it out of text, tiktoken's ranks cannot")
         if added.get("single_word") or added.get("lstrip") or added.get("rstrip"):
@@ -421,7 +431,7 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
         specials[added["content"]] = added["id"]
     ids_of_specials = set(specials.values())
     ranks: dict[bytes, int] = {}
-    for text, token_id in model.get("vocab", {}).items():
+    for text, token_id in vocab.items():
         if token_id in ids_of_specials:
             if specials.get(text) != token_id:
                 raise refuse(f"vocabulary entry {text!r} has id {token_id}, the id of a special token of another name")
@@ -433,9 +443,13 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise refuse(f"the single byte {bytes([missing[0]])!r} is not in the vocabulary ({len(missing)} bytes missing)")
-    check_merges(model.get("merges", []), ranks, refuse)
+    try:
+        _core.check_ranks(ranks)  # the ids as tiktoken's model needs them, before the merges are read
+    except ValueError as e:
+        raise refuse(str(e)) from None
+    check_merges(merges, ranks, refuse)
     if not model.get("ignore_merges"):
-        check_tokens_are_reached(model.get("merges", []), ranks, refuse)
+        check_tokens_are_reached(merges, ranks, refuse)
     try:
         return tokenizer_class(ranks, pattern, specials, name=path.parent.name or "huggingface")
     except ValueError as e:

@@ -173,6 +173,13 @@ def test_what_hf_would_encode_otherwise_is_refused(tmp_path):
     ok.save(tmp_path / "saved")
     with pytest.raises(ValueError, match="holds a saved bpeforge tokenizer"):
         ok.save_huggingface(tmp_path / "saved")
+    import tiktoken
+
+    unchecked = bpeforge.Tokenizer.from_encoding(
+        tiktoken.Encoding("odd", pat_str=PATTERNS["gpt4"], mergeable_ranks={bytes([b]): b for b in range(256)} | {b"abc": 256}, special_tokens={})
+    )
+    with pytest.raises(ValueError, match=r"cannot export: invalid mergeable ranks: rank 256 \(b'abc'\) is not the concatenation"):
+        unchecked.save_huggingface(tmp_path / "d")
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="it is a file"):
         ok.save_huggingface(tmp_path / "file")

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar, Union
 
 from . import _core
-from .base import BaseTokenizer
+from .base import BaseTokenizer, check_tiktoken_parts
 from .io import write_atomic
 from .patterns import PATTERNS, pattern_label
 
@@ -244,6 +244,10 @@ def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
     encode as tiktoken does (see the module docstring)."""
     pattern = huggingface_pattern(tokenizer)
     ranks = tokenizer.mergeable_ranks
+    try:
+        check_tiktoken_parts(ranks, tokenizer.pattern, tokenizer.special_tokens)  # one wrapped by from_encoding is unchecked
+    except ValueError as e:
+        raise ValueError(f"cannot export: {e}") from None
     merges = merges_of(ranks)
     check_merges_agree(ranks, merges)
     vocab = {byte_level(token): rank for token, rank in ranks.items()}

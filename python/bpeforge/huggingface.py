@@ -174,7 +174,9 @@ def tie_contexts(ranks: dict[bytes, int], merges: list[tuple[bytes, bytes]]) -> 
     return contexts
 
 
-def check_merges_agree(ranks: dict[bytes, int], merges: list[tuple[bytes, bytes]]) -> None:
+def check_merges_agree(
+    ranks: dict[bytes, int], merges: list[tuple[bytes, bytes]], tiktoken_piece: Optional[Callable[[bytes], list[int]]] = None
+) -> None:
     """Raises ValueError where HF's merge loop, given ``merges``, could encode a span otherwise
     than tiktoken does with ``ranks``.
 
@@ -186,12 +188,18 @@ def check_merges_agree(ranks: dict[bytes, int], merges: list[tuple[bytes, bytes]
     free unless (1) the two overlap, ``X+Y`` and ``Y+Z`` both T, or (2) a merge of T makes, with
     a neighbour, a token ranked before T, merged before the other T. So a vocabulary where no
     token is made two ways is exported as proved; otherwise both loops are run on each context
-    of (1) and (2) (:func:`tie_contexts`) and must agree."""
+    of (1) and (2) (:func:`tie_contexts`) and must agree. ``tiktoken_piece`` encodes a span
+    with tiktoken (``Encoding._encode_single_piece``); without it, :func:`merged_by_rank`."""
     priority: dict[tuple[bytes, bytes], int] = {}
     for i, pair in enumerate(merges):
         priority.setdefault(pair, i)
+    token_of = {rank: token for token, rank in ranks.items()}
     for context in sorted(set(tie_contexts(ranks, merges)), key=lambda c: (len(c), c)):
-        ours, theirs = merged_by_rank(context, ranks), merged_by_list(context, priority, ranks)
+        theirs = merged_by_list(context, priority, ranks)
+        if tiktoken_piece is None:
+            ours = merged_by_rank(context, ranks)
+        else:
+            ours = [token_of[i] for i in tiktoken_piece(context)]
         if ours != theirs:
             raise ValueError(
                 f"cannot export: HuggingFace's BPE would split {context!r} as {theirs!r} where tiktoken gives {ours!r} "
@@ -249,7 +257,7 @@ def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
     except ValueError as e:
         raise ValueError(f"cannot export: {e}") from None
     merges = merges_of(ranks)
-    check_merges_agree(ranks, merges)
+    check_merges_agree(ranks, merges, tokenizer.encoding._encode_single_piece)
     vocab = {byte_level(token): rank for token, rank in ranks.items()}
     added = []
     for name, special_id in sorted(tokenizer.special_tokens.items(), key=lambda x: x[1]):

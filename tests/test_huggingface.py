@@ -363,6 +363,27 @@ def test_export_then_import_is_the_same_tokenizer(exported, tmp_path):
     assert (back.mergeable_ranks, back.special_tokens, back.pattern) == (tok.mergeable_ranks, tok.special_tokens, tok.pattern)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["gpt4", "cl100k_base", "nanochat", "gpt2", "o200k_base"])
+def test_hf_splits_every_code_point_as_tiktokens_engine(name):
+    """Oniguruma's Unicode tables and case folding against fancy-regex's (tiktoken's engine):
+    every code point, in contexts that reach each alternative of the presets (letters, digits,
+    contractions in either case, whitespace and newlines), splits into the same pieces."""
+    from tokenizers import Regex, pre_tokenizers
+
+    pattern = PATTERNS[name]
+    split = pre_tokenizers.Split(Regex(hf.oniguruma_regex(pattern)), behavior="isolated")
+    differ = []
+    for cp in range(0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        c = chr(cp)
+        text = f"x{c}x 1{c}1 {c} \n{c}{c}'S{c}"
+        if [piece for piece, _ in split.pre_tokenize_str(text)] != bpeforge.split(text, pattern, fast=False):
+            differ.append(f"U+{cp:04X}")
+    assert differ == []
+
+
 # ------------------------------------------------------------------------------ real corpora
 
 

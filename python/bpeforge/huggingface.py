@@ -75,12 +75,18 @@ def byte_level(token: bytes) -> str:
     return "".join(alphabet[b] for b in token)
 
 
+@lru_cache(maxsize=1)
+def byte_of_character() -> dict[str, int]:
+    """The byte each character of the byte-level alphabet stands for."""
+    return {c: b for b, c in byte_level_alphabet().items()}
+
+
 def from_byte_level(text: str) -> Optional[bytes]:
     """The bytes that ``text`` spells in the byte-level alphabet, or None if a character of it
     is not in the alphabet."""
-    chars = {c: b for b, c in byte_level_alphabet().items()}
+    chars = byte_of_character()
     try:
-        return bytes(chars[c] for c in text)
+        return bytes([chars[c] for c in text])
     except KeyError:
         return None
 

@@ -143,19 +143,21 @@ def test_tokenizer_rejects_broken_ranks():
     ranks = {bytes([i]): i for i in range(256)}
     with pytest.raises(ValueError, match="not the concatenation"):
         bpeforge.Tokenizer({**ranks, b"xyz": 256})
-    with pytest.raises(ValueError, match="out of range"):
-        bpeforge.Tokenizer({**ranks, b"ab": 300})
+    with pytest.raises(ValueError, match="not the concatenation"):
+        bpeforge.Tokenizer({**ranks, b"a": 300, b"ab": 97})  # a merge ranked below its part b"a"
+    with pytest.raises(ValueError, match="the single byte 0x61 is not a token"):
+        bpeforge.Tokenizer({t: r for t, r in ranks.items() if t != b"a"})
+    with pytest.raises(ValueError, match="the single byte 0x00 is not a token"):
+        bpeforge.Tokenizer({b"a": 0})
+    # tiktoken's model allows gaps and the single bytes at any ranks
     swapped = dict(ranks)
     swapped[b"a"], swapped[b"b"] = swapped[b"b"], swapped[b"a"]
-    with pytest.raises(ValueError, match="single byte"):
-        bpeforge.Tokenizer(swapped)
-    with pytest.raises(ValueError, match="256 single bytes"):
-        bpeforge.Tokenizer({b"a": 0})
+    assert bpeforge.Tokenizer({**swapped, b"ab": 300}).encode("abc") == [300, 99]
 
 
 def test_tokenizer_rejects_bad_special_tokens():
     ranks = {bytes([i]): i for i in range(256)}
-    with pytest.raises(ValueError, match="special ids must be"):
+    with pytest.raises(ValueError, match="special token '<x>' has id 10, which a rank uses"):
         bpeforge.Tokenizer(ranks, None, {"<x>": 10})
     with pytest.raises(ValueError, match="given twice"):
         bpeforge.Tokenizer(ranks, None, ["<x>", "<x>"])
@@ -187,8 +189,8 @@ def test_a_panic_inside_tiktoken_is_a_runtime_error():
         ({"a": 0}, TypeError, "a token is str"),
         ({b"a": 1.0}, TypeError, "the rank of b'a' is 1.0"),
         ({b"a": True}, TypeError, "the rank of b'a' is True"),
-        ({**BYTES, b"ab": -1}, ValueError, "rank -1 of b'ab' is out of range: 257 ranks must be 0 to 256"),
-        ({**BYTES, b"ab": 2**70}, ValueError, "257 ranks must be 0 to 256"),
+        ({**BYTES, b"ab": -1}, ValueError, "rank -1 of b'ab' is out of range: ranks are ints from 0 up to 2147483647"),
+        ({**BYTES, b"ab": 2**70}, ValueError, f"rank {2**70} of b'ab' is out of range"),
     ],
 )
 def test_bad_ranks_name_the_problem(ranks, kind, message):

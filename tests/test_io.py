@@ -116,13 +116,16 @@ def test_duplicate_token(tok, tmp_path):
         bpeforge.Tokenizer.load(tmp_path)
 
 
-def test_rank_gap(tok, tmp_path):
+def test_a_rank_given_twice_names_the_line(tok, tmp_path):
     ranks, _ = saved(tok, tmp_path)
     lines = ranks.read_bytes().splitlines(keepends=True)
-    token = lines[-1].split()[0]
-    lines[-1] = token + b" 100000\n"
+    lines[-1] = lines[-1].split()[0] + b" 300\n"
     ranks.write_bytes(b"".join(lines))
-    with pytest.raises(bpeforge.TokenizerFileError, match="rank 100000 where .* was expected"):
+    with pytest.raises(bpeforge.TokenizerFileError, match=rf":{len(lines)}: rank 300 is given twice"):
+        bpeforge.Tokenizer.load(tmp_path)
+    lines[-1] = lines[-1].split()[0] + b" -3\n"
+    ranks.write_bytes(b"".join(lines))
+    with pytest.raises(bpeforge.TokenizerFileError, match=rf":{len(lines)}: rank -3 is out of range"):
         bpeforge.Tokenizer.load(tmp_path)
 
 
@@ -213,7 +216,7 @@ def byte_ranks():
 @pytest.mark.parametrize(
     "ranks, pattern, specials, message",
     [
-        ({**byte_ranks(), b"ab": 300}, r"\S+|\s+", {}, "no token has rank 256"),
+        ({**byte_ranks(), b"abc": 300}, r"\S+|\s+", {}, "not the concatenation of two tokens of lower rank"),
         ({**byte_ranks(), b"ab": 256}, r"\S+|\s+", {"<|bos|>": 100}, "special token '<|bos|>' has id 100"),
         (byte_ranks(), r"\S*|\s+", {}, "empty"),
         ({**{bytes([i]): i for i in range(255)}, b"ab": 255}, r"\S+|\s+", {}, "byte 0xff is not a token"),

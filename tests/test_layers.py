@@ -28,6 +28,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.prefix", "bpeforge.plot"},
     # files, training, tiktoken's named encodings
     {"bpeforge.io", "bpeforge.training", "bpeforge.pretrained"},
+    # HuggingFace's tokenizer.json, both ways (writes files as io does)
+    {"bpeforge.huggingface"},
     # extending a tokenizer: continued BPE, on training's helpers
     {"bpeforge.extending"},
     # conversations (re-exports the token-bytes file helpers of io)
@@ -51,7 +53,7 @@ LAYERS: list[set[str]] = [
     {"bpeforge.cli.arguments"},
     {"bpeforge.cli.signals"},
     {"bpeforge.cli.outputs", "bpeforge.cli.report"},
-    {"bpeforge.cli.train", "bpeforge.cli.eval"},
+    {"bpeforge.cli.train", "bpeforge.cli.eval", "bpeforge.cli.export"},
     {"bpeforge.cli.sweep"},
     {"bpeforge.cli"},
     {"bpeforge.__main__"},

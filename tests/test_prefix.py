@@ -106,7 +106,7 @@ def test_a_prefix_without_every_single_byte_is_refused():
     ranks = {bytes([i]): i for i in range(255)}
     ranks[b"ab"] = 255
     ranks[bytes([255])] = 256
-    tok = bpeforge.Tokenizer.from_any_byte_order(ranks, bpeforge.DEFAULT_PATTERN, {}, name="odd")
+    tok = bpeforge.Tokenizer(ranks, bpeforge.DEFAULT_PATTERN, {}, name="odd")
     with pytest.raises(ValueError, match=r"leave out 1 single bytes \(e.g. b'\\xff'\)"):
         tok.truncate(256)
     assert tok.truncate(257).n_vocab == 257

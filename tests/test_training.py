@@ -130,5 +130,5 @@ def test_special_tokens_are_checked_before_reading_any_data_and_bounded():
     with pytest.raises(ValueError, match="at most 2147483648, got 2147483658"):
         bpeforge.Tokenizer.train_from_iterator(never(), 2**31 + 10)
     for bad in (2**31, 2**40, 2**70):
-        with pytest.raises(ValueError, match="special ids must be ints from 256"):
+        with pytest.raises(ValueError, match="special ids must be ints from 0 up to 2147483647"):
             bpeforge.Tokenizer(BYTES, special_tokens={"<a>": bad})

@@ -196,10 +196,11 @@ def resolve_pattern(pattern: str) -> str:
     preset name: a ValueError. (The Python package's `resolve_pattern` calls this too.)
     """
 
-def check_ranks(ranks: Sequence[tuple[bytes, int]]) -> None:
-    """Raises ValueError unless `ranks` (a list of `(bytes, rank)`) satisfies tiktoken's
-    invariants: ranks 0..n, the single bytes first, distinct bytes, and every later token the
-    concatenation of two lower-ranked tokens.
+def check_ranks(ranks: Union[Mapping[bytes, int], Iterable[tuple[bytes, int]]]) -> None:
+    """Raises ValueError unless `ranks` (a dict of bytes to rank, or a list of `(bytes, rank)`)
+    satisfies tiktoken's model of ids: distinct non-negative ranks, gaps allowed; every single
+    byte a token, at any rank; distinct, non-empty bytes; every longer token the concatenation of
+    two tokens of lower rank.
     """
 
 def split(text: str, pattern: str, *, fast: bool = True) -> list[str]:

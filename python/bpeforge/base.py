@@ -15,7 +15,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from . import _core
-from .checks import as_int, missing_single_bytes, optional_int, special_token_ids
+from .checks import MAX_TOKEN_ID, as_int, optional_int, special_token_ids
 from .errors import UnknownTokenIdError
 from .patterns import resolve_pattern
 
@@ -64,30 +64,24 @@ def tiktoken_errors() -> Iterator[None]:
 
 
 def check_tiktoken_parts(ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int]) -> None:
-    """Raises ValueError unless tiktoken can encode with these parts, laid out in any order:
-    ranks 0..n-1 without gaps, every single byte a token, no empty token, a pattern that never
-    matches empty text, special ids above the ranks. (Ranks bpeforge trains also satisfy the
-    stricter :func:`bpeforge._core.check_ranks`; OpenAI's order the single bytes their own way.)"""
-    ordered = sorted(ranks.values())
-    if ordered != list(range(len(ranks))):
-        missing = next(i for i, r in enumerate(ordered) if i != r)
-        raise ValueError(f"the ranks do not run 0 to {len(ranks) - 1} without gaps (no token has rank {missing})")
-    if b"" in ranks:
-        raise ValueError(f"the empty token has rank {ranks[b'']} (a .tiktoken line cannot hold it)")
-    absent = missing_single_bytes(ranks)
-    if absent:
-        raise ValueError(f"byte 0x{absent[0]:02x} is not a token (every single byte must be one)")
-    special_token_ids(special_tokens, len(ranks))
+    """Raises ValueError unless these parts fit tiktoken's model of ids (see
+    :class:`BaseTokenizer`): the ranks by :func:`bpeforge._core.check_ranks`, the special ids
+    beside them, a pattern that compiles and never matches empty text."""
+    _core.check_ranks(ranks)
+    special_token_ids(special_tokens, set(ranks.values()))
     _core.check_pattern(pattern)
 
 
 class BaseTokenizer:
     """A byte-level BPE tokenizer: mergeable ranks, a split pattern and special tokens.
 
-    Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ranks are
-    checked against tiktoken's invariants first (tiktoken checks almost none itself): ranks
-    0..n-1, the 256 single bytes first, distinct bytes, every later token the concatenation of
-    two lower-ranked tokens, special ids above the ranks.
+    Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ids follow
+    tiktoken's model, checked first (tiktoken checks almost none of it itself): the ranks are
+    distinct non-negative ids, gaps allowed; the 256 single bytes are tokens, at any ranks; every
+    other token is the concatenation of two tokens of lower rank (the rank is the merge
+    priority); special tokens sit at ids no rank uses, below, among or above the ranks. A list
+    of special token names is numbered on from the largest rank. (The trainer's layout is one
+    such: bytes 0..255, merges from 256, special tokens after.)
 
     >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
     >>> tok.n_vocab, tok.encode("hi", prepend="<|bos|>"), tok.decode([104, 105])
@@ -111,12 +105,14 @@ class BaseTokenizer:
                     ranks[token] = rank = as_int(rank, "a rank")
                 except TypeError:
                     raise TypeError(f"mergeable_ranks must map bytes to int ranks; the rank of {token!r} is {rank!r}") from None
-            if not 0 <= rank < len(ranks):
-                raise ValueError(f"invalid mergeable ranks: rank {rank} of {token!r} is out of range: {len(ranks)} ranks must be 0 to {len(ranks) - 1}")
-        _core.check_ranks(list(ranks.items()))
+            if not 0 <= rank < MAX_TOKEN_ID:
+                raise ValueError(
+                    f"invalid mergeable ranks: rank {rank} of {token!r} is out of range: ranks are ints from 0 up to {MAX_TOKEN_ID - 1}"
+                )
+        _core.check_ranks(ranks)
         self._pattern = resolve_pattern(pattern)
         _core.check_pattern(self._pattern)  # a clear ValueError, before tiktoken fails or panics
-        self._special_tokens = special_token_ids(special_tokens, len(ranks))
+        self._special_tokens = special_token_ids(special_tokens, set(ranks.values()))
         #: Figures of the training run that made this tokenizer (empty if it was loaded).
         self.training_stats: dict = {}
         import tiktoken
@@ -150,19 +146,6 @@ class BaseTokenizer:
         tok._encoding = encoding
         tok.training_stats = {}
         return tok
-
-    @classmethod
-    def from_any_byte_order(
-        cls: type[T], ranks: Mapping[bytes, int], pattern: str, special_tokens: Mapping[str, int], name: str
-    ) -> T:
-        """A tokenizer of ranks laid out as tiktoken needs but perhaps not as bpeforge trains
-        them (OpenAI's order the single bytes their own way): checked by
-        :func:`check_tiktoken_parts`, then wrapped as :meth:`from_encoding` does."""
-        import tiktoken
-
-        check_tiktoken_parts(ranks, pattern, special_tokens)
-        encoding = tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=dict(ranks), special_tokens=dict(special_tokens))
-        return cls.from_encoding(encoding)
 
     @property
     def encoding(self) -> tiktoken.Encoding:

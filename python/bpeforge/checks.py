@@ -9,7 +9,7 @@ core does not know of: ``training`` checks it.)
 from __future__ import annotations
 
 import operator
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Collection, Mapping, Optional, Sequence, Union
 
 MAX_TOKEN_ID = 1 << 31
 """Token ids (ranks and special ids) are below this: tiktoken's are 32-bit, and bpeforge
@@ -47,16 +47,23 @@ def optional_int(value: Any, name: str, minimum: int, expected: str) -> Optional
     return number
 
 
-def special_token_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], n_ranks: int) -> dict[str, int]:
-    """The ids of ``special_tokens`` above ``n_ranks`` ranks: a list of names is numbered from
-    ``n_ranks`` on; a mapping of name to id is checked. ValueError (TypeError for a lone str)
-    names the token at fault.
+def special_token_ids(
+    special_tokens: Union[Mapping[str, int], Sequence[str]], ranks: Union[int, Collection[int]]
+) -> dict[str, int]:
+    """The ids of ``special_tokens`` beside ``ranks``, the ids the ranks use: a count ``n``
+    (ids 0..n-1) or the ids themselves (tiktoken's model allows gaps). A list of names is
+    numbered on from the largest rank; a mapping of name to id is checked: each id an int from
+    0 below :data:`MAX_TOKEN_ID` that no rank uses, below, among or above the ranks. ValueError
+    (TypeError for a lone str) names the token at fault.
 
     >>> special_token_ids(["<|bos|>", "<|eos|>"], 256)
     {'<|bos|>': 256, '<|eos|>': 257}
+    >>> special_token_ids({"<|pad|>": 0}, range(1, 257))
+    {'<|pad|>': 0}
     """
     if isinstance(special_tokens, str):
         raise TypeError("special_tokens must be a list of str or a dict of str to id, not a str")
+    taken: Collection[int] = range(ranks) if isinstance(ranks, int) else ranks
     if isinstance(special_tokens, Mapping):
         ids = dict(special_tokens)
     else:
@@ -64,7 +71,8 @@ def special_token_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], n
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
             raise ValueError(f"special token {dup!r} is given twice")
-        ids = {name: n_ranks + i for i, name in enumerate(names)}
+        first = max(taken, default=-1) + 1
+        ids = {name: first + i for i, name in enumerate(names)}
     for name, i in ids.items():
         if not isinstance(name, str) or not name:
             raise ValueError(f"special tokens must be non-empty str, got {name!r}")
@@ -72,11 +80,10 @@ def special_token_ids(special_tokens: Union[Mapping[str, int], Sequence[str]], n
             name.encode("utf-8")
         except UnicodeEncodeError:
             raise ValueError(f"special token {name!r} is not valid UTF-8 text (it holds a lone surrogate)") from None
-        if not isinstance(i, int) or isinstance(i, bool) or not n_ranks <= i < MAX_TOKEN_ID:
-            raise ValueError(
-                f"special token {name!r} has id {i!r}; special ids must be ints from {n_ranks} "
-                f"(the number of ranks) up to {MAX_TOKEN_ID - 1}"
-            )
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < MAX_TOKEN_ID:
+            raise ValueError(f"special token {name!r} has id {i!r}; special ids must be ints from 0 up to {MAX_TOKEN_ID - 1}")
+        if i in taken:
+            raise ValueError(f"special token {name!r} has id {i}, which a rank uses (special ids must be ids no rank has)")
     if len(set(ids.values())) != len(ids):
         raise ValueError("two special tokens share an id")
     return ids

@@ -144,14 +144,16 @@ def load_tiktoken_file(path: Union[str, "os.PathLike[str]"], pattern: Optional[s
         regex = resolve_pattern(pattern)
     except ValueError as e:
         raise EvalError(f"{path}: bad pattern {pattern!r}: {e}") from None
-    ranks = read_tiktoken(path)  # ranks 0..n-1 in order, distinct tokens
-    # Files from elsewhere (OpenAI's) order the single bytes their own way, so only what tiktoken
-    # cannot do without is required here: every single byte is a token (else it panics).
+    ranks = read_tiktoken(path)  # distinct tokens at distinct ranks
     missing = missing_single_bytes(ranks)
     if missing:
         raise EvalError(f"{path}: {len(missing)} single bytes are not tokens (e.g. {bytes([missing[0]])!r}); tiktoken needs all 256")
     try:
-        return Tokenizer.from_any_byte_order(ranks, regex, {}, name=Path(path).stem)
+        _core.check_ranks(ranks)
+    except ValueError as e:
+        raise EvalError(f"{path}: {e}") from None
+    try:
+        return Tokenizer(ranks, regex, {}, name=Path(path).stem)
     except ValueError as e:  # all that is left to check is the pattern
         raise EvalError(f"{path}: bad pattern {pattern!r}: {e}") from None
 

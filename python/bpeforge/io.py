@@ -25,9 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any, Optional, TypeVar, Union
 
-from . import _core
 from .base import BaseTokenizer, check_tiktoken_parts, import_numpy
-from .checks import missing_single_bytes
+from .checks import MAX_TOKEN_ID
 from .errors import TokenizerFileError
 
 T = TypeVar("T", bound=BaseTokenizer)
@@ -84,13 +83,15 @@ def ranks_to_tiktoken(ranks: dict) -> bytes:
 
 
 def read_tiktoken(path: Union[str, os.PathLike], data: Optional[bytes] = None) -> dict:
-    """Reads a ``.tiktoken`` ranks file strictly: every line must be ``base64 rank``, ranks in order.
+    """Reads a ``.tiktoken`` ranks file strictly: every line must be ``base64 rank``, each token
+    and each rank given once (ranks may leave gaps, as tiktoken's model of ids allows).
     Raises FileNotFoundError or :class:`TokenizerFileError` naming the file and line. ``data``, if
     given, is the file's contents, already read (``path`` then only names it in errors)."""
     path = Path(path)
     if data is None:
         data = path.read_bytes()
     ranks: dict = {}
+    seen: set = set()
     for lineno, line in enumerate(data.split(b"\n"), 1):
         if not line.strip():
             continue
@@ -107,10 +108,11 @@ def read_tiktoken(path: Union[str, os.PathLike], data: Optional[bytes] = None) -
             raise TokenizerFileError(f"{path}:{lineno}: bad rank {parts[1][:30]!r}") from None
         if token in ranks:
             raise TokenizerFileError(f"{path}:{lineno}: token {token!r} already has rank {ranks[token]}")
-        if rank != len(ranks):
-            raise TokenizerFileError(
-                f"{path}:{lineno}: rank {rank} where {len(ranks)} was expected (ranks must run 0, 1, 2, ... in order)"
-            )
+        if not 0 <= rank < MAX_TOKEN_ID:
+            raise TokenizerFileError(f"{path}:{lineno}: rank {rank} is out of range (ranks are from 0 up to {MAX_TOKEN_ID - 1})")
+        if rank in seen:
+            raise TokenizerFileError(f"{path}:{lineno}: rank {rank} is given twice")
+        seen.add(rank)
         ranks[token] = rank
     if not ranks:
         raise TokenizerFileError(f"{path}: the file is empty")
@@ -193,7 +195,8 @@ def forget_tiktoken_cache(path: Union[str, os.PathLike]) -> None:
 def check_savable(tokenizer: BaseTokenizer, ranks: Optional[dict] = None) -> None:
     """Raises ValueError if :func:`load` would refuse what :func:`save` writes for ``tokenizer``
     (possible for one wrapped by ``Tokenizer.from_encoding``, whose encoding is taken as it is):
-    ranks with gaps, special ids among the ranks, or a pattern that can match empty text.
+    ranks outside tiktoken's model of ids, special ids that ranks use, or a pattern that can
+    match empty text.
     ``ranks``: its mergeable ranks, if already at hand."""
     try:
         check_tiktoken_parts(tokenizer.mergeable_ranks if ranks is None else ranks, tokenizer.pattern, tokenizer.special_tokens)
@@ -246,19 +249,7 @@ def load(directory: Union[str, os.PathLike], tokenizer_class: type[T] = BaseToke
     try:
         return tokenizer_class(ranks, pattern, specials)  # checks the ranks (once, on this path)
     except ValueError as e:
-        error = e
-    # Ranks saved from a tiktoken encoding (``Tokenizer.from_encoding``; OpenAI's order the
-    # single bytes their own way) are read back as they were saved, as long as tiktoken can
-    # encode with them: every single byte a token.
-    if not missing_single_bytes(ranks):
-        try:
-            _core.check_ranks(list(ranks.items()))
-        except ValueError:
-            try:
-                return tokenizer_class.from_any_byte_order(ranks, pattern, specials, name=directory.name)
-            except ValueError as e:
-                raise TokenizerFileError(f"{directory}: {e}") from None
-    raise TokenizerFileError(f"{directory}: {error}")
+        raise TokenizerFileError(f"{directory}: {e}") from None
 
 
 def check_checksum(directory: Path, name: str, checksum: object, data: Optional[bytes] = None) -> None:

@@ -49,7 +49,8 @@ def first_ranks(
             f"vocab_size must be at least 256 + {n_special} special tokens = {256 + n_special}, got {size:,}"
         )
     n_ranks = size - n_special
-    kept = {token: rank for token, rank in ranks.items() if rank < n_ranks}
+    # The n_ranks lowest ranks, ids kept (ranks may have gaps, as tiktoken's model allows).
+    kept = dict(sorted(ranks.items(), key=lambda item: item[1])[:n_ranks])
     missing = missing_single_bytes(kept)
     if missing:
         raise ValueError(
@@ -57,4 +58,5 @@ def first_ranks(
             f"(e.g. {bytes([missing[0]])!r}), which every tokenizer needs: its ranks do not put the 256 single bytes first"
         )
     in_order = sorted(special_tokens, key=lambda name: special_tokens[name])
-    return kept, {name: n_ranks + i for i, name in enumerate(in_order)}
+    first_special = max(kept.values()) + 1
+    return kept, {name: first_special + i for i, name in enumerate(in_order)}

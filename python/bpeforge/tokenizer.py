@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
-from . import chat, io
+from . import chat, huggingface, io
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
 from .extending import Extension
 from .patterns import resolve_pattern
@@ -28,10 +28,10 @@ __all__ = ["NANOCHAT_SPECIAL_TOKENS", "Tokenizer", "resolve_pattern"]
 class Tokenizer(BaseTokenizer):
     """A byte-level BPE tokenizer: mergeable ranks, a split pattern and special tokens.
 
-    Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ranks are
-    checked against tiktoken's invariants first (tiktoken checks almost none itself): ranks
-    0..n-1, the 256 single bytes first, distinct bytes, every later token the concatenation of
-    two lower-ranked tokens, special ids above the ranks.
+    Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ids follow
+    tiktoken's model (see :class:`~bpeforge.base.BaseTokenizer`): distinct ranks with gaps
+    allowed, the 256 single bytes at any ranks, every other token the concatenation of two
+    tokens of lower rank, special tokens at ids no rank uses.
 
     >>> tok = Tokenizer.train_from_iterator(["low lower lowest"] * 5, vocab_size=270)
     >>> tok.n_vocab
@@ -111,7 +111,7 @@ class Tokenizer(BaseTokenizer):
         (258, [256, 97, 98], {'<|bos|>': 257})
         """
         ranks, special_tokens = first_ranks(self.mergeable_ranks, self.special_tokens, vocab_size)
-        return type(self).from_any_byte_order(ranks, self.pattern, special_tokens, name=self.encoding.name)
+        return type(self)(ranks, self.pattern, special_tokens, name=self.encoding.name)
     def extend(
         self,
         texts: Iterable[Any],
@@ -162,6 +162,35 @@ class Tokenizer(BaseTokenizer):
         a truncated or corrupt one raises :class:`bpeforge.TokenizerFileError` naming the file
         and line."""
         return io.load(directory, cls)
+
+    # --------------------------------------------------------------------------- HuggingFace
+
+    def save_huggingface(self, directory: Union[str, os.PathLike]) -> None:
+        """Writes ``tokenizer.json`` and ``tokenizer_config.json`` into ``directory``: a
+        ByteLevel BPE that ``tokenizers.Tokenizer.from_file`` and
+        ``transformers.PreTrainedTokenizerFast(tokenizer_file=...)`` load, giving the ids this
+        tokenizer gives. Raises ValueError, before writing anything, for what HuggingFace would
+        encode otherwise (a custom split pattern; see ``docs/huggingface.md``). HF splits
+        special tokens out of text, where :meth:`encode` keeps them as text.
+
+        >>> import tempfile, tokenizers
+        >>> tok = Tokenizer.train_from_iterator(["low lower lowest"] * 5, vocab_size=264, special_tokens=["<|bos|>"])
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     tok.save_huggingface(d)
+        ...     hf = tokenizers.Tokenizer.from_file(f"{d}/tokenizer.json")
+        >>> hf.encode("lowest low").ids == tok.encode("lowest low")
+        True
+        """
+        huggingface.save_huggingface(self, directory)
+
+    @classmethod
+    def from_huggingface(cls, path: Union[str, os.PathLike]) -> "Tokenizer":
+        """Reads a HuggingFace ByteLevel BPE ``tokenizer.json`` (or a folder holding one): GPT-2
+        style or as :meth:`save_huggingface` writes it, with or without ``ignore_merges``,
+        special tokens at any ids. The ids are HuggingFace's. Raises ValueError naming what it
+        cannot reproduce exactly (a normalizer, another model, a missing byte, merges whose
+        order does not follow the ids they make, a non-special added token, ...)."""
+        return huggingface.from_huggingface(path, cls)
 
     # --------------------------------------------------------------------------- nanochat's names
 

@@ -36,12 +36,34 @@ fn to_py(e: Error) -> PyErr {
     }
 }
 
-/// Raises ValueError unless `ranks` (a list of `(bytes, rank)`) satisfies tiktoken's
-/// invariants: ranks 0..n, the single bytes first, distinct bytes, and every later token the
-/// concatenation of two lower-ranked tokens.
+/// Raises ValueError unless `ranks` (a dict of bytes to rank, or a list of `(bytes, rank)`)
+/// satisfies tiktoken's model of ids: distinct non-negative ranks, gaps allowed; every single
+/// byte a token, at any rank; distinct, non-empty bytes; every longer token the concatenation of
+/// two tokens of lower rank.
 #[pyfunction]
-fn check_ranks(py: Python<'_>, ranks: Vec<(Vec<u8>, u64)>) -> PyResult<()> {
-    py.detach(|| check_ranks_core(&ranks)).map_err(to_py)
+fn check_ranks(py: Python<'_>, ranks: &Bound<'_, PyAny>) -> PyResult<()> {
+    let pairs = ranks_arg(ranks)?;
+    py.detach(|| check_ranks_core(&pairs)).map_err(to_py)
+}
+
+/// The `(bytes, rank)` pairs of a `ranks` argument: a mapping's items, or any iterable of pairs.
+fn ranks_arg(ranks: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, u64)>> {
+    use pyo3::exceptions::PyTypeError;
+    use pyo3::types::{PyBytes, PyMapping};
+    let items = if ranks.cast::<PyMapping>().is_ok() { ranks.call_method0("items")? } else { ranks.clone() };
+    let shape = || PyTypeError::new_err("ranks must be a dict of bytes to int rank, or a list of (bytes, rank) pairs");
+    let mut pairs = Vec::new();
+    for item in items.try_iter().map_err(|_| shape())? {
+        let (token, rank): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract().map_err(|_| shape())?;
+        let token = token.cast::<PyBytes>().map_err(|_| shape())?.as_bytes().to_vec();
+        let Some(rank) = args::as_int(&rank) else { return Err(shape()) };
+        let rank: u64 = match rank.extract::<i64>() {
+            Ok(r) if r >= 0 => r as u64,
+            _ => return Err(PyValueError::new_err(format!("invalid mergeable ranks: rank {rank} of {} is out of range: ranks must be non-negative and below {}", crate::vocab::shown(&token), crate::vocab::MAX_RANK))),
+        };
+        pairs.push((token, rank));
+    }
+    Ok(pairs)
 }
 
 /// The regex of a `pattern` argument: a preset's name (see `PRESETS`) or a regex. A string with

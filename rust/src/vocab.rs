@@ -75,53 +75,55 @@ impl Vocab {
     }
 }
 
-/// Checks what tiktoken assumes of mergeable ranks but does not check itself: ranks are
-/// 0..n in order, ranks 0..=255 are the single bytes, no two tokens share bytes, and every
-/// later token is the concatenation of two tokens of lower rank.
+/// Ranks are below this: tiktoken's ranks are `u32`, with `u32::MAX` meaning "no rank", and the
+/// Python package keeps every token id (ranks and special ids) below 2^31.
+pub const MAX_RANK: u64 = 1 << 31;
+
+/// Checks what tiktoken assumes of mergeable ranks but does not check itself (its model of
+/// ids): the ranks are distinct and below [`MAX_RANK`], gaps allowed; no token is empty and no
+/// two tokens share bytes; each of the 256 single bytes is a token, at any rank; every longer
+/// token is the concatenation of two tokens of lower rank (the rank is the merge priority).
+/// The trainer's canonical layout (bytes 0..=255, merges from 256 on) is one such layout.
 ///
 /// `ranks` are (token bytes, rank) pairs in any order.
 pub fn check_ranks(ranks: &[(Vec<u8>, u64)]) -> Result<(), Error> {
-    let mut by_rank: Vec<Option<&[u8]>> = vec![None; ranks.len()];
+    let mut tokens: Vec<(u64, &[u8])> = Vec::with_capacity(ranks.len());
     for (bytes, rank) in ranks {
-        let slot = usize::try_from(*rank)
-            .ok()
-            .and_then(|r| by_rank.get_mut(r))
-            .ok_or_else(|| {
-                Error::InvalidRanks(format!("rank {rank} is out of range: {} ranks must be 0 to {}", ranks.len(), ranks.len().saturating_sub(1)))
-            })?;
-        if slot.is_some() {
-            return Err(Error::InvalidRanks(format!("rank {rank} is given twice")));
+        if *rank >= MAX_RANK {
+            return Err(Error::InvalidRanks(format!("rank {rank} of {} is out of range: ranks must be below {MAX_RANK}", shown(bytes))));
         }
-        *slot = Some(bytes);
-    }
-    // All slots are filled: n distinct ranks below n.
-    let tokens: Vec<&[u8]> = by_rank.into_iter().map(|t| t.unwrap_or_default()).collect();
-    if tokens.len() < 256 {
-        return Err(Error::InvalidRanks(format!("{} ranks given, the 256 single bytes are required", tokens.len())));
-    }
-    for (rank, token) in tokens.iter().enumerate().take(256) {
-        if *token != [rank as u8] {
-            return Err(Error::InvalidRanks(format!("rank {rank} must be the single byte {rank:#04x}, got {token:?}")));
+        if bytes.is_empty() {
+            return Err(Error::InvalidRanks(format!("the empty token has rank {rank} (every token is at least one byte)")));
         }
+        tokens.push((*rank, bytes));
     }
-    let mut rank_of: AHashMap<&[u8], usize> = AHashMap::with_capacity(tokens.len());
-    for (rank, token) in tokens.iter().enumerate() {
+    tokens.sort_unstable();
+    if let Some(w) = tokens.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(Error::InvalidRanks(format!("rank {} is given twice ({} and {})", w[0].0, shown(w[0].1), shown(w[1].1))));
+    }
+    let mut rank_of: AHashMap<&[u8], u64> = AHashMap::with_capacity(tokens.len());
+    for &(rank, token) in &tokens {
         if let Some(first) = rank_of.insert(token, rank) {
-            return Err(Error::InvalidRanks(format!("ranks {first} and {rank} have the same bytes {token:?}")));
+            return Err(Error::InvalidRanks(format!("ranks {first} and {rank} have the same bytes {}", shown(token))));
         }
+    }
+    if let Some(byte) = (0..=255u8).find(|b| !rank_of.contains_key(&[*b][..])) {
+        return Err(Error::InvalidRanks(format!(
+            "the single byte {byte:#04x} is not a token (all 256 single bytes must be, at any ranks)"
+        )));
     }
     // Each token is tried at every split point, each try O(1) with hashes of the two parts
     // (see `PieceHashes`); only a split whose two parts both look like tokens of lower rank is
     // looked up exactly. So the check is linear in the bytes of the ranks, however the tokens
     // overlap (hashing each part whole at each split point was cubic for a chain a, ab, abc...).
     let hashes = PieceHashes::new();
-    let mut piece_rank: AHashMap<(u64, usize), usize> = AHashMap::with_capacity(tokens.len());
-    for (rank, token) in tokens.iter().enumerate() {
+    let mut piece_rank: AHashMap<(u64, usize), u64> = AHashMap::with_capacity(tokens.len());
+    for &(rank, token) in &tokens {
         // Two tokens whose hashes collide (rare: the base is random) get rank 0, which lets
         // their splits through to the exact lookup.
         piece_rank.entry((hashes.of(token), token.len())).and_modify(|r| *r = 0).or_insert(rank);
     }
-    for (rank, token) in tokens.iter().enumerate().skip(256) {
+    for &(rank, token) in tokens.iter().filter(|(_, t)| t.len() > 1) {
         let lower = |part: &[u8]| rank_of.get(part).is_some_and(|&r| r < rank);
         let looks_lower = |hash: u64, len: usize| piece_rank.get(&(hash, len)).is_some_and(|&r| r < rank);
         let splits = hashes.splits(token).any(|(k, head, tail)| {
@@ -129,11 +131,34 @@ pub fn check_ranks(ranks: &[(Vec<u8>, u64)]) -> Result<(), Error> {
         });
         if !splits {
             return Err(Error::InvalidRanks(format!(
-                "rank {rank} ({token:?}) is not the concatenation of two tokens of lower rank"
+                "rank {rank} ({}) is not the concatenation of two tokens of lower rank",
+                shown(token)
             )));
         }
     }
     Ok(())
+}
+
+/// `bytes` in the form of a Python bytes literal (`b'a\xff'`), for messages that Python users
+/// read; past 60 bytes, cut and followed by the length.
+pub fn shown(bytes: &[u8]) -> String {
+    let mut s = String::from("b'");
+    for &b in bytes.iter().take(60) {
+        match b {
+            b'\\' => s.push_str("\\\\"),
+            b'\'' => s.push_str("\\'"),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s.push('\'');
+    if bytes.len() > 60 {
+        s.push_str(&format!("... ({} bytes)", bytes.len()));
+    }
+    s
 }
 
 /// Polynomial hashes of byte strings modulo the prime 2^61 - 1, with a base drawn at random
@@ -306,17 +331,40 @@ mod tests {
     }
 
     #[test]
+    fn accepts_tiktoken_layouts() {
+        // Gaps between ranks (room for special tokens among them), and the single bytes at any
+        // ranks, GPT-2's way: '!' first, a merge before the last byte.
+        let mut gaps = ranks(&[b"ab", b"abc"]);
+        gaps[256].1 = 300;
+        gaps[257].1 = 1000;
+        assert_eq!(check_ranks(&gaps), Ok(()));
+        let mut shuffled: Vec<(Vec<u8>, u64)> = (0..=255u8).map(|b| (vec![b], 10 + b.wrapping_add(33) as u64 * 2)).collect();
+        shuffled.push((b"!!".to_vec(), 143)); // just above the rank of b"!", 142
+        assert_eq!(check_ranks(&shuffled), Ok(()));
+        let mut mapping_order = ranks(&[b"ab", b"abc"]);
+        mapping_order.reverse();
+        assert_eq!(check_ranks(&mapping_order), Ok(()));
+    }
+
+    #[test]
     fn rejects_each_broken_invariant() {
-        assert!(check_ranks(&ranks(&[b"abc"])).is_err(), "not a concatenation");
-        assert!(check_ranks(&ranks(&[b"ab", b"ab"])).is_err(), "duplicate bytes");
-        let mut gap = ranks(&[b"ab"]);
-        gap[256].1 = 300;
-        assert!(check_ranks(&gap).is_err(), "rank gap");
-        let mut swapped = ranks(&[]);
-        swapped.swap(0, 1);
-        swapped[0].1 = 0;
-        swapped[1].1 = 1;
-        assert!(check_ranks(&swapped).is_err(), "bytes out of place");
-        assert!(check_ranks(&ranks(&[])[..10]).is_err(), "too few");
+        let error = |r: &[(Vec<u8>, u64)]| check_ranks(r).unwrap_err().to_string();
+        assert!(error(&ranks(&[b"abc"])).contains("not the concatenation"));
+        assert!(error(&ranks(&[b"ab", b"ab"])).contains("the same bytes"));
+        let mut twice = ranks(&[b"ab"]);
+        twice[256].1 = 3;
+        assert!(error(&twice).contains("rank 3 is given twice"));
+        let mut merge_first = ranks(&[b"ab"]);
+        merge_first[256].1 = 0;
+        merge_first[0].1 = 300;
+        assert!(error(&merge_first).contains("not the concatenation"), "a merge below its parts");
+        assert!(error(&ranks(&[])[..10]).contains("single byte 0x0a"), "too few");
+        let mut missing = ranks(&[]);
+        missing.remove(0x41);
+        assert!(error(&missing).contains("single byte 0x41"));
+        let mut too_large = ranks(&[b"ab"]);
+        too_large[256].1 = MAX_RANK;
+        assert!(error(&too_large).contains("out of range"));
+        assert!(error(&[ranks(&[]), vec![(Vec::new(), 256)]].concat()).contains("empty token"));
     }
 }

@@ -1,0 +1,524 @@
+"""HuggingFace ``tokenizer.json`` both ways: a tokenizer written as a ByteLevel BPE that
+``tokenizers`` and ``transformers`` load and that gives tiktoken's ids, and such a file read
+back into a tokenizer that gives HuggingFace's ids. What cannot be carried over exactly is
+refused with a ValueError naming the reason (``docs/huggingface.md`` gives the arguments).
+
+Written (see :func:`to_huggingface`):
+
+- the model: a BPE whose vocabulary holds every rank and every special token at its own id
+  (tokens spelled in GPT-2's byte-level alphabet, :func:`byte_level_alphabet`), with
+  ``ignore_merges`` on (tiktoken looks a whole span up before merging, and so does HF then), and
+  a merge for *every* way of making a token from two tokens (tiktoken merges by the rank of the
+  concatenation, whichever two parts make it), ordered by the rank they make;
+- the pre-tokenizer: the split pattern as a ``Split`` (behavior ``Isolated``) followed by
+  ``ByteLevel(add_prefix_space=false, use_regex=false)``; only the preset patterns, whose
+  translation to HuggingFace's regex engine (Oniguruma) is argued and tested;
+- a ByteLevel decoder, the special tokens as added tokens at their own ids, and
+  ``tokenizer_config.json`` for ``transformers``.
+
+Read (see :func:`from_huggingface`): a ByteLevel BPE (GPT-2's own pre-tokenizer, or a preset
+pattern as a ``Split`` before a regex-less ``ByteLevel``), with or without ``ignore_merges``,
+special tokens at any ids (``BpeTrainer`` puts them first), the single bytes in any order.
+
+``tokenizers`` itself is needed only by the tests: both directions read and write JSON.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Optional, TypeVar, Union
+
+from . import _core
+from .base import BaseTokenizer, check_tiktoken_parts
+from .io import write_atomic
+from .patterns import PATTERNS, pattern_label
+
+T = TypeVar("T", bound=BaseTokenizer)
+
+TOKENIZER_FILE = "tokenizer.json"
+CONFIG_FILE = "tokenizer_config.json"
+
+GPT2_BYTE_LEVEL_PATTERN = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
+"""The split pattern of HuggingFace's ``ByteLevel(use_regex=true)``, GPT-2's. It splits as the
+``gpt2`` preset does: its contractions are the same alternatives in another order (none a prefix
+of another), and ``\\s+(?!\\S)|\\s+`` leaves the same last whitespace character as
+``\\s++$|\\s+(?!\\S)|\\s`` (tests/test_huggingface.py checks both on hostile text)."""
+
+
+@lru_cache(maxsize=1)
+def byte_level_alphabet() -> dict[int, str]:
+    """GPT-2's byte-level alphabet: each byte as one printable character (HuggingFace's
+    ``bytes_char``): the printable Latin-1 bytes as themselves, the others from U+0100 on.
+
+    >>> alphabet = byte_level_alphabet()
+    >>> alphabet[ord("a")], alphabet[ord(" ")], alphabet[ord("\\n")]
+    ('a', 'Ġ', 'Ċ')
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    alphabet = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in alphabet:
+            alphabet[b] = chr(256 + extra)
+            extra += 1
+    return alphabet
+
+
+def byte_level(token: bytes) -> str:
+    """``token`` spelled in the byte-level alphabet (what HF's vocabulary and merges hold)."""
+    alphabet = byte_level_alphabet()
+    return "".join(alphabet[b] for b in token)
+
+
+@lru_cache(maxsize=1)
+def byte_of_character() -> dict[str, int]:
+    """The byte each character of the byte-level alphabet stands for."""
+    return {c: b for b, c in byte_level_alphabet().items()}
+
+
+def from_byte_level(text: str) -> Optional[bytes]:
+    """The bytes that ``text`` spells in the byte-level alphabet, or None if a character of it
+    is not in the alphabet."""
+    chars = byte_of_character()
+    try:
+        return bytes([chars[c] for c in text])
+    except KeyError:
+        return None
+
+
+# ------------------------------------------------------------------------------ export
+
+
+def merges_of(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
+    """Every pair of tokens whose concatenation is a token, ordered by the rank of that token
+    (then by the longer left part first): tiktoken merges any two adjacent parts whose
+    concatenation has a rank, so HF needs them all to make the same merges."""
+    merges = []
+    for token, rank in ranks.items():
+        for k in range(len(token) - 1, 0, -1):
+            if token[:k] in ranks and token[k:] in ranks:
+                merges.append((rank, -k, token[:k], token[k:]))
+    merges.sort()
+    return [(left, right) for _, _, left, right in merges]
+
+
+def merged(piece: bytes, key: Callable[[bytes, bytes], Optional[int]]) -> list[bytes]:
+    """The parts of ``piece`` once every byte starts as a part and the two adjacent parts of
+    lowest ``key`` (None: never merged) are merged, the leftmost of equals, until no two have
+    a key: tiktoken's loop and HuggingFace's, with a heap of candidate pairs."""
+    n = len(piece)
+    if n < 2:
+        return [piece]
+    ends = list(range(1, n + 1))  # where the part starting at i ends (only for live starts)
+    prev = list(range(-1, n - 1))
+    alive = [True] * n
+    heap = []
+    for i in range(n - 1):
+        k = key(piece[i : i + 1], piece[i + 1 : i + 2])
+        if k is not None:
+            heap.append((k, i, i + 1, i + 2))
+    heapq.heapify(heap)
+    while heap:
+        k, start, middle, end = heapq.heappop(heap)
+        if not (alive[start] and alive[middle] and ends[start] == middle and ends[middle] == end):
+            continue  # one of the two parts was merged away since
+        alive[middle] = False
+        ends[start] = end
+        if end < n:
+            prev[end] = start
+            following = ends[end]
+            k2 = key(piece[start:end], piece[end:following])
+            if k2 is not None:
+                heapq.heappush(heap, (k2, start, end, following))
+        if prev[start] >= 0:
+            before = prev[start]
+            k2 = key(piece[before:start], piece[start:end])
+            if k2 is not None:
+                heapq.heappush(heap, (k2, before, start, end))
+    return [piece[i : ends[i]] for i in range(n) if alive[i]]
+
+
+def merged_by_rank(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
+    """The tokens of ``piece`` by tiktoken's rule: a piece that is a token whole, else merge the
+    two adjacent parts whose concatenation has the lowest rank, the leftmost of equals."""
+    return [piece] if piece in ranks else merged(piece, lambda a, b: ranks.get(a + b))
+
+
+def merged_by_list(piece: bytes, priority: dict[tuple[bytes, bytes], int], whole: Optional[dict[bytes, int]]) -> list[bytes]:
+    """The tokens of ``piece`` by HuggingFace's BPE: merge the adjacent pair listed first in
+    the merges (``priority``: pair -> place), the leftmost of equals; with ``whole`` (the
+    vocabulary, when ``ignore_merges`` is on) a piece that is a token is taken whole."""
+    if whole is not None and piece in whole:
+        return [piece]
+    return merged(piece, lambda a, b: priority.get((a, b)))
+
+
+def tie_contexts(ranks: dict[bytes, int], merges: list[tuple[bytes, bytes]]) -> list[bytes]:
+    """The byte strings where HF's order of merges could part from tiktoken's (see
+    :func:`check_merges_agree`): for a token T made in two ways, T's two ways overlapping
+    (``X+Y+Z`` where ``X+Y`` and ``Y+Z`` are both T), and T beside a token U ranked before T
+    that T makes with a neighbour X (``U = T+X`` or ``X+T``): ``T+U`` and ``U+T``."""
+    ways: dict[bytes, list[tuple[bytes, bytes]]] = {}
+    for left, right in merges:
+        ways.setdefault(left + right, []).append((left, right))
+    several = {token for token, pairs in ways.items() if len(pairs) > 1}
+    contexts = []
+    for token in several:
+        for left, right in ways[token]:
+            if token.startswith(right) and (right, token[len(right) :]) in ways[token]:
+                contexts.append(left + token)  # X + Y + Z: (X, Y) and (Y, Z) both make the token
+    for left, right in merges:
+        made = left + right
+        for part in (left, right):
+            if part in several and ranks[made] < ranks[part]:
+                contexts += [part + made, made + part]  # T beside U = T+X (or X+T): two T's, one merged on
+    return contexts
+
+
+def check_merges_agree(
+    ranks: dict[bytes, int], merges: list[tuple[bytes, bytes]], tiktoken_piece: Optional[Callable[[bytes], list[int]]] = None
+) -> None:
+    """Raises ValueError where HF's merge loop, given ``merges``, could encode a span otherwise
+    than tiktoken does with ``ranks``.
+
+    Both merge the adjacent pair of lowest key first, leftmost on ties; tiktoken's key is the
+    rank of the token the pair makes, HF's the pair's place in the merge list. The two orders
+    agree between pairs making different tokens (the list is sorted by the rank made) and for
+    one pair at several places; they can differ only between two *different* pairs making one
+    token T, ready at once: HF takes the one listed first, tiktoken the leftmost. That order is
+    free unless (1) the two overlap, ``X+Y`` and ``Y+Z`` both T, or (2) a merge of T makes, with
+    a neighbour, a token ranked before T, merged before the other T. So a vocabulary where no
+    token is made two ways is exported as proved; otherwise both loops are run on each context
+    of (1) and (2) (:func:`tie_contexts`) and must agree. ``tiktoken_piece`` encodes a span
+    with tiktoken (``Encoding._encode_single_piece``); without it, :func:`merged_by_rank`."""
+    priority: dict[tuple[bytes, bytes], int] = {}
+    for i, pair in enumerate(merges):
+        priority.setdefault(pair, i)
+    token_of = {rank: token for token, rank in ranks.items()}
+    for context in sorted(set(tie_contexts(ranks, merges)), key=lambda c: (len(c), c)):
+        theirs = merged_by_list(context, priority, ranks)
+        if tiktoken_piece is None:
+            ours = merged_by_rank(context, ranks)
+        else:
+            ours = [token_of[i] for i in tiktoken_piece(context)]
+        if ours != theirs:
+            raise ValueError(
+                f"cannot export: HuggingFace's BPE would split {context!r} as {theirs!r} where tiktoken gives {ours!r} "
+                f"(a token made from two different pairs, merged in another order)"
+            )
+
+
+def oniguruma_regex(pattern: str) -> str:
+    """``pattern`` (a preset) as HuggingFace's regex engine, Oniguruma in its Ruby syntax, must
+    be given it to split alike. Possessive ``?+``, ``*+``, ``++`` mean the same in both engines;
+    a possessive *interval* ``{1,3}+`` does not: Ruby reads it as ``({1,3})+``, any number of
+    digits. Each preset has one only at the end of an alternative (``\\p{N}{1,3}+|``), where
+    possessive and greedy match alike (nothing after it can fail and backtrack into it), so it
+    is written greedy there.
+
+    >>> oniguruma_regex(PATTERNS["cl100k_base"]) == PATTERNS["cl100k_base"].replace("{1,3}+|", "{1,3}|")
+    True
+    """
+    return re.sub(r"(\{\d+,\d+\})\+(?=\||$)", r"\1", pattern)
+
+
+def huggingface_pattern(tokenizer: BaseTokenizer) -> str:
+    """The regex HF's ``Split`` must be given to split as ``tokenizer``'s pattern does with
+    tiktoken: only a preset's (see :func:`oniguruma_regex`); ValueError otherwise."""
+    if pattern_label(tokenizer.pattern) == "custom regex":
+        raise ValueError(
+            "cannot export: the split pattern is a custom regex; HuggingFace splits with another regex engine "
+            "(Oniguruma), which bpeforge has checked against tiktoken's only for the presets "
+            f"({', '.join(PATTERNS)}), so only those are exported"
+        )
+    return oniguruma_regex(tokenizer.pattern)
+
+
+def check_special_spelling(name: str, vocab: dict[str, int]) -> None:
+    """Raises ValueError if special token ``name`` in HF's vocabulary could stand for text other
+    than itself: a name whose characters all are in the byte-level alphabet reads as the bytes
+    they spell, which must then be its own UTF-8 (``<|bos|>`` is; ``Ġx`` would be `` x``)."""
+    spelled = from_byte_level(name)
+    if spelled is not None and spelled != name.encode("utf-8"):
+        raise ValueError(
+            f"cannot export: special token {name!r} reads in the byte-level alphabet as the text {spelled!r}, which "
+            f"HuggingFace would then encode as that special token"
+        )
+    if name in vocab:
+        raise ValueError(f"cannot export: special token {name!r} is spelled like a rank's token in the byte-level alphabet")
+
+
+def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
+    """The ``tokenizer.json`` of ``tokenizer`` (as a dict), or ValueError for what HF cannot
+    encode as tiktoken does (see the module docstring)."""
+    pattern = huggingface_pattern(tokenizer)
+    ranks = tokenizer.mergeable_ranks
+    try:
+        check_tiktoken_parts(ranks, tokenizer.pattern, tokenizer.special_tokens)  # one wrapped by from_encoding is unchecked
+    except ValueError as e:
+        raise ValueError(f"cannot export: {e}") from None
+    merges = merges_of(ranks)
+    check_merges_agree(ranks, merges, tokenizer.encoding._encode_single_piece)
+    vocab = {byte_level(token): rank for token, rank in ranks.items()}
+    added = []
+    for name, special_id in sorted(tokenizer.special_tokens.items(), key=lambda x: x[1]):
+        check_special_spelling(name, vocab)
+        vocab[name] = special_id  # HF places an added token at its vocabulary id, if it has one
+        added.append(
+            {"id": special_id, "content": name, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+        )
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": True,
+            "vocab": dict(sorted(vocab.items(), key=lambda x: x[1])),
+            "merges": [f"{byte_level(left)} {byte_level(right)}" for left, right in merges],
+        },
+    }
+
+
+def transformers_config(tokenizer: BaseTokenizer) -> dict[str, Any]:
+    """``tokenizer_config.json`` for ``transformers.AutoTokenizer``: a fast tokenizer, the bos
+    and eos tokens where the tokenizer has them, and no added prefix space or cleanup of
+    spaces (either would change the text)."""
+    specials = tokenizer.special_tokens
+    config: dict[str, Any] = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "clean_up_tokenization_spaces": False,
+        "add_prefix_space": False,
+        "model_max_length": 1_000_000_000_000_000_019_884_624_838_656,  # transformers' "no limit"
+    }
+    for role, candidates in (("bos_token", ("<|bos|>", "<|endoftext|>")), ("eos_token", ("<|eos|>", "<|endoftext|>"))):
+        found = next((name for name in candidates if name in specials), None)
+        if found is not None:
+            config[role] = found
+    return config
+
+
+def save_huggingface(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike]) -> None:
+    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` of ``tokenizer`` into
+    ``directory`` (created if needed), each atomically, or raises ValueError before writing
+    anything if HF could not encode as tiktoken does."""
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise ValueError(f"cannot export to {os.fspath(directory)!r}: it is a file, and a HuggingFace tokenizer is a folder")
+    if holds_bpeforge_save(directory):
+        raise ValueError(
+            f"cannot export to {os.fspath(directory)!r}: it holds a saved bpeforge tokenizer, whose config is "
+            f"{TOKENIZER_FILE} too; export to another folder"
+        )
+    data = json.dumps(to_huggingface(tokenizer), indent=2, ensure_ascii=False) + "\n"
+    config = json.dumps(transformers_config(tokenizer), indent=2, ensure_ascii=False) + "\n"
+    directory.mkdir(parents=True, exist_ok=True)
+    write_atomic(directory / TOKENIZER_FILE, data.encode("utf-8"))
+    write_atomic(directory / CONFIG_FILE, config.encode("utf-8"))
+
+
+def holds_bpeforge_save(directory: Path) -> bool:
+    """Whether ``directory`` holds a tokenizer saved by ``Tokenizer.save``, whose config is
+    named ``tokenizer.json`` as HuggingFace's file is."""
+    try:
+        config = json.loads((directory / TOKENIZER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(config, dict) and config.get("format") == "bpeforge"
+
+
+# ------------------------------------------------------------------------------ import
+
+
+class NotRepresentable(ValueError):
+    """A ``tokenizer.json`` that a tiktoken-model tokenizer cannot reproduce exactly."""
+
+
+def read_json(path: Union[str, os.PathLike]) -> tuple[Path, dict[str, Any]]:
+    """(the file, its JSON) for ``path``: a ``tokenizer.json`` or a folder holding one."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / TOKENIZER_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file (expected a HuggingFace tokenizer.json or a folder holding one)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise NotRepresentable(f"{path}: not valid JSON ({e})") from None
+    if isinstance(data, dict) and data.get("format") == "bpeforge":
+        raise NotRepresentable(f"{path}: a bpeforge tokenizer's config, not HuggingFace's tokenizer.json: read it with Tokenizer.load")
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise NotRepresentable(f"{path}: not a HuggingFace tokenizer.json (no \"model\")")
+    return path, data
+
+
+def split_pattern(pre_tokenizer: Any) -> Optional[str]:
+    """The split pattern ``pre_tokenizer`` amounts to, when it is a byte-level one tiktoken can
+    follow exactly; None otherwise."""
+    if not isinstance(pre_tokenizer, dict):
+        return None
+    kind = pre_tokenizer.get("type")
+    if kind == "ByteLevel" and not pre_tokenizer.get("add_prefix_space") and pre_tokenizer.get("use_regex", True):
+        return PATTERNS["gpt2"]
+    if kind != "Sequence":
+        return None
+    steps = pre_tokenizer.get("pretokenizers") or []
+    if len(steps) != 2:
+        return None
+    split, byte_step = steps
+    if not (
+        isinstance(split, dict) and split.get("type") == "Split" and split.get("behavior") == "Isolated" and not split.get("invert")
+        and isinstance(byte_step, dict) and byte_step.get("type") == "ByteLevel"
+        and not byte_step.get("add_prefix_space") and byte_step.get("use_regex") is False
+    ):
+        return None
+    regex = (split.get("pattern") or {}).get("Regex")
+    if regex == GPT2_BYTE_LEVEL_PATTERN:
+        return PATTERNS["gpt2"]
+    return next((preset for preset in PATTERNS.values() if oniguruma_regex(preset) == regex), None)
+
+
+def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) -> T:
+    """A ``tokenizer_class`` from a HuggingFace ``tokenizer.json`` (or a folder holding one),
+    encoding text with HF's ids. Raises :class:`NotRepresentable` (a ValueError) naming what
+    tiktoken's model cannot reproduce."""
+    path, data = read_json(path)
+
+    def refuse(reason: str) -> NotRepresentable:
+        return NotRepresentable(f"{path}: cannot read as a tiktoken-style tokenizer: {reason}")
+
+    model = data["model"]
+    if model.get("type") != "BPE":
+        raise refuse(f"the model is {model.get('type')!r}, not BPE")
+    if data.get("normalizer") is not None:
+        raise refuse(f"it has a normalizer ({data['normalizer'].get('type')!r}), which changes the text before splitting")
+    for key in ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"):
+        if model.get(key):
+            raise refuse(f"the BPE model sets {key} = {model[key]!r}")
+    if model.get("byte_fallback"):
+        raise refuse("the BPE model uses byte_fallback (not a byte-level BPE)")
+    pattern = split_pattern(data.get("pre_tokenizer"))
+    if pattern is None:
+        raise refuse(
+            "its pre-tokenizer is not a byte-level one bpeforge reproduces: GPT-2's ByteLevel (use_regex, no prefix "
+            "space) or a preset pattern as a Split (Isolated) followed by ByteLevel(use_regex=false, add_prefix_space=false)"
+        )
+    decoder = data.get("decoder")
+    if decoder is not None and decoder.get("type") != "ByteLevel":
+        raise refuse(f"its decoder is {decoder.get('type')!r}, not ByteLevel")
+    post = data.get("post_processor")
+    if post is not None and post.get("type") != "ByteLevel":
+        raise refuse(f"its post-processor ({post.get('type')!r}) adds tokens that encoding text does not give")
+    vocab, merges, added_tokens = model.get("vocab"), model.get("merges"), data.get("added_tokens") or []
+    if not (isinstance(vocab, dict) and all(isinstance(t, str) and type(i) is int for t, i in vocab.items())):
+        raise refuse("the model's \"vocab\" is not a mapping of token to integer id")
+    if not isinstance(merges, list):
+        raise refuse("the model's \"merges\" is not a list")
+    if not (isinstance(added_tokens, list) and all(
+        isinstance(a, dict) and isinstance(a.get("content"), str) and type(a.get("id")) is int for a in added_tokens
+    )):
+        raise refuse("\"added_tokens\" is not a list of tokens with a content and an integer id")
+    specials: dict[str, int] = {}
+    for added in added_tokens:
+        if not added.get("special"):
+            raise refuse(f"added token {added.get('content')!r} (id {added.get('id')}) is not special: HF splits it out of text, tiktoken's ranks cannot")
+        if added.get("single_word") or added.get("lstrip") or added.get("rstrip"):
+            raise refuse(f"special token {added.get('content')!r} has single_word/lstrip/rstrip set")
+        specials[added["content"]] = added["id"]
+    ids_of_specials = set(specials.values())
+    ranks: dict[bytes, int] = {}
+    for text, token_id in vocab.items():
+        if token_id in ids_of_specials:
+            if specials.get(text) != token_id:
+                raise refuse(f"vocabulary entry {text!r} has id {token_id}, the id of a special token of another name")
+            continue
+        token = from_byte_level(text)
+        if token is None or not token:
+            raise refuse(f"vocabulary entry {text!r} (id {token_id}) is not spelled in the byte-level alphabet")
+        ranks[token] = token_id
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise refuse(f"the single byte {bytes([missing[0]])!r} is not in the vocabulary ({len(missing)} bytes missing)")
+    try:
+        _core.check_ranks(ranks)  # the ids as tiktoken's model needs them, before the merges are read
+    except ValueError as e:
+        raise refuse(str(e)) from None
+    check_merges(merges, ranks, refuse)
+    if not model.get("ignore_merges"):
+        check_tokens_are_reached(merges, ranks, refuse)
+    try:
+        return tokenizer_class(ranks, pattern, specials, name=path.parent.name or "huggingface")
+    except ValueError as e:
+        raise refuse(str(e)) from None
+
+
+def parse_merge(merge: Any) -> Optional[tuple[str, str]]:
+    """A merge of the file (``"a b"`` or ``["a", "b"]``) as two strings, or None."""
+    if isinstance(merge, str):
+        parts = merge.split(" ")
+        return (parts[0], parts[1]) if len(parts) == 2 else None
+    if isinstance(merge, list) and len(merge) == 2 and all(isinstance(p, str) for p in merge):
+        return merge[0], merge[1]
+    return None
+
+
+def check_merges(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
+    """Raises ``refuse(...)`` unless each merge joins two tokens into a token, and the merges
+    make tokens in the order of their ids: HF merges by the place in this list, tiktoken by the
+    id made, so the two orders must be one. (A pair of tokens that is no merge but makes a
+    token, which tiktoken would merge and HF not, is argued never to meet in
+    ``docs/huggingface.md`` for merges made by training, and tested.)"""
+    last = -1
+    for i, merge in enumerate(merges):
+        pair = parse_merge(merge)
+        left, right = (None, None) if pair is None else (from_byte_level(pair[0]), from_byte_level(pair[1]))
+        if left is None or right is None:
+            raise refuse(f"merge {i} ({merge!r}) is not two byte-level tokens")
+        made = ranks.get(left + right)
+        if made is None or left not in ranks or right not in ranks:
+            raise refuse(f"merge {i} ({merge!r}) joins or makes a token that is not in the vocabulary")
+        if made < last:
+            raise refuse(
+                f"merge {i} ({merge!r}) makes id {made}, after a merge that made id {last}: the merges' order does not "
+                f"follow the ids they make, which tiktoken's ranks need"
+            )
+        last = made
+
+
+def check_tokens_are_reached(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
+    """Without ``ignore_merges`` HF merges a span that is a token like any other, where tiktoken
+    takes the token whole: raises ``refuse(...)`` unless merging each token's own bytes by the
+    merges gives that token."""
+    priority: dict[tuple[bytes, bytes], int] = {}
+    for i, merge in enumerate(merges):
+        left, right = parse_merge(merge)  # type: ignore[misc]  # check_merges ran first
+        priority.setdefault((from_byte_level(left), from_byte_level(right)), i)  # type: ignore[arg-type]
+    for token in ranks:
+        parts = merged_by_list(token, priority, None)
+        if parts != [token]:
+            raise refuse(
+                f"ignore_merges is off and the merges turn the token {byte_level(token)!r} into {len(parts)} parts, "
+                f"where tiktoken takes a span that is a token whole"
+            )

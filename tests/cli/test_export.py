@@ -1,0 +1,40 @@
+"""`bpeforge export` (bpeforge.cli.export): a saved tokenizer to HuggingFace's tokenizer.json and
+back to a .tiktoken file, and one-line errors."""
+
+import pytest
+
+import bpeforge
+from bpeforge.cli import main
+
+tokenizers = pytest.importorskip("tokenizers")
+
+TEXT = "Hello world! The lowest   newer wider, don't 1234567 日本語 🎉\n\n  x"
+
+
+def test_the_export_command(tmp_path, capsys):
+    tok = bpeforge.Tokenizer.train_from_iterator([TEXT] * 20, vocab_size=270, special_tokens=["<|bos|>"])
+    tok.save(tmp_path / "tok")
+    assert main(["export", str(tmp_path / "tok"), "--format", "huggingface", "-o", str(tmp_path / "hf")]) == 0
+    h = tokenizers.Tokenizer.from_file(str(tmp_path / "hf" / "tokenizer.json"))
+    assert h.encode(TEXT).ids == tok.encode(TEXT)
+    assert main(["export", str(tmp_path / "hf"), "--format", "tiktoken", "-o", str(tmp_path / "t.tiktoken")]) == 0
+    assert (tmp_path / "t.tiktoken").read_bytes() == (tmp_path / "tok" / "tokenizer.tiktoken").read_bytes()
+    assert f'"<|bos|>": {tok.special_tokens["<|bos|>"]}' in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "tok"), "--format", "huggingface", "-o", str(tmp_path / "tok")]) == 1
+    assert "holds a saved bpeforge tokenizer" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "nope"), "--format", "huggingface", "-o", str(tmp_path / "x")]) == 1
+    assert capsys.readouterr().err == f"bpeforge: error: {tmp_path / 'nope'}: no such file or folder\n"
+
+
+def test_what_cannot_be_exported_is_one_line(tmp_path, capsys):
+    ranks = tmp_path / "r.tiktoken"
+    assert main(["export", str(tmp_path / "x"), "-o", str(tmp_path / "y")]) == 2
+    assert "--format" in capsys.readouterr().err
+    bpeforge.Tokenizer({bytes([b]): b for b in range(256)}).save(tmp_path / "t")
+    ranks.write_bytes((tmp_path / "t" / "tokenizer.tiktoken").read_bytes())
+    assert main(["export", f"{ranks}:\\S+|\\s+", "--format", "huggingface", "-o", str(tmp_path / "hf")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "custom regex" in err
+    assert not (tmp_path / "hf").exists()
+    assert main(["export", f"{ranks}:gpt2", "--format", "huggingface", "-o", str(tmp_path / "hf")]) == 0
+    assert (tmp_path / "hf" / "tokenizer.json").is_file() and (tmp_path / "hf" / "tokenizer_config.json").is_file()

@@ -48,7 +48,6 @@ def test_extend_errors_are_one_line(tmp_path):
     assert_one_line_error(r, "--extend", "token 259 \"abcd\" is not what merging its bytes makes")
 
 
-@pytest.mark.xfail(strict=True, reason="needs issue 28 §0 id layout")
 def test_extend_a_base_with_special_tokens(tmp_path):
     # bpeforge train's default: nanochat's nine special tokens, after which the new ranks come.
     english = write(tmp_path / "en.txt", ["the cat sat on the mat", "a dog and a cat"] * 20)

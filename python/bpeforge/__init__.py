@@ -28,6 +28,10 @@ from .patterns import PATTERNS, resolve_pattern
 from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer
 from .version import __version__
 
+# Span counts: count texts, add counts, train from them.
+from ._core import SpanCounts
+from .counts import count
+
 __all__ = [
     "__version__",
     "DEFAULT_PATTERN",
@@ -45,4 +49,6 @@ __all__ = [
     "format_table",
     "resolve_pattern",
     "split",
+    "SpanCounts",
+    "count",
 ]

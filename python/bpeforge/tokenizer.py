@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
-from . import chat, io
+from . import _core, chat, io
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
 from .patterns import resolve_pattern
 from .pretrained import load_tiktoken_encoding
@@ -80,6 +80,46 @@ class Tokenizer(BaseTokenizer):
         )
         trained = training.run(iterator, buffer_size, progress)
         tokenizer = trained.build(cls)  # NoTextError (a ValueError) for no text at all
+        if trained.stopped_early:
+            warnings.warn(
+                f"training stopped at {len(trained.ranks)} ranks of the {trained.ranks_asked} asked for: {trained.stop_reason}",
+                stacklevel=2,
+            )
+        return tokenizer
+
+    @classmethod
+    def train_from_counts(
+        cls,
+        counts: _core.SpanCounts,
+        vocab_size: int,
+        *,
+        pattern: Optional[str] = None,
+        special_tokens: Optional[Sequence[str]] = None,
+        min_frequency: int = 1,
+        num_threads: Optional[int] = None,
+        progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
+    ) -> "Tokenizer":
+        """Trains a tokenizer on span counts (:func:`bpeforge.count`, ``SpanCounts.load``, ...):
+        the same ranks as :meth:`train_from_iterator` on the texts they were counted from. The
+        options are :meth:`train_from_iterator`'s; ``pattern=None`` takes the counts' pattern,
+        and another pattern than theirs is a ValueError naming both. The counts are borrowed,
+        not copied.
+
+        >>> import bpeforge
+        >>> counts = bpeforge.count(["aaab"] * 3)
+        >>> tok = Tokenizer.train_from_counts(counts, vocab_size=259, special_tokens=[])
+        >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
+        [b'aa', b'ab', b'aaab']
+        """
+        training = Training(
+            vocab_size,
+            pattern=counts.pattern if pattern is None and isinstance(counts, _core.SpanCounts) else pattern,
+            special_tokens=special_tokens,
+            min_frequency=min_frequency,
+            num_threads=num_threads,
+        )
+        trained = training.run_counts(counts, progress)
+        tokenizer = trained.build(cls)
         if trained.stopped_early:
             warnings.warn(
                 f"training stopped at {len(trained.ranks)} ranks of the {trained.ranks_asked} asked for: {trained.stop_reason}",

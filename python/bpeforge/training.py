@@ -20,7 +20,7 @@ from . import _core
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
 from .checks import MAX_TOKEN_ID, as_int, special_token_ids
 from .errors import NoTextError, OptionError
-from .patterns import resolve_pattern
+from .patterns import pattern_label, resolve_pattern
 from .progress import ConsoleProgress
 
 T = TypeVar("T", bound=BaseTokenizer)
@@ -172,18 +172,7 @@ class Training:
             raise TypeError("texts must be an iterable of str, not bytes (decode them and wrap the text in a list)")
         if type(texts).__name__ == "DataFrame":  # pandas, polars...: iterating gives column names
             raise TypeError("iterator is a DataFrame, whose items are its column names; pass the text column, e.g. df['text']")
-        callback: Optional[ProgressCallback]
-        console: Optional[ConsoleProgress] = None
-        if progress is True:
-            callback = console = ConsoleProgress(log=True)
-        elif isinstance(progress, ConsoleProgress):
-            callback = console = progress
-        elif callable(progress):
-            callback = progress
-        elif progress in (False, None):
-            callback = None
-        else:
-            raise TypeError(f"progress must be a bool or a callable(phase, info), got {type(progress).__name__}")
+        callback, console = progress_callback(progress)
         try:
             self.trainer.train_from_iterator(
                 texts, self.ranks_asked, buffer_size, min_frequency=self.min_frequency, progress=callback
@@ -195,3 +184,67 @@ class Training:
         if console is not None:
             console.close()
         return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)
+
+    def run_counts(
+        self,
+        counts: _core.SpanCounts,
+        progress: Union[bool, ProgressCallback, ConsoleProgress, None] = None,
+    ) -> TrainedRanks:
+        """Trains on span counts (a :class:`~bpeforge.SpanCounts` made with this training's
+        pattern, else a ValueError naming both; borrowed, not copied), with the same options
+        and ``progress`` as :meth:`run`. Counts with no span raise
+        :class:`~bpeforge.errors.NoTextError`.
+
+        >>> counts = _core.SpanCounts.from_mapping({"hello": 4}, pattern="gpt4")
+        >>> sorted(Training(258, special_tokens=[]).run_counts(counts).ranks.values())[-1]
+        257
+        """
+        if not isinstance(counts, _core.SpanCounts):
+            raise TypeError(f"counts must be a SpanCounts, got {type(counts).__name__}")
+        if counts.pattern != self.pattern:
+            raise OptionError(
+                "pattern",
+                f"the span counts were split by {pattern_name(counts.pattern)}, the training asks for "
+                f"{pattern_name(self.pattern)}: counts train only with the pattern they were made with",
+            )
+        if len(counts) == 0:
+            raise NoTextError("no spans to train on: the span counts are empty")
+        callback, console = progress_callback(progress)
+        try:
+            self.trainer.train_from_counts(counts, self.ranks_asked, min_frequency=self.min_frequency, progress=callback)
+        except BaseException:
+            if console is not None:
+                console.abort()
+            raise
+        if console is not None:
+            console.close()
+        return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)
+
+
+def pattern_name(regex: str) -> str:
+    """A split pattern for a message: the first preset's name whose regex it is, else the
+    regex quoted.
+
+    >>> pattern_name(resolve_pattern("gpt2")), pattern_name("[a-z]+")
+    ("'gpt2'", "'[a-z]+'")
+    """
+    label = pattern_label(regex)
+    return repr(regex if label == "custom regex" else label)
+
+
+def progress_callback(
+    progress: Union[bool, ProgressCallback, ConsoleProgress, None],
+) -> tuple[Optional[ProgressCallback], Optional[ConsoleProgress]]:
+    """The callback a ``progress`` argument asks for, and the console progress to close at the
+    end if it is one: ``True`` for progress on stderr, a callable, a
+    :class:`~bpeforge.progress.ConsoleProgress`, or ``False``/``None`` for none."""
+    if progress is True:
+        console = ConsoleProgress(log=True)
+        return console, console
+    if isinstance(progress, ConsoleProgress):
+        return progress, progress
+    if callable(progress):
+        return progress, None
+    if progress in (False, None):
+        return None, None
+    raise TypeError(f"progress must be a bool or a callable(phase, info), got {type(progress).__name__}")

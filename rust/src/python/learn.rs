@@ -7,10 +7,11 @@
 //! thread-locals), as in the count phase. The worker never touches Python: it leaves its
 //! reports for the caller's thread, which makes them in order, and goes on merging.
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -19,8 +20,16 @@ use pyo3::prelude::*;
 
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
-use crate::merge::{learn, Learned, LearnOptions, Merge};
+use crate::count::SortedSpans;
+use crate::merge::{learn_from_spans, Learned, LearnOptions, Merge};
 use crate::{Error, SpanCounts, Vocab};
+
+/// The spans the merge loop learns from: counted by a training (its threads' tables, joined and
+/// then freed once the loop holds them), or span counts the caller keeps (borrowed, not copied).
+pub(super) enum SpansToLearn {
+    Counted(SpanCounts),
+    Sorted(Arc<SortedSpans>),
+}
 
 /// What one run of the merge loop gives back.
 pub(super) struct LearnRun {
@@ -86,19 +95,29 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The worker: joins the counts into spans and runs the merge loop on `pool`, leaving a
+    /// The worker: joins the counts into spans (or borrows sorted ones) and runs the merge loop on `pool`, leaving a
     /// report for `watcher` about every 0.1% of the merges. A panic here would be a bug: it is
     /// caught, so that Python sees a RuntimeError (which `except Exception` handles) rather than
     /// pyo3's PanicException.
-    fn work(&self, pool: &rayon::ThreadPool, counts: SpanCounts, options: &LearnOptions, watcher: &Thread) -> std::thread::Result<Result<Learned, Error>> {
+    fn work(&self, pool: &rayon::ThreadPool, spans: SpansToLearn, options: &LearnOptions, watcher: &Thread) -> std::thread::Result<Result<Learned, Error>> {
         let mut pacer = Pacer::new(self.total);
         let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
             pool.install(|| {
-                // Any order: the merges do not depend on it.
-                let spans = counts.into_spans(&self.stop.requested)?;
+                let sorted;
+                let spans = match spans {
+                    SpansToLearn::Counted(counts) => {
+                        // Any order: the merges do not depend on it.
+                        let spans = counts.into_spans(&self.stop.requested)?;
+                        crate::memory::release();
+                        Cow::Owned(spans)
+                    }
+                    SpansToLearn::Sorted(kept) => {
+                        sorted = kept;
+                        Cow::Borrowed(sorted.spans())
+                    }
+                };
                 self.distinct_spans.store(spans.len(), Ordering::Relaxed);
-                crate::memory::release();
-                let learned = learn(spans, options, &self.stop.requested, |merge, vocab| {
+                let learned = learn_from_spans(spans, options, &self.stop.requested, |merge, vocab| {
                     if self.stop.requested() {
                         return ControlFlow::Break(());
                     }
@@ -150,11 +169,11 @@ impl Run<'_> {
     }
 }
 
-/// The merge loop on counted spans (see the module's comment).
+/// The merge loop on counted or sorted spans (see the module's comment).
 pub(super) fn learn_from(
     py: Python<'_>,
     pool: &rayon::ThreadPool,
-    counts: SpanCounts,
+    spans: SpansToLearn,
     options: LearnOptions,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<LearnRun> {
@@ -173,7 +192,7 @@ pub(super) fn learn_from(
         std::thread::scope(|scope| {
             let worker = std::thread::Builder::new()
                 .name("bpeforge-learn".into())
-                .spawn_scoped(scope, || run.work(pool, counts, &options, &watcher))?;
+                .spawn_scoped(scope, || run.work(pool, spans, &options, &watcher))?;
             run.watch();
             let joined = worker.join();
             shutdown::safe_point(); // before taking the GIL again (see shutdown.rs)

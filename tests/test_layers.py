@@ -26,6 +26,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.base"},
     # files, training, tiktoken's named encodings
     {"bpeforge.io", "bpeforge.training", "bpeforge.pretrained"},
+    # counting spans (progress as training takes it)
+    {"bpeforge.counts"},
     # conversations (re-exports the token-bytes file helpers of io)
     {"bpeforge.chat"},
     # the public Tokenizer, made of the modules above

@@ -46,6 +46,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.cli.signals"},
     {"bpeforge.cli.outputs", "bpeforge.cli.report"},
     {"bpeforge.cli.train", "bpeforge.cli.eval"},
+    # counting spans on the command line (train's input options and reading)
+    {"bpeforge.cli.count"},
     {"bpeforge.cli"},
     {"bpeforge.__main__"},
 ]

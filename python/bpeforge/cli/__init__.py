@@ -29,6 +29,7 @@ __all__ = ["CLIError", "EXTRA_SUBCOMMANDS", "build_parser", "main", "run_train"]
 # that a broken subcommand never breaks `bpeforge train`.
 EXTRA_SUBCOMMANDS: List[Tuple[str, str, str]] = [
     ("bpeforge.cli.eval", "add_eval_parser", "run_eval"),
+    ("bpeforge.cli.count", "add_count_parser", "run_count"),
 ]
 
 

@@ -13,7 +13,7 @@ The package is layered, each module importing only modules of the layers below i
    ``progress`` (console progress), ``version``;
 3. ``base``: the encoding core, :class:`~bpeforge.base.BaseTokenizer`;
 4. ``io`` (saving and loading), ``training`` (the one training path), ``pretrained``
-   (tiktoken's encodings by name);
+   (tiktoken's encodings by name); then ``counts`` (counting texts into span counts);
 5. ``chat`` (conversations for chat models);
 6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above;
 7. ``eval`` (compression compared) and ``inputs`` (corpus readers);

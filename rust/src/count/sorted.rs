@@ -68,24 +68,33 @@ impl SortedSpans {
     /// Distinct spans in any order (as counting gives them), sorted by their bytes in parallel
     /// on the current Rayon pool. Zero counts and empty spans are left out.
     pub fn from_distinct(spans: Spans) -> Self {
-        let mut order: Vec<u32> = (0..spans.len() as u32).collect();
-        order.par_sort_unstable_by(|&a, &b| spans.get(a as usize).0.cmp(spans.get(b as usize).0));
-        Self::gathered(&spans, &order)
+        if spans.len() <= u32::MAX as usize {
+            Self::gathered(&spans, &order_by_bytes::<u32>(&spans, false))
+        } else {
+            Self::gathered(&spans, &order_by_bytes::<usize>(&spans, false))
+        }
     }
 
     /// Spans in any order, repeats included (as a mapping or a foreign file gives them): sorted,
     /// the counts of a repeated span added (an [`Overflow`] if they pass `u64::MAX`), zero
     /// counts and empty spans left out.
     pub fn from_unsorted(spans: Spans) -> Result<Self, Overflow> {
-        let mut order: Vec<u32> = (0..spans.len() as u32).collect();
-        order.par_sort_by(|&a, &b| spans.get(a as usize).0.cmp(spans.get(b as usize).0));
+        if spans.len() <= u32::MAX as usize {
+            Self::summed(&spans, &order_by_bytes::<u32>(&spans, true))
+        } else {
+            Self::summed(&spans, &order_by_bytes::<usize>(&spans, true))
+        }
+    }
+
+    /// The spans of `spans` in the order `order`, the counts of equal neighbours added.
+    fn summed<I: SpanIndex>(spans: &Spans, order: &[I]) -> Result<Self, Overflow> {
         let mut summed = Spans::with_capacity(spans.len(), spans.bytes.len());
         let mut k = 0;
         while k < order.len() {
-            let (span, mut n) = spans.get(order[k] as usize);
+            let (span, mut n) = spans.get(order[k].at());
             k += 1;
-            while k < order.len() && spans.get(order[k] as usize).0 == span {
-                let m = spans.get(order[k] as usize).1;
+            while k < order.len() && spans.get(order[k].at()).0 == span {
+                let m = spans.get(order[k].at()).1;
                 n = n.checked_add(m).ok_or_else(|| Overflow { span: span.to_vec(), counts: (n, m) })?;
                 k += 1;
             }
@@ -119,10 +128,10 @@ impl SortedSpans {
     }
 
     /// The spans of `spans` in the order `order`, skipping zero counts and empty spans.
-    fn gathered(spans: &Spans, order: &[u32]) -> Self {
+    fn gathered<I: SpanIndex>(spans: &Spans, order: &[I]) -> Self {
         let mut sorted = Spans::with_capacity(spans.len(), spans.bytes.len());
         for &i in order {
-            let (span, n) = spans.get(i as usize);
+            let (span, n) = spans.get(i.at());
             if n > 0 && !span.is_empty() {
                 sorted.push(span, n);
             }
@@ -142,6 +151,12 @@ impl SortedSpans {
     /// The spans and their counts, sorted by bytes: what the merge loop trains on.
     pub fn spans(&self) -> &Spans {
         &self.spans
+    }
+
+    /// The spans and their counts, given up (for a merge loop that frees them once it holds
+    /// them).
+    pub fn into_spans(self) -> Spans {
+        self.spans
     }
 
     /// Number of distinct spans.
@@ -246,6 +261,44 @@ impl SortedSpans {
             hasher.update(span);
         }
     }
+}
+
+/// The index of a span in [`Spans`]: 32-bit when there are few enough spans (half the memory
+/// of a sort's order), else 64-bit.
+trait SpanIndex: Copy + Send + Sync {
+    fn of(i: usize) -> Self;
+    fn at(self) -> usize;
+}
+
+impl SpanIndex for u32 {
+    fn of(i: usize) -> Self {
+        i as u32 // callers use u32 only for fewer than 2^32 spans
+    }
+    fn at(self) -> usize {
+        self as usize
+    }
+}
+
+impl SpanIndex for usize {
+    fn of(i: usize) -> Self {
+        i
+    }
+    fn at(self) -> usize {
+        self
+    }
+}
+
+/// The indices of `spans` in the order of their bytes, in parallel on the current Rayon pool;
+/// `stable` keeps equal spans in their order (unneeded for distinct spans).
+fn order_by_bytes<I: SpanIndex>(spans: &Spans, stable: bool) -> Vec<I> {
+    let mut order: Vec<I> = (0..spans.len()).map(I::of).collect();
+    let by_bytes = |a: &I, b: &I| spans.get(a.at()).0.cmp(spans.get(b.at()).0);
+    if stable {
+        order.par_sort_by(by_bytes);
+    } else {
+        order.par_sort_unstable_by(by_bytes);
+    }
+    order
 }
 
 /// The sum of two sorted lists of distinct spans, in one pass.

@@ -20,14 +20,17 @@ use pyo3::prelude::*;
 
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
-use crate::count::SortedSpans;
+use crate::count::{SortedSpans, Spans};
 use crate::merge::{learn_from_spans, Learned, LearnOptions, Merge};
 use crate::{Error, SpanCounts, Vocab};
 
 /// The spans the merge loop learns from: counted by a training (its threads' tables, joined and
-/// then freed once the loop holds them), or span counts the caller keeps (borrowed, not copied).
+/// then freed once the loop holds them), spans given to it (freed alike), or span counts the
+/// caller keeps (borrowed, not copied).
 pub(super) enum SpansToLearn {
     Counted(SpanCounts),
+    /// Spans the loop owns (freed once its table holds them).
+    Owned(Spans),
     Sorted(Arc<SortedSpans>),
 }
 
@@ -111,6 +114,7 @@ impl Run<'_> {
                         crate::memory::release();
                         Cow::Owned(spans)
                     }
+                    SpansToLearn::Owned(spans) => Cow::Owned(spans),
                     SpansToLearn::Sorted(kept) => {
                         sorted = kept;
                         Cow::Borrowed(sorted.spans())

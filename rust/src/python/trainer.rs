@@ -212,7 +212,7 @@ impl Trainer {
             Err(_) => {
                 let pairs = read_counts(py, counts)?;
                 let sorted = py.detach(|| SortedSpans::from_unsorted(pairs)).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
-                (SpansToLearn::Sorted(Arc::new(sorted)), 0)
+                (SpansToLearn::Owned(sorted.into_spans()), 0)
             }
         };
         let pool = self.threads()?;

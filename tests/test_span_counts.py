@@ -48,13 +48,17 @@ def test_count_gives_the_spans_the_pattern_splits_sorted():
     assert counts["hello"] == 2 and counts[b" there"] == 1 and counts["absent"] == 0
 
 
-def test_count_takes_what_the_trainer_takes():
+def test_count_takes_what_the_trainer_takes(tmp_path):
     pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
     texts = ["a b c", "b c d", "c d e"] * 5
     one = bpeforge.count(texts, num_threads=1)
     assert bpeforge.count([texts[:4], texts[4:]]) == one
     assert bpeforge.count([pa.array(texts)]) == one
     assert bpeforge.count(iter(texts), buffer_size=1, num_threads=2) == one
+    pq.write_table(pa.table({"text": texts}), tmp_path / "t.parquet", row_group_size=4)
+    assert bpeforge.count(bpeforge.ParquetReader(tmp_path / "t.parquet", batch_rows=3)) == one
+    assert SpanCounts.merge([one]) == one
 
 
 def test_count_refuses_what_the_trainer_refuses():

@@ -103,6 +103,10 @@ impl PySpanCounts {
         for (i, part) in parts.iter().enumerate().skip(1) {
             first.check_same_kind(part, "part 0", &format!("part {i}"))?;
         }
+        if parts.len() == 1 {
+            // The same counts: shared, not copied (they never change).
+            return Ok(PySpanCounts { spans: Arc::clone(&first.spans), pattern: first.pattern.clone(), options: first.options.clone() });
+        }
         let spans: Vec<&SortedSpans> = parts.iter().map(|p| &*p.spans).collect();
         let sum = py.detach(|| SortedSpans::merge(&spans)).map_err(|e| pyo3::exceptions::PyOverflowError::new_err(e.to_string()))?;
         Ok(PySpanCounts::new(sum, first.pattern.clone(), first.options.clone()))

@@ -110,9 +110,7 @@ impl Run<'_> {
                 let spans = match spans {
                     SpansToLearn::Counted(counts) => {
                         // Any order: the merges do not depend on it.
-                        let spans = counts.into_spans(&self.stop.requested)?;
-                        crate::memory::release();
-                        Cow::Owned(spans)
+                        Cow::Owned(counts.into_spans(&self.stop.requested)?)
                     }
                     SpansToLearn::Owned(spans) => Cow::Owned(spans),
                     SpansToLearn::Sorted(kept) => {
@@ -120,6 +118,8 @@ impl Run<'_> {
                         Cow::Borrowed(sorted.spans())
                     }
                 };
+                // What joining or sorting freed goes back to the system before the loop's tables.
+                crate::memory::release();
                 self.distinct_spans.store(spans.len(), Ordering::Relaxed);
                 let learned = learn_from_spans(spans, options, &self.stop.requested, |merge, vocab| {
                     if self.stop.requested() {

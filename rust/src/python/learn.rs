@@ -98,10 +98,10 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The worker: joins the counts into spans (or borrows sorted ones) and runs the merge loop on `pool`, leaving a
-    /// report for `watcher` about every 0.1% of the merges. A panic here would be a bug: it is
-    /// caught, so that Python sees a RuntimeError (which `except Exception` handles) rather than
-    /// pyo3's PanicException.
+    /// The worker: joins the counts into spans (or takes spans given, or borrows sorted ones)
+    /// and runs the merge loop on `pool`, leaving a report for `watcher` about every 0.1% of
+    /// the merges. A panic here would be a bug: it is caught, so that Python sees a
+    /// RuntimeError (which `except Exception` handles) rather than pyo3's PanicException.
     fn work(&self, pool: &rayon::ThreadPool, spans: SpansToLearn, options: &LearnOptions, watcher: &Thread) -> std::thread::Result<Result<Learned, Error>> {
         let mut pacer = Pacer::new(self.total);
         let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {

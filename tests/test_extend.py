@@ -166,6 +166,15 @@ def test_extending_from_span_counts_is_extending_from_the_texts(a, b, new):
     from_counts = Extension(base, base.n_vocab + new).run(dict(counts))
     assert from_counts.ranks == from_texts.ranks and from_counts.merges() == from_texts.merges()
     assert from_counts.no_text is None
+    span_counts = bpeforge.count(b, pattern=base.pattern)
+    from_span_counts = Extension(base, base.n_vocab + new).run(span_counts)
+    assert from_span_counts.ranks == from_texts.ranks and from_span_counts.merges() == from_texts.merges()
+
+
+def test_span_counts_of_another_pattern_are_refused():
+    base = trained(["a cat sat on a mat"] * 5, 270)
+    with pytest.raises(ValueError, match="split by gpt2, the base tokenizer splits by gpt4"):
+        base.extend(bpeforge.count(["more cats"], pattern="gpt2"), vocab_size=280)
 
 
 def test_the_core_refuses_new_ids_among_the_base_ids():

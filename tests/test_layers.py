@@ -28,6 +28,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.prefix", "bpeforge.plot"},
     # files, training, tiktoken's named encodings
     {"bpeforge.io", "bpeforge.training", "bpeforge.pretrained"},
+    # counting spans (progress as training takes it)
+    {"bpeforge.counts"},
     # HuggingFace's tokenizer.json, both ways (writes files as io does)
     {"bpeforge.huggingface"},
     # extending a tokenizer: continued BPE, on training's helpers
@@ -55,6 +57,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.cli.outputs", "bpeforge.cli.report"},
     {"bpeforge.cli.train", "bpeforge.cli.eval", "bpeforge.cli.export"},
     {"bpeforge.cli.sweep"},
+    # counting spans on the command line (train's input options and reading)
+    {"bpeforge.cli.count"},
     {"bpeforge.cli"},
     {"bpeforge.__main__"},
 ]

@@ -13,7 +13,8 @@ The package is layered, each module importing only modules of the layers below i
    ``progress`` (console progress), ``version``;
 3. ``base``: the encoding core, :class:`~bpeforge.base.BaseTokenizer`;
 4. ``io`` (saving and loading), ``training`` (the one training path), ``pretrained``
-   (tiktoken's encodings by name); then ``huggingface`` (``tokenizer.json`` both ways);
+   (tiktoken's encodings by name); then ``huggingface`` (``tokenizer.json`` both ways) and
+   ``counts`` (counting texts into span counts);
 5. ``chat`` (conversations for chat models);
 6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above; ``rustbpe`` and
    ``nanochat``, the drop-ins for rustbpe and nanochat's tokenizer;
@@ -30,6 +31,10 @@ from .patterns import PATTERNS, resolve_pattern
 from .sweep import Sweep, sweep_vocab_sizes
 from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer
 from .version import __version__
+
+# Span counts: count texts, add counts, train from them.
+from ._core import SpanCounts
+from .counts import count
 
 __all__ = [
     "__version__",
@@ -48,6 +53,8 @@ __all__ = [
     "format_table",
     "resolve_pattern",
     "split",
+    "SpanCounts",
+    "count",
     "Sweep",
     "sweep_vocab_sizes",
 ]

@@ -5,7 +5,7 @@ import os
 import pathlib
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union, final
 
-__all__ = ["Trainer", "ParquetReader", "Encoder", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS"]
+__all__ = ["Trainer", "ParquetReader", "Encoder", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -61,17 +61,18 @@ class Trainer:
         """
     def train_from_counts(
         self,
-        counts: Union[Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
+        counts: Union[SpanCounts, Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
         vocab_size: int,
         *,
         min_frequency: int = 1,
         progress: Optional[_ProgressCallback] = None,
         max_token_length: Optional[int] = None,
     ) -> None:
-        """Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
-        span, not split) to how often it occurs (a non-negative int below 2^64): a mapping, or
-        an iterable of (span, count) pairs. Counts of
-        repeated spans add up. Same stopping rules and progress callback as
+        """Trains from already counted spans: `counts` is a `SpanCounts` (made with this trainer's
+        pattern, else a ValueError naming both; borrowed, not copied), or maps each span (str or
+        bytes, taken as one span, not split) to how often it occurs (a non-negative int below
+        2^64): a mapping, or an iterable of (span, count) pairs. Counts of repeated spans add up
+        (an OverflowError past 2^64-1). Same stopping rules and progress callback as
         `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
         `max_token_length` as for `train_from_iterator`.
         """
@@ -96,7 +97,7 @@ class Trainer:
         """
     def extend_from_counts(
         self,
-        counts: Union[Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
+        counts: Union[SpanCounts, Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
         base_ranks: Sequence[tuple[bytes, int]],
         first_id: int,
         new_tokens: int,
@@ -207,4 +208,191 @@ def split(text: str, pattern: str, *, fast: bool = True) -> list[str]:
     """Splits `text` into spans with `pattern` (a preset's name or a regex), as training does (for
     tests and inspection). Preset patterns use the fast scanner unless `fast=False`, which forces
     fancy-regex.
+    """
+
+@final
+class SpanCounts:
+    """Span counts: the distinct spans of a corpus (as bytes), how often each occurred, the split
+    pattern that made them and the counting options that change spans.
+
+    Made by `bpeforge.count(texts)`, `SpanCounts.from_mapping`, `SpanCounts.load` or
+    `SpanCounts.from_parquet`; added with `+` or `SpanCounts.merge`, exactly (64-bit counts, an
+    OverflowError past 2^64-1) and in any order or grouping with the same result; trained from
+    with `Tokenizer.train_from_counts`. Counts made with different patterns (or options) cannot
+    be added: a ValueError naming both. Immutable; pickles as compact bytes (`to_bytes`).
+    """
+
+    def __len__(self) -> int: ...
+    @property
+    def total(self) -> int:
+        """The sum of the counts: how many span occurrences were counted."""
+    @property
+    def total_bytes(self) -> int:
+        """The sum of count × length in bytes: the bytes of text the spans cover."""
+    @property
+    def pattern(self) -> str:
+        """The split pattern (a regex) the texts were split by."""
+    @property
+    def options(self) -> dict[str, Any]:
+        """The counting options that change spans (e.g. `{"doc_cap": 10000}`), `{}` for none."""
+    def most_common(self, n: Optional[int] = None) -> list[tuple[bytes, int]]:
+        """The `n` most counted spans as `[(span_bytes, count)]`, most counted first (the smaller
+        span first among equal counts); all of them for `n=None`.
+        """
+    def items(self) -> list[tuple[bytes, int]]:
+        """Every span and its count as `[(span_bytes, count)]`, sorted by bytes."""
+    def __getitem__(self, key: _Span, /) -> int: ...
+    def __add__(self, value: SpanCounts, /) -> SpanCounts: ...
+    def __radd__(self, value: int, /) -> SpanCounts: ...
+    @staticmethod
+    def merge(parts: Iterable[SpanCounts]) -> SpanCounts:
+        """staticmethod(function) -> method
+
+        Convert a function to be a static method.
+
+        A static method does not receive an implicit first argument.
+        To declare a static method, use this idiom:
+
+             class C:
+                 @staticmethod
+                 def f(arg1, arg2, argN):
+                     ...
+
+        It can be called either on the class (e.g. C.f()) or on an instance
+        (e.g. C().f()). Both the class and the instance are ignored, and
+        neither is passed implicitly as the first argument to the method.
+
+        Static methods in Python are similar to those found in Java or C++.
+        For a more advanced concept, see the classmethod builtin.
+        """
+    @staticmethod
+    def from_mapping(
+        mapping: Union[Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
+        *,
+        pattern: str,
+        options: Optional[Mapping[str, Any]] = None,
+    ) -> SpanCounts:
+        """staticmethod(function) -> method
+
+        Convert a function to be a static method.
+
+        A static method does not receive an implicit first argument.
+        To declare a static method, use this idiom:
+
+             class C:
+                 @staticmethod
+                 def f(arg1, arg2, argN):
+                     ...
+
+        It can be called either on the class (e.g. C.f()) or on an instance
+        (e.g. C().f()). Both the class and the instance are ignored, and
+        neither is passed implicitly as the first argument to the method.
+
+        Static methods in Python are similar to those found in Java or C++.
+        For a more advanced concept, see the classmethod builtin.
+        """
+    def to_bytes(self) -> bytes:
+        """The counts as compact bytes: pattern, options, spans and counts, and a checksum
+        (`from_bytes` reads them back). About the spans' bytes plus 2-3 bytes per span.
+        """
+    @staticmethod
+    def from_bytes(data: bytes) -> SpanCounts:
+        """staticmethod(function) -> method
+
+        Convert a function to be a static method.
+
+        A static method does not receive an implicit first argument.
+        To declare a static method, use this idiom:
+
+             class C:
+                 @staticmethod
+                 def f(arg1, arg2, argN):
+                     ...
+
+        It can be called either on the class (e.g. C.f()) or on an instance
+        (e.g. C().f()). Both the class and the instance are ignored, and
+        neither is passed implicitly as the first argument to the method.
+
+        Static methods in Python are similar to those found in Java or C++.
+        For a more advanced concept, see the classmethod builtin.
+        """
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    def prune(self, min_count: int) -> tuple[SpanCounts, float]:
+        """The counts of the spans counted at least `min_count` times, and the share of span
+        occurrences left out (0.0 to 1.0): an approximation for corpora whose distinct spans do
+        not fit in memory (rare spans barely change the merges that matter).
+        """
+    def save(self, path: Union[str, os.PathLike[str]]) -> None:
+        """Writes the counts to `path` as Parquet (span bytes as `binary`, counts as `uint64`, sorted
+        by span; pattern, options, format version, totals and a checksum in the metadata),
+        atomically: a temporary file in the same folder, renamed into place. See
+        docs/span-counts.md.
+        """
+    @staticmethod
+    def load(path: Union[str, os.PathLike[str]]) -> SpanCounts:
+        """staticmethod(function) -> method
+
+        Convert a function to be a static method.
+
+        A static method does not receive an implicit first argument.
+        To declare a static method, use this idiom:
+
+             class C:
+                 @staticmethod
+                 def f(arg1, arg2, argN):
+                     ...
+
+        It can be called either on the class (e.g. C.f()) or on an instance
+        (e.g. C().f()). Both the class and the instance are ignored, and
+        neither is passed implicitly as the first argument to the method.
+
+        Static methods in Python are similar to those found in Java or C++.
+        For a more advanced concept, see the classmethod builtin.
+        """
+    @staticmethod
+    def from_parquet(
+        path: Union[str, os.PathLike[str]],
+        *,
+        span: str = "span",
+        count: str = "count",
+        pattern: str,
+        options: Optional[Mapping[str, Any]] = None,
+    ) -> SpanCounts:
+        """staticmethod(function) -> method
+
+        Convert a function to be a static method.
+
+        A static method does not receive an implicit first argument.
+        To declare a static method, use this idiom:
+
+             class C:
+                 @staticmethod
+                 def f(arg1, arg2, argN):
+                     ...
+
+        It can be called either on the class (e.g. C.f()) or on an instance
+        (e.g. C().f()). Both the class and the instance are ignored, and
+        neither is passed implicitly as the first argument to the method.
+
+        Static methods in Python are similar to those found in Java or C++.
+        For a more advanced concept, see the classmethod builtin.
+        """
+
+def count_texts(
+    texts: Iterable[Union[str, list[str], _ArrowArrayExportable]],
+    pattern: Optional[str] = None,
+    *,
+    num_threads: Optional[int] = None,
+    buffer_size: Optional[int] = None,
+    progress: Optional[_ProgressCallback] = None,
+    options: Optional[Mapping[str, Any]] = None,
+) -> tuple[SpanCounts, int, int]:
+    """Counts the spans of an iterable of texts (the items `Trainer.train_from_iterator` takes: str,
+    lists of str, Arrow string arrays, a ParquetReader's batches), splitting and counting
+    without the GIL while the next texts are pulled, and gives their `SpanCounts`, sorted.
+    `pattern`: a preset's name, a regex or None for GPT-4's. `options`: the counting options
+    that changed the texts (recorded, e.g. `{"doc_cap": 10000}`). `progress(phase, info)` as
+    in `Trainer.train_from_iterator`'s phase "count". Returns the counts and the number of texts
+    and of bytes read.
     """

@@ -19,6 +19,7 @@ from . import _core
 from .base import BaseTokenizer
 from .checks import MAX_TOKEN_ID, as_int
 from .errors import NoTextError, OptionError
+from .patterns import pattern_label
 from .progress import ConsoleProgress
 from .training import ProgressCallback, TrainedRanks, progress_callback
 
@@ -91,21 +92,27 @@ class Extension:
 
     def run(
         self,
-        texts: Iterable[Any],
+        texts: Union[Iterable[Any], _core.SpanCounts],
         buffer_size: int = 8192,
         progress: Union[bool, ProgressCallback, ConsoleProgress, None] = None,
     ) -> ExtendedRanks:
         """Learns the new tokens from ``texts``: str, lists of str or Arrow string arrays
-        (consumed once, in batches of ``buffer_size`` texts), or a mapping of spans to counts,
-        spans already split with the base's pattern (as ``Trainer.train_from_counts`` takes
+        (consumed once, in batches of ``buffer_size`` texts), or span counts split with the
+        base's pattern: a :class:`~bpeforge.SpanCounts` (another pattern is a ValueError
+        naming both) or a mapping of spans to counts (as ``Trainer.train_from_counts`` takes
         them). See :meth:`bpeforge.training.Training.run` for ``progress``."""
         if isinstance(texts, (str, bytes)):
             raise TypeError(f"texts must be an iterable of str, not {type(texts).__name__} (wrap the text in a list)")
-        from_counts = isinstance(texts, Mapping)
+        from_counts = isinstance(texts, (Mapping, _core.SpanCounts))
+        if isinstance(texts, _core.SpanCounts) and texts.pattern != self.base.pattern:
+            raise ValueError(
+                f"the span counts were split by {pattern_label(texts.pattern)}, the base tokenizer splits by "
+                f"{pattern_label(self.base.pattern)}: count the new text with the base's pattern"
+            )
         base_ranks = list(self.base.mergeable_ranks.items())
         callback, console = progress_callback(progress)
         try:
-            if from_counts:
+            if isinstance(texts, (Mapping, _core.SpanCounts)):
                 self.trainer.extend_from_counts(
                     texts, base_ranks, self.first_id, self.new_tokens, min_frequency=self.min_frequency, progress=callback
                 )

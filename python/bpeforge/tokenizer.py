@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
-from . import chat, huggingface, io
+from . import _core, chat, huggingface, io
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
 from .extending import Extension
 from .patterns import resolve_pattern
@@ -142,6 +142,48 @@ class Tokenizer(BaseTokenizer):
         if extended.stopped_early:
             warnings.warn(
                 f"extending stopped at {len(extended.ranks)} ranks of the {extended.ranks_asked} asked for: {extended.stop_reason}",
+                stacklevel=2,
+            )
+        return tokenizer
+
+    @classmethod
+    def train_from_counts(
+        cls,
+        counts: _core.SpanCounts,
+        vocab_size: int,
+        *,
+        pattern: Optional[str] = None,
+        special_tokens: Optional[Sequence[str]] = None,
+        min_frequency: int = 1,
+        num_threads: Optional[int] = None,
+        max_token_length: Optional[int] = None,
+        progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
+    ) -> "Tokenizer":
+        """Trains a tokenizer on span counts (:func:`bpeforge.count`, ``SpanCounts.load``, ...):
+        the same ranks as :meth:`train_from_iterator` on the texts they were counted from. The
+        options are :meth:`train_from_iterator`'s; ``pattern=None`` takes the counts' pattern,
+        and another pattern than theirs is a ValueError naming both. The counts are borrowed,
+        not copied.
+
+        >>> import bpeforge
+        >>> counts = bpeforge.count(["aaab"] * 3)
+        >>> tok = Tokenizer.train_from_counts(counts, vocab_size=259, special_tokens=[])
+        >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
+        [b'aa', b'ab', b'aaab']
+        """
+        training = Training(
+            vocab_size,
+            pattern=counts.pattern if pattern is None and isinstance(counts, _core.SpanCounts) else pattern,
+            special_tokens=special_tokens,
+            min_frequency=min_frequency,
+            num_threads=num_threads,
+            max_token_length=max_token_length,
+        )
+        trained = training.run_counts(counts, progress)
+        tokenizer = trained.build(cls)
+        if trained.stopped_early:
+            warnings.warn(
+                f"training stopped at {len(trained.ranks)} ranks of the {trained.ranks_asked} asked for: {trained.stop_reason}",
                 stacklevel=2,
             )
         return tokenizer

@@ -20,7 +20,7 @@ from . import _core
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
 from .checks import MAX_TOKEN_ID, as_int, special_token_ids
 from .errors import NoTextError, OptionError
-from .patterns import resolve_pattern
+from .patterns import pattern_label, resolve_pattern
 from .progress import ConsoleProgress
 
 T = TypeVar("T", bound=BaseTokenizer)
@@ -219,3 +219,50 @@ class Training:
         if console is not None:
             console.close()
         return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)
+
+    def run_counts(
+        self,
+        counts: _core.SpanCounts,
+        progress: Union[bool, ProgressCallback, ConsoleProgress, None] = None,
+    ) -> TrainedRanks:
+        """Trains on span counts (a :class:`~bpeforge.SpanCounts` made with this training's
+        pattern, else a ValueError naming both; borrowed, not copied), with the same options
+        and ``progress`` as :meth:`run`. Counts with no span raise
+        :class:`~bpeforge.errors.NoTextError`.
+
+        >>> counts = _core.SpanCounts.from_mapping({"hello": 4}, pattern="gpt4")
+        >>> sorted(Training(258, special_tokens=[]).run_counts(counts).ranks.values())[-1]
+        257
+        """
+        if not isinstance(counts, _core.SpanCounts):
+            raise TypeError(f"counts must be a SpanCounts, got {type(counts).__name__}")
+        if counts.pattern != self.pattern:
+            raise OptionError(
+                "pattern",
+                f"the span counts were split by {pattern_name(counts.pattern)}, the training asks for "
+                f"{pattern_name(self.pattern)}: counts train only with the pattern they were made with",
+            )
+        if len(counts) == 0:
+            raise NoTextError("no spans to train on: the span counts are empty")
+        callback, console = progress_callback(progress)
+        try:
+            self.trainer.train_from_counts(counts, self.ranks_asked, min_frequency=self.min_frequency, progress=callback)
+        except BaseException:
+            if console is not None:
+                console.abort()
+            raise
+        if console is not None:
+            console.close()
+        return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)
+
+
+def pattern_name(regex: str) -> str:
+    """A split pattern for a message: the first preset's name whose regex it is, else the
+    regex quoted.
+
+    >>> pattern_name(resolve_pattern("gpt2")), pattern_name("[a-z]+")
+    ("'gpt2'", "'[a-z]+'")
+    """
+    label = pattern_label(regex)
+    return repr(regex if label == "custom regex" else label)
+

@@ -7,13 +7,15 @@
 //! - `feed.rs`: counting the texts of a Python iterator; `arrow.rs`: Arrow arrays among them;
 //! - `learn.rs`: the merge loop, watched for Ctrl-C and progress; `progress.rs`: the callback;
 //! - `args.rs`: arguments checked; `pool.rs`: the thread pools; `shutdown.rs`: interpreter exit;
-//! - `parquet.rs`: the `ParquetReader` class; `encode.rs`: the `Encoder` class (counting tokens).
+//! - `parquet.rs`: the `ParquetReader` class; `encode.rs`: the `Encoder` class (counting tokens);
+//! - `counts.rs`: the `SpanCounts` class and `count_texts`.
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 mod args;
 mod arrow;
+mod counts;
 mod encode;
 mod feed;
 mod learn;
@@ -130,6 +132,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<trainer::Trainer>()?;
     m.add_class::<parquet::ParquetReader>()?;
     m.add_class::<encode::Encoder>()?;
+    m.add_class::<counts::PySpanCounts>()?;
+    m.add_function(wrap_pyfunction!(counts::count_texts, m)?)?;
     m.add_function(wrap_pyfunction!(check_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
     m.add_function(wrap_pyfunction!(check_pattern, m)?)?;

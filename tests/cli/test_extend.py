@@ -59,3 +59,24 @@ def test_extend_a_base_with_special_tokens(tmp_path):
     assert r.returncode == 0, r.stderr
     tok = check_saved(tmp_path / "ext")
     assert tok.special_tokens == base.special_tokens and tok.n_vocab == base.n_vocab + 5
+
+
+def test_extend_from_counts_equals_extending_from_the_text(tmp_path):
+    english = write(tmp_path / "en.txt", ["the cat sat on the mat", "a dog and a cat"] * 20)
+    code = write(tmp_path / "code.txt", ["int main(void) { return 0; }", "for (int i = 0; i < n; i++)"] * 20)
+    base_dir = tmp_path / "en"
+    assert run("train", english, "--vocab-size", 300, "--holdout", 0, "-o", base_dir).returncode == 0
+    base = bpeforge.Tokenizer.load(base_dir)
+    counts = tmp_path / "code.parquet"
+    r = run("count", code, "-o", counts)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "en+code"
+    r = run("train", "--extend", base_dir, "--from-counts", counts, "--vocab-size", base.n_vocab + 20, "-o", out)
+    assert r.returncode == 0, r.stderr
+    api = base.extend(code.read_text().splitlines(), vocab_size=base.n_vocab + 20)
+    tok = check_saved(out)
+    assert tok.mergeable_ranks == api.mergeable_ranks and tok.special_tokens == api.special_tokens
+    gpt2 = tmp_path / "gpt2.parquet"
+    assert run("count", code, "--pattern", "gpt2", "-o", gpt2).returncode == 0
+    r = run("train", "--extend", base_dir, "--from-counts", gpt2, "--vocab-size", base.n_vocab + 20, "-o", tmp_path / "o")
+    assert_one_line_error(r, "gpt2.parquet", "the base tokenizer splits by gpt4")

@@ -30,6 +30,7 @@ __all__ = ["CLIError", "EXTRA_SUBCOMMANDS", "build_parser", "main", "run_train"]
 # that a broken subcommand never breaks `bpeforge train`.
 EXTRA_SUBCOMMANDS: List[Tuple[str, str, str]] = [
     ("bpeforge.cli.eval", "add_eval_parser", "run_eval"),
+    ("bpeforge.cli.count", "add_count_parser", "run_count"),
     ("bpeforge.cli.export", "add_export_parser", "run_export"),
     ("bpeforge.cli.sweep", "add_sweep_parser", "run_sweep"),
 ]

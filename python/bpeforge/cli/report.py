@@ -252,3 +252,55 @@ def format_report(
     rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
     width = max(len(name) for name, _ in rows)
     return "".join(f"{name:<{width}}  {value}\n" for name, value in rows)
+
+
+# ------------------------------------------------------------------------------ training from span counts
+
+
+def measure_on_file(ranks: Dict[bytes, int], pattern: str, path: Optional[str], max_bytes: int) -> Compression:
+    """Bytes per token on the first ``max_bytes`` of the text file ``path`` (``--eval-text``),
+    cut at a character boundary; without one, a :class:`Compression` saying it was not
+    measured (span counts hold no text). Never raises: the tokenizer is saved already."""
+    if path is None:
+        return Compression("texts", "", 0, 0, 0, failure="no --eval-text FILE given (span counts hold no text to measure on)")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 4)
+        cut = len(data) > max_bytes
+        text = data[:max_bytes].decode("utf-8", "ignore") if cut else data.decode("utf-8")
+        tokens, covered = _core.Encoder(list(ranks.items()), pattern).count([text])
+    except Exception as e:  # noqa: BLE001 - a report, after the tokenizer is saved
+        return Compression("texts", "", 0, 0, 0, failure=f"--eval-text {path}: {one_line(e)} ({type(e).__name__})")
+    note = f"(--eval-text {path}" + (f", its first {covered:,} bytes)" if cut else ")")
+    return Compression("texts", note, 1, covered, tokens)
+
+
+def format_counts_report(
+    *,
+    source: str,
+    counts: Any,
+    stats: Dict[str, Any],
+    merges: Sequence[Tuple[int, int, int, int]],
+    ranks: Dict[bytes, int],
+    tokenizer: BaseTokenizer,
+    pattern_label: str,
+    compression: Compression,
+    timings: Timings,
+    folder: Path,
+    tiktoken_file: Path,
+    show: int = 5,
+) -> str:
+    """The report of ``bpeforge train --from-counts``: :func:`format_report`'s rows, with the
+    counts (``counts``, a SpanCounts loaded from ``source``) in place of the corpus."""
+    rows: List[Row] = [
+        ("span counts", f"{source} (loaded in {seconds(stats.get('load_seconds', 0.0))})"),
+        ("distinct spans", f"{len(counts):,}"),
+        ("span occurrences", f"{counts.total:,} ({counts.total_bytes:,} bytes, {counts.total_bytes / 1e6:,.1f} MB)"),
+    ]
+    rows += vocabulary_rows(pattern_label, len(merges), len(ranks), tokenizer)
+    rows += time_rows(stats, 0, len(merges), timings)
+    rows += merge_rows(merges, ranks, show)
+    rows += compression_rows(compression)
+    rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
+    width = max(len(name) for name, _ in rows)
+    return "".join(f"{name:<{width}}  {value}\n" for name, value in rows)

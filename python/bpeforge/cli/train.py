@@ -14,7 +14,8 @@ from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from .. import inputs
 from ..base import NANOCHAT_SPECIAL_TOKENS
-from ..errors import SPLIT_FAILED, InputError, OptionError
+from .._core import SpanCounts
+from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
 from ..extending import Extension
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
@@ -23,7 +24,7 @@ from ..tokenizer import Tokenizer
 from ..training import TrainedRanks, Training
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import Timings, format_report, measure_compression
+from .report import Timings, format_counts_report, format_report, measure_compression, measure_on_file
 from .signals import ExitOnCtrlC
 
 DEFAULT_VOCAB_SIZE = 8192
@@ -234,9 +235,10 @@ def find_inputs(args: argparse.Namespace) -> Inputs:
     return Inputs(sources, left_out, separator, stdlib_root, arrow)
 
 
-def start_progress(args: argparse.Namespace, found: Inputs) -> Tuple[ConsoleProgress, bool]:
+def start_progress(args: argparse.Namespace, found: Inputs, doing: str = "Training on") -> Tuple[ConsoleProgress, bool]:
     """The progress display (and whether it shows anything), with the notes said before
-    reading: a file read once though named twice, the corpus, with ``-v`` the files."""
+    reading: a file read once though named twice, the corpus (after ``doing``), with ``-v``
+    the files."""
     quiet, verbose = args.quiet, args.verbose
     if found.left_out and not quiet:
         again, first = found.left_out[0]
@@ -247,14 +249,14 @@ def start_progress(args: argparse.Namespace, found: Inputs) -> Tuple[ConsoleProg
         file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if verbose else MERGE_LINES_AFTER
     )
     if show:
-        progress.write(f"Training on {found.label}")
+        progress.write(f"{doing} {found.label}")
         if verbose:
             for i, source in enumerate(found.sources[:1000]):
                 progress.write(f"  {i}: {source}")
             if len(found.sources) > 1000:
                 progress.write(f"  ... and {len(found.sources) - 1000:,} more")
     elif found.stdlib_root is not None and not quiet:
-        stderr_line(f"{PROG}: no input given, training on {found.label.split(' (')[0]}")
+        stderr_line(f"{PROG}: no input given, {doing.lower()} {found.label.split(' (')[0]}")
     return progress, show
 
 
@@ -317,6 +319,8 @@ def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
 def run_train(args: argparse.Namespace) -> int:
     """Runs ``bpeforge train`` with parsed ``args``: checks the options, reads the inputs, trains,
     saves the tokenizer and prints the report; returns the exit code. Raises :class:`CLIError`."""
+    if args.from_counts is not None or args.eval_text is not None:
+        return run_train_from_counts(args)
     t_start = time.perf_counter()
     training = set_up_training(args)  # everything that can be checked before reading a byte
     folder, tiktoken_file = output_paths(args.output)
@@ -358,6 +362,90 @@ def run_train(args: argparse.Namespace) -> int:
     if args.quiet:
         return 0
     return print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save))
+
+
+def run_train_from_counts(args: argparse.Namespace) -> int:
+    """``bpeforge train --from-counts PATH``: trains on saved span counts (a file, or a folder
+    loaded as their sum), with the counts' pattern unless ``--pattern`` names it, and measures
+    compression on ``--eval-text FILE`` if given (counts hold no text to measure on)."""
+    if args.from_counts is None:
+        raise CLIError("--eval-text goes with --from-counts (training on INPUTs measures compression on held-out documents)", EXIT_USAGE)
+    refused = [flag for flag, given in [("INPUT", args.inputs), ("--doc-cap", args.doc_cap), ("--max-chars", args.max_chars),
+                                        ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
+    if refused:
+        raise CLIError(f"--from-counts trains on counts, not on text: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+    t_start = time.perf_counter()
+    folder, tiktoken_file = output_paths(args.output)
+    check_output(folder, tiktoken_file, args.force)
+    show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
+    progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
+    if show:
+        progress.write(f"Loading span counts from {args.from_counts}")
+    t_load = time.perf_counter()
+    try:
+        counts = SpanCounts.load(args.from_counts)
+    except (OSError, ValueError) as e:
+        raise CLIError(one_line(e)) from None
+    t_load = time.perf_counter() - t_load
+    if args.pattern is None and args.extend is None:
+        args.pattern = counts.pattern
+    training = set_up_training(args)
+    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
+    if getattr(args, "exit_on_ctrl_c", False):
+        exit_on_ctrl_c.start()
+    try:
+        try:
+            trained: TrainedRanks
+            if isinstance(training, Extension):
+                try:
+                    trained = training.run(counts, progress=progress)
+                except ValueError as e:  # counts split by another pattern than the base's
+                    raise CLIError(f"{args.from_counts}: {one_line(e)}") from None
+            else:
+                trained = training.run_counts(counts, progress)
+        except OptionError as e:
+            raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+        except NoTextError as e:
+            raise CLIError(f"{args.from_counts}: {e}") from None
+        t_build = time.perf_counter()
+        tokenizer = trained.build(Tokenizer)
+        t_build = time.perf_counter() - t_build
+    finally:
+        exit_on_ctrl_c.stop()
+    t_save = time.perf_counter()
+    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
+    t_save = time.perf_counter() - t_save
+    if args.quiet:
+        return 0
+    warnings: List[str] = []
+    if trained.stopped_early:
+        warnings.append(
+            f"training stopped at {len(trained.ranks):,} ranks of the {trained.ranks_asked:,} asked for "
+            f"({trained.stop_reason}); the vocabulary has {tokenizer.n_vocab:,} tokens"
+        )
+    t_eval = time.perf_counter()
+    compression = measure_on_file(trained.ranks, trained.pattern, args.eval_text, HOLDOUT_MAX_BYTES)
+    t_eval = time.perf_counter() - t_eval
+    for w in warnings:
+        stderr_line(f"{PROG}: warning: {w}")
+    stats = dict(trained.stats, load_seconds=t_load)
+    sys.stdout.write(
+        format_counts_report(
+            source=args.from_counts,
+            counts=counts,
+            stats=stats,
+            merges=trained.merges(),
+            ranks=trained.ranks,
+            tokenizer=tokenizer,
+            pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
+            compression=compression,
+            timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
+            folder=folder,
+            tiktoken_file=tiktoken_file,
+        )
+    )
+    sys.stdout.flush()
+    return 0
 
 
 def print_report(
@@ -469,6 +557,10 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"final vocabulary size, 256 bytes + merges + special tokens (default {DEFAULT_VOCAB_SIZE})",
     )
     add_reading_and_training_arguments(p)
+    p.add_argument("--extend", metavar="BASE", help="extend the tokenizer saved in folder BASE with new tokens, every id of it kept (continued BPE; "
+                   "its split pattern and special tokens are kept); --vocab-size is then the final n_vocab")
+    p.add_argument("--from-counts", metavar="PATH", help="train on span counts (a file or folder `bpeforge count` wrote) instead of INPUTs")
+    p.add_argument("--eval-text", metavar="FILE", help="with --from-counts: a text file to measure compression on (its first 1 MB)")
     p.set_defaults(run=run_train)
     return p
 
@@ -476,17 +568,9 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
 def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     """Adds the options of how the inputs are read and trained on, the output's --force and the
     verbosity: what ``train`` shares with the commands that train as it does (``sweep``)."""
-    p.add_argument("--input-format", choices=["text", "jsonl", "parquet"], help="format of every input file named (default: from the extension); in folders, only the files "
-                   "whose extension is of that format are read, hidden ones skipped")
-    p.add_argument("--text-column", default="text", metavar="NAME", help="JSONL field / Parquet column holding the text (default: text)")
-    p.add_argument("--parquet-reader", choices=["bpeforge", "pyarrow"], default="bpeforge",
-                   help="what reads Parquet files: bpeforge's own reader (default; page by page, lists of str, no pyarrow "
-                        "needed) or pyarrow (record batches, handed to Rust as Arrow arrays; needs pyarrow)")
-    p.add_argument("--doc-separator", metavar="SEP", help=r"split text files on SEP (escapes decoded) instead of lines; '' = one document per file")
+    add_input_options(p)
     p.add_argument("--pattern", metavar="PRESET|REGEX", help="split pattern: a preset (gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base) or a regex (default gpt4)")
     p.add_argument("--special-tokens", metavar="none|A,B,...", help="special tokens after the ranks: nanochat (default, 9 tokens), none, or a comma-separated list")
-    p.add_argument("--extend", metavar="BASE", help="extend the tokenizer saved in folder BASE with new tokens, every id of it kept (continued BPE; "
-                   "its split pattern and special tokens are kept); --vocab-size is then the final n_vocab")
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
     p.add_argument("--max-token-length", type=int_at_least(2, "--max-token-length"), metavar="N", help="never make a token longer than N bytes: skip such merges (default: no limit)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
@@ -494,7 +578,18 @@ def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document to measure compression, if it fits in what is left of 1 MB (a larger one is trained on); 0 = none (default {HOLDOUT_EVERY})")
     p.add_argument("--threads", type=int_at_least(1, "--threads"), metavar="N", help="threads for training: counting, and merging (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace an existing output folder / .tiktoken file")
-    p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed JSONL lines, and text documents that are not UTF-8 (counted and reported), instead of stopping")
     verbosity = p.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, with a line per 1%% of the merges, and list the inputs")
+
+
+def add_input_options(p: argparse.ArgumentParser) -> None:
+    """The options saying how to read the inputs (``train``, ``sweep`` and ``count`` share them)."""
+    p.add_argument("--input-format", choices=["text", "jsonl", "parquet"], help="format of every input file named (default: from the extension); in folders, only the files "
+                   "whose extension is of that format are read, hidden ones skipped")
+    p.add_argument("--text-column", default="text", metavar="NAME", help="JSONL field / Parquet column holding the text (default: text)")
+    p.add_argument("--parquet-reader", choices=["bpeforge", "pyarrow"], default="bpeforge",
+                   help="what reads Parquet files: bpeforge's own reader (default; page by page, lists of str, no pyarrow "
+                        "needed) or pyarrow (record batches, handed to Rust as Arrow arrays; needs pyarrow)")
+    p.add_argument("--doc-separator", metavar="SEP", help=r"split text files on SEP (escapes decoded) instead of lines; '' = one document per file")
+    p.add_argument("--skip-bad-lines", action="store_true", help="skip malformed JSONL lines, and text documents that are not UTF-8 (counted and reported), instead of stopping")

@@ -20,9 +20,15 @@ mod counter;
 mod long;
 mod queue;
 mod table;
+// Span counts as an artifact: sorted (`sorted.rs`), packed into bytes (`packed.rs`), saved as
+// Parquet (`file.rs`).
+pub mod file;
+pub mod packed;
+pub mod sorted;
 
 pub use batch::{Batch, BufferError, TextSink};
 pub use counter::{CallerLock, Counted, Counter, NoLock, Progress};
+pub use sorted::{Overflow, SortedSpans};
 use table::{short_len, Table};
 #[cfg(test)]
 use table::SHORT;

@@ -180,19 +180,20 @@ impl EncodedSpans {
 /// are given by dense ids (see the module's comment); `base.ids()` maps them to the extended
 /// vocabulary's ids. Fails as [`super::learn`] does, and on a base that merging pairs cannot
 /// encode with (see [`ExtendBase::new`]).
-pub fn extend(
-    spans: Spans,
+pub fn extend<'a>(
+    spans: impl Into<std::borrow::Cow<'a, Spans>>,
     base: &ExtendBase,
     options: &LearnOptions,
     stop: &AtomicBool,
     on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
+    let spans = spans.into();
     check_total(&spans)?;
     if options.vocab_size <= base.len() {
         return Ok(Learned { vocab: base.vocab.clone(), merges: Vec::new() }); // no merge to make
     }
     let encoded = base.encode(&spans, stop)?;
-    drop(spans);
+    drop(spans); // encoded now: not kept while the pair index is built (if owned)
     if options.vocab_size <= 1 << 16 {
         run(start::<u16>(&encoded, base.len(), stop)?, base.vocab.clone(), options, on_merge)
     } else {

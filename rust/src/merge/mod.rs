@@ -21,6 +21,7 @@
 //! occur a few times and are never chosen); when the heap holds nothing at or above the floor,
 //! the floor is lowered and the pairs between the new and the old floor are pushed.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::ops::ControlFlow;
 use std::sync::atomic::AtomicBool;
@@ -145,9 +146,10 @@ impl<T: TokenId> Loop<T> {
     /// The loop's state before the first merge. Setting `stop` makes it give up soon with
     /// [`Error::Interrupted`]: each step is a pass over the spans (about a second for tens of
     /// millions of them), and it is checked between them and in the longest ones.
-    fn new(spans: Spans, stop: &AtomicBool) -> Result<Self, Error> {
+    fn new<'a>(spans: impl Into<Cow<'a, Spans>>, stop: &AtomicBool) -> Result<Self, Error> {
+        let spans = spans.into();
         let (table, ids) = SpanTable::<T>::new(&spans).map_err(too_many_words)?;
-        drop(spans); // the table holds them now: not kept while the pair index is built
+        drop(spans); // the table holds them now: not kept while the pair index is built (if owned)
         check_stop(stop)?;
         let pairs = start::byte_pair_index(&table, &ids, stop)?;
         Ok(Self::start(table, pairs, ids.len()))
@@ -374,6 +376,18 @@ pub fn learn(
     stop: &AtomicBool,
     on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
+    learn_from_spans(spans, options, stop, on_merge)
+}
+
+/// [`learn`] from spans it owns (freed once the loop's table holds them) or borrows (span counts
+/// the caller keeps, which are not copied).
+pub fn learn_from_spans<'a>(
+    spans: impl Into<Cow<'a, Spans>>,
+    options: &LearnOptions,
+    stop: &AtomicBool,
+    on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
+) -> Result<Learned, Error> {
+    let spans = spans.into();
     check_total(&spans)?;
     if options.vocab_size <= 256 {
         Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make

@@ -7,10 +7,11 @@
 //! thread-locals), as in the count phase. The worker never touches Python: it leaves its
 //! reports for the caller's thread, which makes them in order, and goes on merging.
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -19,8 +20,19 @@ use pyo3::prelude::*;
 
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
-use crate::merge::{extend, learn, ExtendBase, Learned, LearnOptions, Merge};
+use crate::count::{SortedSpans, Spans};
+use crate::merge::{extend, learn_from_spans, ExtendBase, Learned, LearnOptions, Merge};
 use crate::{Error, SpanCounts, Vocab};
+
+/// The spans the merge loop learns from: counted by a training (its threads' tables, joined and
+/// then freed once the loop holds them), spans given to it (freed alike), or span counts the
+/// caller keeps (borrowed, not copied).
+pub(super) enum SpansToLearn {
+    Counted(SpanCounts),
+    /// Spans the loop owns (freed once its table holds them).
+    Owned(Spans),
+    Sorted(Arc<SortedSpans>),
+}
 
 /// What one run of the merge loop gives back.
 pub(super) struct LearnRun {
@@ -91,18 +103,29 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The worker: joins the counts into spans and runs the merge loop on `pool`, leaving a
-    /// report for `watcher` about every 0.1% of the merges. A panic here would be a bug: it is
-    /// caught, so that Python sees a RuntimeError (which `except Exception` handles) rather than
-    /// pyo3's PanicException.
-    fn work(&self, pool: &rayon::ThreadPool, counts: SpanCounts, options: &LearnOptions, watcher: &Thread) -> std::thread::Result<Result<Learned, Error>> {
+    /// The worker: joins the counts into spans (or takes spans given, or borrows sorted ones)
+    /// and runs the merge loop on `pool`, leaving a report for `watcher` about every 0.1% of
+    /// the merges. A panic here would be a bug: it is caught, so that Python sees a
+    /// RuntimeError (which `except Exception` handles) rather than pyo3's PanicException.
+    fn work(&self, pool: &rayon::ThreadPool, spans: SpansToLearn, options: &LearnOptions, watcher: &Thread) -> std::thread::Result<Result<Learned, Error>> {
         let mut pacer = Pacer::new(self.total);
         let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
             pool.install(|| {
-                // Any order: the merges do not depend on it.
-                let spans = counts.into_spans(&self.stop.requested)?;
-                self.distinct_spans.store(spans.len(), Ordering::Relaxed);
+                let sorted;
+                let spans = match spans {
+                    SpansToLearn::Counted(counts) => {
+                        // Any order: the merges do not depend on it.
+                        Cow::Owned(counts.into_spans(&self.stop.requested)?)
+                    }
+                    SpansToLearn::Owned(spans) => Cow::Owned(spans),
+                    SpansToLearn::Sorted(kept) => {
+                        sorted = kept;
+                        Cow::Borrowed(sorted.spans())
+                    }
+                };
+                // What joining or sorting freed goes back to the system before the loop's tables.
                 crate::memory::release();
+                self.distinct_spans.store(spans.len(), Ordering::Relaxed);
                 let on_merge = |merge: &Merge, vocab: &Vocab| {
                     if self.stop.requested() {
                         return ControlFlow::Break(());
@@ -115,7 +138,7 @@ impl Run<'_> {
                     ControlFlow::Continue(())
                 };
                 let learned = match self.base {
-                    None => learn(spans, options, &self.stop.requested, on_merge),
+                    None => learn_from_spans(spans, options, &self.stop.requested, on_merge),
                     Some(base) => extend(spans, base, options, &self.stop.requested, on_merge),
                 };
                 crate::memory::release();
@@ -159,34 +182,34 @@ impl Run<'_> {
     }
 }
 
-/// The merge loop on counted spans (see the module's comment).
+/// The merge loop on counted or sorted spans (see the module's comment).
 pub(super) fn learn_from(
     py: Python<'_>,
     pool: &rayon::ThreadPool,
-    counts: SpanCounts,
+    spans: SpansToLearn,
     options: LearnOptions,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<LearnRun> {
-    run_loop(py, pool, counts, None, options, progress)
+    run_loop(py, pool, spans, None, options, progress)
 }
 
 /// [`learn_from`] extending `base`: the merge loop goes on from the spans encoded with its ranks.
 pub(super) fn extend_from(
     py: Python<'_>,
     pool: &rayon::ThreadPool,
-    counts: SpanCounts,
+    spans: SpansToLearn,
     base: &ExtendBase,
     options: LearnOptions,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<LearnRun> {
-    run_loop(py, pool, counts, Some(base), options, progress)
+    run_loop(py, pool, spans, Some(base), options, progress)
 }
 
 /// The merge loop from the single bytes, or from `base` (see [`learn_from`], [`extend_from`]).
 fn run_loop(
     py: Python<'_>,
     pool: &rayon::ThreadPool,
-    counts: SpanCounts,
+    spans: SpansToLearn,
     base: Option<&ExtendBase>,
     options: LearnOptions,
     progress: Option<&Py<PyAny>>,
@@ -209,7 +232,7 @@ fn run_loop(
         std::thread::scope(|scope| {
             let worker = std::thread::Builder::new()
                 .name("bpeforge-learn".into())
-                .spawn_scoped(scope, || run.work(pool, counts, &options, &watcher))?;
+                .spawn_scoped(scope, || run.work(pool, spans, &options, &watcher))?;
             run.watch();
             let joined = worker.join();
             shutdown::safe_point(); // before taking the GIL again (see shutdown.rs)

@@ -47,7 +47,7 @@ pub struct ParquetReader {
     texts: Mutex<Option<ParquetTexts>>,
 }
 
-fn read_error(path: &std::path::Path, e: ReadError) -> PyErr {
+pub(super) fn read_error(path: &std::path::Path, e: ReadError) -> PyErr {
     let path = path.display();
     match e {
         ReadError::Io(e) => {

@@ -5,21 +5,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use super::args::{as_int, int_arg, max_token_length_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
 use super::feed::{count_iterator, text_of};
-use super::learn::{extend_from, learn_from};
+use super::counts::{pattern_shown, PySpanCounts};
+use super::learn::{extend_from, learn_from, SpansToLearn};
 use super::pool::Pool;
 use super::shutdown;
 use super::splitter_arg;
-use crate::count::Counted;
+use crate::count::{Counted, SortedSpans, Spans};
 use crate::error::STOP_EVERY;
 use crate::merge::{ExtendBase, LearnOptions, Merge, TokenIds};
 use crate::pretokenize::presets;
-use crate::{SpanCounts, Splitter, Vocab};
+use crate::{Splitter, Vocab};
 
 /// Trains byte-level BPE ranks from text, as rustbpe does, exactly and deterministically.
 #[pyclass(module = "bpeforge._core")]
@@ -172,7 +173,7 @@ impl Trainer {
             count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
         let count_seconds = started.elapsed().as_secs_f64();
         let options = LearnOptions { vocab_size, min_frequency, max_token_length };
-        let run = learn_from(py, &pool, counts, options, progress.as_ref())?;
+        let run = learn_from(py, &pool, SpansToLearn::Counted(counts), options, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
         *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids: None };
         Ok(())
@@ -222,7 +223,7 @@ impl Trainer {
             count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
         let count_seconds = started.elapsed().as_secs_f64();
         let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length: None };
-        let run = extend_from(py, &pool, counts, &base, options, progress.as_ref())?;
+        let run = extend_from(py, &pool, SpansToLearn::Counted(counts), &base, options, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
         *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids: Some(base.ids().clone()) };
         Ok(())
@@ -252,7 +253,7 @@ impl Trainer {
         let min_frequency = min_frequency_arg(min_frequency)?;
         let progress = progress_arg(py, progress)?;
         let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
-        let spans = read_counts(py, counts)?;
+        let (spans, _) = self.spans_to_learn(py, counts)?;
         let pool = self.threads()?;
         let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length: None };
         let run = extend_from(py, &pool, spans, &base, options, progress.as_ref())?;
@@ -262,10 +263,11 @@ impl Trainer {
         Ok(())
     }
 
-    /// Trains from already counted spans: `counts` maps each span (str or bytes, taken as one
-    /// span, not split) to how often it occurs (a non-negative int below 2^64): a mapping, or
-    /// an iterable of (span, count) pairs. Counts of
-    /// repeated spans add up. Same stopping rules and progress callback as
+    /// Trains from already counted spans: `counts` is a `SpanCounts` (made with this trainer's
+    /// pattern, else a ValueError naming both; borrowed, not copied), or maps each span (str or
+    /// bytes, taken as one span, not split) to how often it occurs (a non-negative int below
+    /// 2^64): a mapping, or an iterable of (span, count) pairs. Counts of repeated spans add up
+    /// (an OverflowError past 2^64-1). Same stopping rules and progress callback as
     /// `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
     /// `max_token_length` as for `train_from_iterator`.
     #[pyo3(
@@ -287,12 +289,12 @@ impl Trainer {
         let min_frequency = min_frequency_arg(min_frequency)?;
         let max_token_length = max_token_length_arg(max_token_length)?;
         let progress = progress_arg(py, progress)?;
-        let spans = read_counts(py, counts)?;
+        let (spans, bytes) = self.spans_to_learn(py, counts)?;
         let pool = self.threads()?;
         let options = LearnOptions { vocab_size, min_frequency, max_token_length };
         let run = learn_from(py, &pool, spans, options, progress.as_ref())?;
         let mut state = self.state();
-        state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
+        state.stats = Stats { bytes, distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
         state.vocab = run.vocab;
         state.merges = run.merges;
         state.ids = None;
@@ -345,14 +347,44 @@ impl Trainer {
     }
 }
 
+impl Trainer {
+    /// The spans of `counts` for the merge loop, and the bytes they cover (0 when not known): a
+    /// `SpanCounts` (split by this trainer's pattern, or a ValueError naming both) is borrowed;
+    /// a mapping or pairs are summed and sorted.
+    fn spans_to_learn(&self, py: Python<'_>, counts: &Bound<'_, PyAny>) -> PyResult<(SpansToLearn, u64)> {
+        Ok(match counts.cast::<PySpanCounts>() {
+            Ok(counts) => {
+                let counts = counts.get();
+                let pattern = self.state().splitter.pattern().to_owned();
+                if counts.pattern != pattern {
+                    return Err(PyValueError::new_err(format!(
+                        "the span counts were split by {}, this trainer splits by {}: make the trainer with the counts' \
+                         pattern (Trainer(counts.pattern))",
+                        pattern_shown(&counts.pattern),
+                        pattern_shown(&pattern)
+                    )));
+                }
+                let bytes = u64::try_from(counts.spans.total_bytes()).unwrap_or(u64::MAX);
+                (SpansToLearn::Sorted(Arc::clone(&counts.spans)), bytes)
+            }
+            Err(_) => {
+                let pairs = read_counts(py, counts)?;
+                let sorted = py.detach(|| SortedSpans::from_unsorted(pairs)).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
+                (SpansToLearn::Owned(sorted.into_spans()), 0)
+            }
+        })
+    }
+}
+
+
 /// The spans and counts of `train_from_counts`'s `counts`: a mapping (dict, Counter, any
 /// Mapping) gives its items (as a view, read as it goes: a dict's list of items would be made
-/// whole first); anything else must be an iterable of (span, count) pairs. Counts of repeated
-/// spans add up.
-fn read_counts(py: Python<'_>, counts: &Bound<'_, PyAny>) -> PyResult<SpanCounts> {
+/// whole first); anything else must be an iterable of (span, count) pairs. Repeated spans are
+/// kept as they come (sorting adds them up).
+pub(super) fn read_counts(py: Python<'_>, counts: &Bound<'_, PyAny>) -> PyResult<Spans> {
     let mapping = counts.is_instance_of::<PyDict>() || counts.is_instance(&py.import("collections.abc")?.getattr("Mapping")?)?;
     let items = if mapping { counts.call_method0("items")? } else { counts.clone() };
-    let mut spans = SpanCounts::new();
+    let mut spans = Spans::default();
     for (position, item) in items.try_iter()?.enumerate() {
         if position % STOP_EVERY == STOP_EVERY - 1 {
             py.check_signals()?; // Ctrl-C while reading millions of counts
@@ -369,10 +401,10 @@ fn read_counts(py: Python<'_>, counts: &Bound<'_, PyAny>) -> PyResult<SpanCounts
             PyValueError::new_err(format!("the count of item {position} must be between 0 and 2^64-1, got {n}"))
         })?;
         if let Ok(b) = span.cast::<PyBytes>() {
-            spans.add(b.as_bytes(), n);
+            spans.push(b.as_bytes(), n);
         } else {
             let text = text_of(&span, || format!("the span of item {position} of counts"), "str or bytes")?;
-            spans.add(text.as_bytes(), n);
+            spans.push(text.as_bytes(), n);
         }
     }
     Ok(spans)

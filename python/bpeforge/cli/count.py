@@ -1,0 +1,139 @@
+"""``bpeforge count``: counts the spans of every document of the inputs (the inputs and their
+options as ``bpeforge train`` reads them; no hold-out, no sampling) and saves the span counts
+as Parquet, for ``bpeforge train --from-counts`` or ``SpanCounts.load``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, List, Tuple
+
+from ..counts import count_with_figures
+from ..errors import SPLIT_FAILED, InputError
+from ..patterns import resolve_pattern
+from .arguments import CLIError, EXIT_USAGE, PROG, int_at_least, one_line, stderr_line
+from .report import peak_memory, seconds
+from .signals import ExitOnCtrlC
+from .train import add_input_options, describe_pattern, find_inputs, open_corpus, sized_stream, start_progress
+
+COUNT_EPILOG = """\
+Counts every document of the inputs (read as `bpeforge train` reads them: see its --help) and
+writes the span counts to OUTPUT, a Parquet file (span bytes and counts, sorted, with the split
+pattern and a checksum in its metadata), atomically. Counts of several runs (other shards, other
+machines) add up: a folder of such files loads as their sum.
+
+examples:
+  bpeforge count data/shard-0*.parquet -o counts/part-0.parquet
+  bpeforge count data/shard-1*.parquet -o counts/part-1.parquet
+  bpeforge train --from-counts counts/ --vocab-size 65536 -o out/tok --eval-text sample.txt
+"""
+
+
+def check_count_output(output: str, force: bool) -> Path:
+    """The output path, checked before any input is read: a ``.parquet`` file, not there yet
+    unless ``--force``; its folder is made if need be."""
+    path = Path(output)
+    if path.suffix != ".parquet":
+        raise CLIError(f"-o {output}: span counts are written to a .parquet file (a folder of them loads as their sum)", EXIT_USAGE)
+    if path.is_dir():
+        raise CLIError(f"-o {output}: is a folder")
+    if path.exists() and not force:
+        raise CLIError(f"-o {output}: already exists (use --force to replace it)")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CLIError(f"-o {output}: cannot make its folder ({one_line(e)})") from None
+    return path
+
+
+def run_count(args: argparse.Namespace) -> int:
+    """Runs ``bpeforge count`` with parsed ``args``; returns the exit code. Raises
+    :class:`CLIError`."""
+    t_start = time.perf_counter()
+    try:
+        pattern = resolve_pattern(args.pattern)
+    except ValueError as e:
+        raise CLIError(f"--pattern: {one_line(e)}", EXIT_USAGE) from None
+    output = check_count_output(args.output, args.force)
+    found = find_inputs(args)
+    progress, show = start_progress(args, found, "Counting")
+    args.holdout, args.max_chars = 0, None  # every document is counted
+    corpus = open_corpus(args, found, progress, show)
+    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
+    if getattr(args, "exit_on_ctrl_c", False):
+        exit_on_ctrl_c.start()
+    try:
+        try:
+            batches, buffer_size = sized_stream(corpus)
+            counted = count_with_figures(
+                batches,
+                pattern,
+                num_threads=args.threads,
+                buffer_size=buffer_size,
+                progress=progress,
+                options={"doc_cap": args.doc_cap} if args.doc_cap is not None else None,
+            )
+        except InputError as e:
+            raise CLIError(str(e)) from None
+        except RuntimeError as e:
+            if str(e).startswith(SPLIT_FAILED):
+                raise CLIError(f"{one_line(e)}; simplify --pattern (fewer nested repetitions, lookarounds)") from None
+            raise
+        if not corpus.documents:
+            raise CLIError("no documents to count: the inputs hold no text")
+        t_count = time.perf_counter() - t_start
+        t_save = time.perf_counter()
+        try:
+            counted.counts.save(output)
+        except OSError as e:
+            raise CLIError(f"-o {output}: {one_line(e)}") from None
+        t_save = time.perf_counter() - t_save
+    finally:
+        exit_on_ctrl_c.stop()
+    if args.quiet:
+        return 0
+    if corpus.bad_lines.count and found.stdlib_root is None:
+        stderr_line(f"{PROG}: warning: skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
+    counts, size = counted.counts, os.path.getsize(output)
+    peak = peak_memory()
+    rows: List[Tuple[str, str]] = [
+        ("corpus", found.label),
+        ("documents", f"{corpus.documents:,}" + (f" (skipped: {corpus.bad_lines.describe()})" if corpus.bad_lines.count else "")),
+        ("bytes", f"{counted.bytes:,} ({counted.bytes / 1e6:,.1f} MB)"),
+        ("pattern", describe_pattern(args.pattern, pattern) + (f"; documents cropped to {args.doc_cap:,} characters" if args.doc_cap else "")),
+        ("distinct spans", f"{len(counts):,}"),
+        ("span occurrences", f"{counts.total:,}"),
+        ("time", f"reading + counting {seconds(t_count)}, {counted.bytes / 1e6 / max(t_count, 1e-9):,.1f} MB/s; saving {seconds(t_save)}"),
+        ("peak memory", f"{peak / 1e6:,.0f} MB (max RSS)" if peak is not None else "n/a"),
+        ("saved", f"{output} ({size:,} bytes, {size / max(len(counts), 1):.1f} bytes per distinct span)"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    sys.stdout.write("".join(f"{name:<{width}}  {value}\n" for name, value in rows))
+    sys.stdout.flush()
+    return 0
+
+
+def add_count_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Adds the ``count`` subcommand and its options to ``subparsers``; returns its parser."""
+    p = subparsers.add_parser(
+        "count",
+        help="count the spans of text, JSONL or Parquet files into a span counts file",
+        description="Count the spans of every document and save them (Parquet), to train from later or elsewhere.",
+        epilog=COUNT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("inputs", nargs="*", metavar="INPUT", help="files, folders or globs (default: this Python's standard library)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.parquet", help="the span counts file to write")
+    add_input_options(p)
+    p.add_argument("--pattern", metavar="PRESET|REGEX", help="split pattern: a preset (gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base) or a regex (default gpt4)")
+    p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (recorded in the counts)")
+    p.add_argument("--threads", type=int_at_least(1, "--threads"), metavar="N", help="threads for counting (default: all cores)")
+    p.add_argument("--force", action="store_true", help="replace an existing output file")
+    verbosity = p.add_mutually_exclusive_group()
+    verbosity.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, and list the inputs")
+    p.set_defaults(run=run_count)
+    return p

@@ -248,7 +248,7 @@ impl Spans {
 
     /// The spans of `parts`, one part after the other: the first part grown in place (a large
     /// buffer is remapped, not copied) and each later one appended, then freed, so that the
-    /// spans are held about once and a half at most rather than twice.
+    /// spans are held once plus the part being appended (with two parts, 1.5 times), not twice.
     fn concat(parts: Vec<Spans>) -> Spans {
         let (spans, bytes) = parts.iter().fold((0, 0), |(n, b), part| (n + part.len(), b + part.bytes.len()));
         let mut parts = parts.into_iter();

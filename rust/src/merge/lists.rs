@@ -5,8 +5,9 @@
 //! dropped list is simply no longer referred to (looking at it to count it would cost a cache
 //! miss per dropped list). When the arena has doubled since the last compaction, the live
 //! lists slide down over the dropped ones ([`Lists::compact`]), in the order they were
-//! written, which is the order of the pairs in the index. So the arena holds at most twice
-//! what was live at the last compaction, and compactions cost O(1) per word written.
+//! written, which is the order of the pairs in the index. So the arena holds at most
+//! [`GROWTH`] times what was live at the last compaction, and compactions cost O(1) per word
+//! written (`1 / (GROWTH - 1)` copies of each).
 
 /// Where a list starts in the arena (its length word). [`EMPTY`] is the empty list.
 pub(super) type ListAt = u64;
@@ -16,6 +17,18 @@ pub(super) const EMPTY: ListAt = u64::MAX;
 
 /// The arena is not compacted below this many words, so small runs never compact.
 const MIN_COMPACT: usize = 1 << 20;
+
+/// The arena is compacted once it holds this many times what was live at the last compaction
+/// (as a fraction: 5/4). The lists are most of the merge loop's memory on text with many
+/// distinct spans (about a word per span and pair it holds at the start), so the arena's slack
+/// is what its peak grows by; a smaller one costs more compactions, each a pass over the live
+/// lists, which stays a small part of the loop's time (benches/README.md, span memory).
+const GROWTH: (usize, usize) = (5, 4);
+
+/// [`GROWTH`] times `words`.
+fn grown(words: usize) -> usize {
+    words / GROWTH.1 * GROWTH.0 + words % GROWTH.1 * GROWTH.0 / GROWTH.1
+}
 
 pub(super) struct Lists {
     words: Vec<u32>,
@@ -88,9 +101,9 @@ impl Lists {
         }
     }
 
-    /// Whether [`Lists::compact`] is due: the arena doubled since the last one.
+    /// Whether [`Lists::compact`] is due: the arena grew by [`GROWTH`] since the last one.
     pub(super) fn wants_compacting(&self) -> bool {
-        self.words.len() >= self.min_compact.max(2 * self.compacted)
+        self.words.len() >= self.min_compact.max(grown(self.compacted))
     }
 
     /// Slides the live lists down over the dropped ones. `live` must yield every live list exactly
@@ -110,11 +123,11 @@ impl Lists {
             to += len;
         }
         self.words.truncate(to);
-        // Keep the room the lists fill before the next compaction (which is due at twice what
-        // is live): given back, it would only be faulted in again, a visible share of the merge
-        // loop on text with many distinct spans (CJK: benches/shapes.py). Give back the rest of
-        // the freed end: the arena's peak is what counts against memory.
-        self.words.shrink_to(2 * to);
+        // Keep the room the lists fill before the next compaction (which is due at GROWTH times
+        // what is live): given back, it would only be faulted in again, a visible share of the
+        // merge loop on text with many distinct spans (CJK: benches/shapes.py). Give back the
+        // rest of the freed end: the arena's peak is what counts against memory.
+        self.words.shrink_to(grown(to));
         self.compacted = to;
     }
 
@@ -170,7 +183,7 @@ mod tests {
                 // The room kept is what the lists fill before the next compaction: no less (it
                 // would only be faulted in again), and no more.
                 let kept = lists.words.capacity();
-                assert!(kept <= 2 * lists.words() && kept >= room.min(2 * lists.words()), "{kept} words kept for {} live", lists.words());
+                assert!(kept <= grown(lists.words()) && kept >= room.min(grown(lists.words())), "{kept} words kept for {} live", lists.words());
                 compactions += 1;
             }
             if step % 997 == 0 {

@@ -172,45 +172,53 @@ impl<T: TokenId> SpanTable<T> {
     /// The table, and the ids of its spans in order (which is increasing). Spans shorter than
     /// two bytes hold no pair and are left out. Fails if the table would pass the ids' reach
     /// (more than 2^34 words, see [`ID_SHIFT`]).
+    ///
+    /// Built in two passes over groups of consecutive spans, in parallel: the words and the
+    /// spans each group keeps, then each group writes its spans and their ids into its own
+    /// stretch of the table and of the ids. Nothing per span is held besides the table and
+    /// the ids (a list of where each span goes would take more memory than the ids).
     pub(super) fn new(spans: &Spans) -> Result<(Self, Vec<u32>), usize> {
         let h = header_words::<T>();
-        // Where each kept span starts, in words, and where the table ends.
-        let mut starts: Vec<(usize, usize)> = Vec::with_capacity(spans.len());
-        let mut total = 0;
-        for (i, (bytes, n)) in spans.iter().enumerate() {
-            if bytes.len() >= 2 && n > 0 {
-                starts.push((i, total));
-                total += padded(h + bytes.len());
-            }
-        }
+        let kept = |(bytes, n): (&[u8], u64)| bytes.len() >= 2 && n > 0;
+        let per_group = spans.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 12);
+        let groups: Vec<std::ops::Range<usize>> = (0..spans.len()).step_by(per_group).map(|at| at..spans.len().min(at + per_group)).collect();
+        // Per group: (words, spans kept).
+        let sizes: Vec<(usize, usize)> = groups
+            .par_iter()
+            .map(|group| {
+                group.clone().map(|i| spans.get(i)).filter(|&s| kept(s)).fold((0, 0), |(words, n), (bytes, _)| (words + padded(h + bytes.len()), n + 1))
+            })
+            .collect();
+        let (total, count) = sizes.iter().fold((0, 0), |(w, n), &(words, kept)| (w + words, n + kept));
         if total >> ID_SHIFT >= u32::MAX as usize {
             return Err(total);
         }
-        let blocks = starts.iter().step_by(SPANS_PER_TASK).map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
-        // Filled in parallel, each part of the spans into its own stretch of the table.
         let mut words = vec![T::new(0); total];
-        let groups = starts.chunks(starts.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 12));
-        let mut parts = Vec::new();
-        let mut rest = &mut words[..];
-        let mut done = 0;
-        for part in groups {
-            let end = part.last().map_or(done, |&(i, at)| at + padded(h + spans.get(i).0.len()));
-            let (part_spans, later) = rest.split_at_mut(end - done);
-            parts.push((part, done, part_spans));
-            (rest, done) = (later, end);
+        let mut ids = vec![0u32; count];
+        let mut stretches = Vec::with_capacity(groups.len());
+        let (mut rest_words, mut rest_ids, mut first) = (&mut words[..], &mut ids[..], 0);
+        for (group, &(group_words, group_spans)) in groups.iter().zip(&sizes) {
+            let (w, later_words) = std::mem::take(&mut rest_words).split_at_mut(group_words);
+            let (i, later_ids) = std::mem::take(&mut rest_ids).split_at_mut(group_spans);
+            stretches.push((group.clone(), first, w, i));
+            (rest_words, rest_ids, first) = (later_words, later_ids, first + group_words);
         }
-        parts.into_par_iter().for_each(|(part, first, part_spans)| {
-            for &(i, at) in part {
-                let (bytes, n) = spans.get(i);
-                let span = &mut part_spans[at - first..];
+        stretches.into_par_iter().for_each(|(group, first, words, ids)| {
+            let (mut at, mut next_id) = (0, ids.iter_mut());
+            for (bytes, n) in group.map(|i| spans.get(i)).filter(|&s| kept(s)) {
+                let span = &mut words[at..];
                 write_bits(span, bytes.len() as u64, 32);
                 write_bits(&mut span[32 / T::BITS as usize..], n, 64);
                 for (w, &b) in span[h..h + bytes.len()].iter_mut().zip(bytes) {
                     *w = T::new(u32::from(b));
                 }
+                if let Some(id) = next_id.next() {
+                    *id = ((first + at) >> ID_SHIFT) as u32;
+                }
+                at += padded(h + bytes.len());
             }
         });
-        let ids = starts.iter().map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
+        let blocks = ids.iter().step_by(SPANS_PER_TASK).copied().collect();
         Ok((SpanTable { words, blocks }, ids))
     }
 

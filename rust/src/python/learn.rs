@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
 use crate::count::{SortedSpans, Spans};
-use crate::merge::{extend, learn_from_spans, ExtendBase, Learned, LearnOptions, Merge};
+use crate::merge::{extend, learn, ExtendBase, Learned, LearnOptions, Merge};
 use crate::{Error, SpanCounts, Vocab};
 
 /// The spans the merge loop learns from: counted by a training (its threads' tables, joined and
@@ -138,7 +138,7 @@ impl Run<'_> {
                     ControlFlow::Continue(())
                 };
                 let learned = match self.base {
-                    None => learn_from_spans(spans, options, &self.stop.requested, on_merge),
+                    None => learn(spans, options, &self.stop.requested, on_merge),
                     Some(base) => extend(spans, base, options, &self.stop.requested, on_merge),
                 };
                 crate::memory::release();

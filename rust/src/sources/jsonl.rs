@@ -70,6 +70,16 @@ impl JsonlTexts {
         }
     }
 
+    /// The field read.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// The file read.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
     fn fill(&mut self) -> Result<(), InputError> {
         if self.pos > 0 {
             self.buf.drain(..self.pos);

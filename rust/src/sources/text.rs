@@ -8,8 +8,6 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use memchr::memmem;
-
 use super::bad_lines::BadLines;
 use super::open::{read_error, Input, InputError};
 
@@ -23,7 +21,6 @@ pub struct TextDocuments {
     regular: bool,
     /// Empty: the whole file is one document.
     separator: Vec<u8>,
-    finder: memmem::Finder<'static>,
     skip_bad: bool,
     /// Bytes read and not yet handed on; `buf[pos..]` is the unfinished document.
     buf: Vec<u8>,
@@ -49,7 +46,6 @@ impl TextDocuments {
             input: input.read,
             regular: input.regular,
             separator: separator.as_bytes().to_vec(),
-            finder: memmem::Finder::new(separator.as_bytes()).into_owned(),
             skip_bad,
             buf: Vec::new(),
             pos: 0,
@@ -96,7 +92,7 @@ impl TextDocuments {
         loop {
             if self.started {
                 if !self.separator.is_empty() {
-                    if let Some(i) = self.finder.find(&self.buf[self.searched..]) {
+                    if let Some(i) = find(&self.buf[self.searched..], &self.separator) {
                         let end = self.searched + i;
                         let next = end + self.separator.len();
                         self.searched = next;
@@ -167,6 +163,13 @@ impl TextDocuments {
     pub fn is_regular(&self) -> bool {
         self.regular
     }
+}
+
+/// Where `needle` (not empty) first occurs in `haystack`: the places of its first byte found
+/// with memchr, each checked (separators are short, and those of one byte the common case).
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    let (&first, rest) = needle.split_first()?;
+    memchr::memchr_iter(first, haystack).find(|&i| haystack[i + 1..].starts_with(rest))
 }
 
 #[cfg(test)]

@@ -165,3 +165,107 @@ def split(text: str, pattern: str, *, fast: bool = True) -> list[str]:
     tests and inspection). Preset patterns use the fast scanner unless `fast=False`, which forces
     fancy-regex.
     """
+
+class InputError(Exception):
+    """A problem with the input data: a missing or unreadable file, a bad line, a missing
+    column. The message is one line and names the file (and line, where there is one)."""
+
+class DocumentReader:
+    """What TextReader and JsonlReader share: iterating gives lists of str; the counts and the
+    held-out documents and sample of the selection (see TextReader) so far."""
+
+    def __iter__(self) -> DocumentReader: ...
+    def __next__(self) -> list[str]: ...
+    @property
+    def path(self) -> pathlib.Path:
+        """The file read."""
+    @property
+    def documents(self) -> int:
+        """Training documents handed on so far (held-out ones not included)."""
+    @property
+    def chars(self) -> int:
+        """Characters of the training documents handed on so far."""
+    @property
+    def bytes(self) -> int:
+        """UTF-8 bytes of the training documents handed on so far."""
+    @property
+    def heldout(self) -> list[str]:
+        """The documents held out (every `holdout_every`-th, within `holdout_max_bytes`)."""
+    @property
+    def heldout_chars(self) -> int: ...
+    @property
+    def heldout_bytes(self) -> int: ...
+    @property
+    def sample(self) -> list[str]:
+        """The start of the training text, up to `sample_max_bytes` bytes."""
+    @property
+    def sample_bytes(self) -> int: ...
+    @property
+    def sample_cropped(self) -> bool:
+        """Whether the sample's last document is cropped (the sample takes no more)."""
+    @property
+    def stopped_early(self) -> bool:
+        """Whether reading stopped at `max_chars`."""
+    @property
+    def bad_lines(self) -> int:
+        """Bad lines (JSONL) or documents that are not UTF-8 (text) skipped so far."""
+    @property
+    def bad_line_examples(self) -> list[str]:
+        """The messages of the first few of them."""
+
+class TextReader(DocumentReader):
+    """Reads the documents of a text file, in batches, with little memory.
+
+    Documents are its lines (ending in `\\n` or `\\r\\n`), or the pieces between `separator`s,
+    or (`""`) the whole file; empty ones are skipped, a UTF-8 byte-order mark opening the file
+    is dropped. `.gz`, `.zst` and `.zstd` are decompressed (or as `compression` says: "gzip",
+    "zstd", "none"); `"-"` is standard input. Bytes that are not UTF-8 raise InputError naming
+    the file and line, or with `skip_bad_lines` the documents holding them are skipped and
+    counted. On the way, as `bpeforge train` reads: documents cropped to `doc_cap` characters,
+    reading stopped after `max_chars`, every `holdout_every`-th document (counting on from
+    `documents_before`) held out within `holdout_max_bytes`, the start kept as a sample of
+    `sample_max_bytes`. `Trainer.train_from_iterator` takes the reader itself as an item and
+    reads it in Rust, without a Python str per document.
+    """
+
+    def __new__(
+        cls,
+        path: Union[str, os.PathLike[str]],
+        separator: str = "\n",
+        *,
+        compression: Optional[str] = None,
+        skip_bad_lines: bool = False,
+        doc_cap: Optional[int] = None,
+        max_chars: Optional[int] = None,
+        holdout_every: Optional[int] = None,
+        holdout_max_bytes: Optional[int] = None,
+        documents_before: Optional[int] = None,
+        sample_max_bytes: Optional[int] = None,
+        batch_docs: Optional[int] = None,
+        batch_bytes: Optional[int] = None,
+    ) -> TextReader: ...
+
+class JsonlReader(DocumentReader):
+    """Reads the texts of a JSONL file, in batches, with little memory: the `text_field` of
+    each line's object (null: skipped), as Python's `json` reads it. Any other line is a bad
+    line (InputError naming the file and line, or skipped and counted with `skip_bad_lines`),
+    and so is a line that is not UTF-8 or whose text holds a lone surrogate. The keyword
+    arguments are TextReader's.
+    """
+
+    def __new__(
+        cls,
+        path: Union[str, os.PathLike[str]],
+        text_field: str = "text",
+        *,
+        compression: Optional[str] = None,
+        skip_bad_lines: bool = False,
+        doc_cap: Optional[int] = None,
+        max_chars: Optional[int] = None,
+        holdout_every: Optional[int] = None,
+        holdout_max_bytes: Optional[int] = None,
+        documents_before: Optional[int] = None,
+        sample_max_bytes: Optional[int] = None,
+        batch_docs: Optional[int] = None,
+        batch_bytes: Optional[int] = None,
+    ) -> JsonlReader: ...

@@ -131,7 +131,10 @@ class Corpus:
             # Closed when Python started: file descriptor 0 may be any file opened since.
             raise InputError("-: standard input is closed")
         room = None if self.max_chars is None else self.max_chars - self.total_chars
-        options = dict(
+        reader = TextReader if source.format == "text" else JsonlReader
+        return reader(
+            source.path,
+            self.doc_separator if source.format == "text" else self.text_column,
             compression=source.compression or "none",
             skip_bad_lines=self.skip_bad_lines,
             doc_cap=self.doc_cap,
@@ -141,9 +144,6 @@ class Corpus:
             documents_before=self._seen,
             sample_max_bytes=0 if self.sample_full else self.holdout_max_bytes - self.sample_bytes,
         )
-        if source.format == "text":
-            return TextReader(source.path, self.doc_separator, **options)
-        return JsonlReader(source.path, self.text_column, **options)
 
     def _read_in_rust(self, source: Source) -> Iterator:
         """The items of a text or JSONL file read by a Rust reader (see the class's comment)."""

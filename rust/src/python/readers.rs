@@ -132,7 +132,8 @@ fn judge_line(py: Python<'_>, line: &[u8], n: u64, field: &str, path: &Path) -> 
     judged().map_err(|e| open::InputError(format!("{}:{n}: cannot read the line ({})", path.display(), e.value(py))))
 }
 
-/// The documents of one text or JSONL file (see [`TextReader`], [`JsonlReader`]).
+/// What `TextReader` and `JsonlReader` share: iterating gives lists of str, and the counts,
+/// held-out documents and sample of what was read so far (see `TextReader`).
 #[pyclass(module = "bpeforge._core", subclass)]
 pub struct DocumentReader {
     path: PathBuf,
@@ -281,11 +282,13 @@ impl DocumentReader {
         self.with_selection(|s| s.heldout.clone())
     }
 
+    /// Characters of the documents held out.
     #[getter]
     fn heldout_chars(&self) -> PyResult<u64> {
         self.with_selection(|s| s.heldout_chars)
     }
 
+    /// UTF-8 bytes of the documents held out.
     #[getter]
     fn heldout_bytes(&self) -> PyResult<u64> {
         self.with_selection(|s| s.heldout_bytes)
@@ -298,6 +301,7 @@ impl DocumentReader {
         self.with_selection(|s| s.sample.clone())
     }
 
+    /// UTF-8 bytes of the sample.
     #[getter]
     fn sample_bytes(&self) -> PyResult<u64> {
         self.with_selection(|s| s.sample_bytes)

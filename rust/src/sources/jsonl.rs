@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::bad_lines::BadLines;
-use super::open::{read_error, Input, InputError};
+use super::open::{describe, Input, InputError};
 
 const CHUNK_BYTES: usize = 1 << 20;
 const BOM: &[u8] = b"\xef\xbb\xbf";
@@ -91,10 +91,8 @@ impl JsonlTexts {
             Ok(n) => self.eof = n == 0,
             Err(e) => {
                 self.buf.truncate(len);
-                let InputError(msg) = read_error(&self.path, &e);
                 let after = if self.lines > 0 { format!(" after line {}", self.lines) } else { String::new() };
-                let shown = self.path.display().to_string();
-                return Err(InputError(msg.replacen(&format!("{shown}: cannot read"), &format!("{shown}: cannot read{after}"), 1)));
+                return Err(InputError(format!("{}: cannot read{after} ({})", self.path.display(), describe(&e))));
             }
         }
         Ok(())
@@ -254,7 +252,7 @@ mod tests {
     use std::io::Cursor;
 
     fn texts(data: &[u8], skip: bool) -> Result<(Vec<String>, Vec<u64>, u64), InputError> {
-        let input = Input { path: "t.jsonl".into(), read: Box::new(Cursor::new(data.to_vec())), regular: false };
+        let input = Input { path: "t.jsonl".into(), read: Box::new(Cursor::new(data.to_vec())) };
         let mut reader = JsonlTexts::new(input, "text", skip);
         let (mut out, mut judged) = (Vec::new(), Vec::new());
         let mut judge = |_: &[u8], n: u64| {

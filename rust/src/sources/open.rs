@@ -52,15 +52,13 @@ impl std::error::Error for InputError {}
 pub struct Input {
     pub path: PathBuf,
     pub read: Box<dyn Read + Send>,
-    /// A regular file (which can be read again to number the line of an error).
-    pub regular: bool,
 }
 
 /// Opens `path` (`-`: standard input), decompressing it as `compression` says.
 pub fn open(path: &Path, compression: Compression) -> Result<Input, InputError> {
     let shown = path.display();
     if path.as_os_str() == "-" {
-        return Ok(Input { path: path.to_path_buf(), read: Box::new(io::stdin()), regular: false });
+        return Ok(Input { path: path.to_path_buf(), read: Box::new(io::stdin()) });
     }
     let file = File::open(path).map_err(|e| open_error(path, &e))?;
     let meta = file.metadata().map_err(|e| open_error(path, &e))?;
@@ -76,7 +74,7 @@ pub fn open(path: &Path, compression: Compression) -> Result<Input, InputError> 
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file))),
         Compression::Zstd => Box::new(ZstdFrames::new(file).map_err(|e| read_error(path, &e))?),
     };
-    Ok(Input { path: path.to_path_buf(), read, regular: meta.is_file() })
+    Ok(Input { path: path.to_path_buf(), read })
 }
 
 /// The message for a file that cannot be opened, as the Python package words it.
@@ -101,12 +99,17 @@ fn os_message(e: &io::Error) -> String {
 
 /// The message for a read that failed (bad compressed data, an I/O error).
 pub fn read_error(path: &Path, e: &io::Error) -> InputError {
+    InputError(format!("{}: cannot read ({})", path.display(), describe(e)))
+}
+
+/// `e`'s message on one line, at most 200 characters.
+pub fn describe(e: &io::Error) -> String {
     let mut msg: String = os_message(e).split_whitespace().collect::<Vec<_>>().join(" ");
     if msg.is_empty() {
         msg = format!("{:?}", e.kind());
     }
     msg.truncate(msg.char_indices().nth(200).map_or(msg.len(), |(i, _)| i));
-    InputError(format!("{}: cannot read ({msg})", path.display()))
+    msg
 }
 
 /// Decompresses a `.zst` file frame after frame, failing on a frame cut short.

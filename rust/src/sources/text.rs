@@ -18,7 +18,6 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 pub struct TextDocuments {
     path: PathBuf,
     input: Box<dyn Read + Send>,
-    regular: bool,
     /// Empty: the whole file is one document.
     separator: Vec<u8>,
     skip_bad: bool,
@@ -44,7 +43,6 @@ impl TextDocuments {
         TextDocuments {
             path: input.path,
             input: input.read,
-            regular: input.regular,
             separator: separator.as_bytes().to_vec(),
             skip_bad,
             buf: Vec::new(),
@@ -158,11 +156,6 @@ impl TextDocuments {
             }
         }
     }
-
-    /// Whether the input is a regular file.
-    pub fn is_regular(&self) -> bool {
-        self.regular
-    }
 }
 
 /// Where `needle` (not empty) first occurs in `haystack`: the places of its first byte found
@@ -178,7 +171,7 @@ mod tests {
     use std::io::Cursor;
 
     fn docs(data: &[u8], separator: &str, skip: bool) -> Result<(Vec<String>, u64), InputError> {
-        let input = Input { path: "t.txt".into(), read: Box::new(Cursor::new(data.to_vec())), regular: false };
+        let input = Input { path: "t.txt".into(), read: Box::new(Cursor::new(data.to_vec())) };
         let mut reader = TextDocuments::new(input, separator, skip);
         let mut out = Vec::new();
         while reader.read(&mut |d| {

@@ -58,3 +58,9 @@ __all__ = [
     "Sweep",
     "sweep_vocab_sizes",
 ]
+
+# Text and JSONL files read in Rust, as lists of str or straight into the trainer.
+from ._core import JsonlReader, TextReader  # noqa: E402
+from .errors import InputError  # noqa: E402
+
+__all__ += ["InputError", "JsonlReader", "TextReader"]

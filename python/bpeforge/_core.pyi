@@ -5,7 +5,9 @@ import os
 import pathlib
 from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union, final
 
-__all__ = ["Trainer", "ParquetReader", "Encoder", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
+from typing_extensions import disjoint_base
+
+__all__ = ["Trainer", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -396,3 +398,128 @@ def count_texts(
     in `Trainer.train_from_iterator`'s phase "count". Returns the counts and the number of texts
     and of bytes read.
     """
+
+class InputError(Exception):
+    """A problem with the input data: a missing or unreadable file, a bad line, a missing column. The message is one line and names the file (and line, where there is one)."""
+
+@disjoint_base
+class DocumentReader:
+    """What `TextReader` and `JsonlReader` share: iterating gives lists of str, and the counts,
+    held-out documents and sample of what was read so far (see `TextReader`).
+    """
+
+    def __iter__(self) -> DocumentReader: ...
+    def __next__(self) -> list[str]: ...
+    @property
+    def chars(self) -> int:
+        """Characters of the training documents handed on so far."""
+    @property
+    def path(self) -> pathlib.Path:
+        """The file read."""
+    @property
+    def heldout_chars(self) -> int:
+        """Characters of the documents held out."""
+    @property
+    def bytes(self) -> int:
+        """UTF-8 bytes of the training documents handed on so far."""
+    @property
+    def heldout_bytes(self) -> int:
+        """UTF-8 bytes of the documents held out."""
+    @property
+    def sample(self) -> list[str]:
+        """The start of the training text, up to `sample_max_bytes` bytes (the last document
+        cropped to fit, at a character boundary).
+        """
+    @property
+    def bad_lines(self) -> int:
+        """Bad lines (JSONL) or documents that are not UTF-8 (text) skipped so far."""
+    @property
+    def bad_line_examples(self) -> list[str]:
+        """The messages of the first few of them."""
+    @property
+    def sample_cropped(self) -> bool:
+        """Whether the sample's last document is cropped (the sample takes no more)."""
+    @property
+    def documents(self) -> int:
+        """Training documents handed on so far (held-out ones not included)."""
+    @property
+    def heldout(self) -> list[str]:
+        """The documents held out (every `holdout_every`-th, within `holdout_max_bytes`)."""
+    @property
+    def sample_bytes(self) -> int:
+        """UTF-8 bytes of the sample."""
+    @property
+    def stopped_early(self) -> bool:
+        """Whether reading stopped at `max_chars`."""
+
+@final
+class TextReader(DocumentReader):
+    """Reads the documents of a text file, in batches, with little memory.
+
+    `TextReader(path, separator="\\n", *, compression=None, skip_bad_lines=False, doc_cap=None,
+    max_chars=None, holdout_every=0, holdout_max_bytes=1_000_000, documents_before=0,
+    sample_max_bytes=0, batch_docs=1024, batch_bytes=4 << 20)` opens `path` (`"-"`: standard
+    input; `.gz`, `.zst` and `.zstd` are decompressed, or as `compression` says: "gzip", "zstd"
+    or "none"). Documents are its lines (ending in `\\n` or `\\r\\n`), or the pieces between
+    `separator`s, or (`""`) the whole file; empty ones are skipped, a UTF-8 byte-order mark
+    opening the file is dropped. Bytes that are not UTF-8 raise `InputError` naming the file
+    and line, or with `skip_bad_lines` the documents holding them are skipped and counted
+    (`bad_lines`, `bad_line_examples`).
+
+    On the way (as `bpeforge train` reads): each document is cropped to `doc_cap` characters;
+    reading stops once `max_chars` characters were read (the last document cropped to fit);
+    every `holdout_every`-th document (counting on from `documents_before`) is held out into
+    `heldout` if it fits in what is left of `holdout_max_bytes` bytes; the start of the training
+    text is kept in `sample`, up to `sample_max_bytes` bytes. By default every document is taken
+    whole. Iterating gives lists of str: `batch_docs` documents, or fewer once they hold
+    `batch_bytes` bytes. `Trainer.train_from_iterator` takes the reader itself as one of its
+    items and reads it in Rust, without a Python str per document.
+    """
+
+    def __new__(
+        cls,
+        path: Union[str, os.PathLike[str]],
+        separator: str = "\n",
+        *,
+        compression: Optional[str] = None,
+        skip_bad_lines: bool = False,
+        doc_cap: Optional[int] = None,
+        max_chars: Optional[int] = None,
+        holdout_every: Optional[int] = None,
+        holdout_max_bytes: Optional[int] = None,
+        documents_before: Optional[int] = None,
+        sample_max_bytes: Optional[int] = None,
+        batch_docs: Optional[int] = None,
+        batch_bytes: Optional[int] = None,
+    ) -> TextReader: ...
+
+@final
+class JsonlReader(DocumentReader):
+    """Reads the texts of a JSONL file, in batches, with little memory.
+
+    `JsonlReader(path, text_field="text", *, ...)` takes the same keyword arguments as
+    `TextReader` (but `separator`). Each non-blank line must be a JSON object whose `text_field`
+    is a string (null: skipped), as Python's `json` reads it; any other line is a bad line
+    (`InputError` naming the file and line, or skipped and counted with `skip_bad_lines`), and
+    so is a line that is not UTF-8, or whose text holds a lone surrogate (a `"\\ud800"` escape:
+    such a str cannot be UTF-8 text). serde_json parses the lines; those it refuses and Python's
+    `json` may take (`NaN`, numbers beyond a double, a lone surrogate elsewhere in the line,
+    deep nesting) are read by Python's `json`, so that both agree on every line.
+    """
+
+    def __new__(
+        cls,
+        path: Union[str, os.PathLike[str]],
+        text_field: str = "text",
+        *,
+        compression: Optional[str] = None,
+        skip_bad_lines: bool = False,
+        doc_cap: Optional[int] = None,
+        max_chars: Optional[int] = None,
+        holdout_every: Optional[int] = None,
+        holdout_max_bytes: Optional[int] = None,
+        documents_before: Optional[int] = None,
+        sample_max_bytes: Optional[int] = None,
+        batch_docs: Optional[int] = None,
+        batch_bytes: Optional[int] = None,
+    ) -> JsonlReader: ...

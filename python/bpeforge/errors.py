@@ -26,9 +26,10 @@ class EncodingUnavailable(EvalError, ConnectionError):
     being offline as it would any other failed download."""
 
 
-class InputError(Exception):
-    """A problem with the input data: a missing or unreadable file, a bad line, a missing
-    column. The message is one line and names the file (and line, where there is one)."""
+# A problem with the input data: a missing or unreadable file, a bad line, a missing column.
+# The message is one line and names the file (and line, where there is one). A plain
+# ``Exception``, defined in the compiled core, whose text and JSONL readers raise it too.
+from ._core import InputError  # noqa: E402
 
 
 class NoTextError(ValueError):

@@ -8,7 +8,8 @@
 //! - `learn.rs`: the merge loop, watched for Ctrl-C and progress; `progress.rs`: the callback;
 //! - `args.rs`: arguments checked; `pool.rs`: the thread pools; `shutdown.rs`: interpreter exit;
 //! - `parquet.rs`: the `ParquetReader` class; `encode.rs`: the `Encoder` class (counting tokens);
-//! - `counts.rs`: the `SpanCounts` class and `count_texts`.
+//! - `counts.rs`: the `SpanCounts` class and `count_texts`;
+//! - `readers.rs`: the `TextReader` and `JsonlReader` classes (and `InputError`).
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -22,6 +23,7 @@ mod learn;
 mod parquet;
 mod pool;
 mod progress;
+mod readers;
 mod shutdown;
 mod trainer;
 
@@ -134,6 +136,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encode::Encoder>()?;
     m.add_class::<counts::PySpanCounts>()?;
     m.add_function(wrap_pyfunction!(counts::count_texts, m)?)?;
+    m.add_class::<readers::DocumentReader>()?;
+    m.add_class::<readers::TextReader>()?;
+    m.add_class::<readers::JsonlReader>()?;
+    m.add("InputError", m.py().get_type::<readers::InputError>())?;
     m.add_function(wrap_pyfunction!(check_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
     m.add_function(wrap_pyfunction!(check_pattern, m)?)?;

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, List, Optional, Tuple, Union
 
 from .. import inputs
+from .._core import DocumentReader
 from ..base import NANOCHAT_SPECIAL_TOKENS
 from .._core import SpanCounts
 from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
@@ -281,6 +282,7 @@ def open_corpus(args: argparse.Namespace, found: Inputs, progress: ConsoleProgre
         skip_bad_lines=args.skip_bad_lines or found.stdlib_root is not None,
         on_read=on_read if show else None,
         arrow=found.arrow,  # with pyarrow, Parquet batches reach Rust as Arrow arrays, without a str per document
+        readers=True,  # text and JSONL files reach Rust as readers, read there without a str per document
     )
 
 
@@ -529,6 +531,8 @@ def sized_stream(corpus: Corpus) -> Tuple[Iterable[Any], int]:
     to measure them. (The batch size does not change the result, only memory and speed.)"""
     stream = iter(corpus)
     first = next(stream, None)
+    if isinstance(first, DocumentReader):  # not read yet: the counter's batches end at 2 MiB anyway
+        return itertools.chain([first], stream), MAX_BUFFER
     seen = corpus.documents + len(corpus.heldout)
     average = corpus.total_bytes / seen if seen else 1
     buffer_size = max(MIN_BUFFER, min(MAX_BUFFER, int(BUFFER_BYTES / max(average, 1.0))))

@@ -1,6 +1,8 @@
 """Reading training documents: text, JSONL and Parquet files, folders and globs, ``.gz``/``.zst``.
 
-Everything streams: text is read in 1 MiB chunks, JSONL line by line, Parquet page by page
+Everything streams: text is read in 1 MiB chunks, JSONL line by line (both in Rust, by
+:class:`bpeforge.TextReader` and :class:`bpeforge.JsonlReader`, which :class:`Corpus` uses;
+:func:`read_text` and :func:`read_jsonl` are the Python readers they agree with), Parquet page by page
 (by :class:`bpeforge.ParquetReader`, or by record batches through pyarrow with ``arrow=True``),
 so memory stays bounded whatever the size of the corpus. Readers yield *batches* (lists of str,
 or for Parquet with ``arrow=True`` pyarrow string arrays), which

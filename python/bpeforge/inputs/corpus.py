@@ -3,9 +3,11 @@ characters, with every Nth document held out (within a budget of bytes), counted
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Callable, Iterator, List, Optional, Sequence
 
+from .._core import DocumentReader, JsonlReader, TextReader
 from ..errors import InputError
 from .files import BadLines
 from .jsonl import read_jsonl
@@ -51,6 +53,8 @@ class Corpus:
         skip_bad_lines: bool = False,
         on_read: Optional[Callable[["Corpus", Source], None]] = None,
         arrow: bool = False,
+        readers: bool = False,
+        python_readers: bool = False,
     ) -> None:
         self.sources = list(sources)
         self.text_column = text_column
@@ -62,6 +66,8 @@ class Corpus:
         self.skip_bad_lines = skip_bad_lines
         self.on_read = on_read
         self.arrow = arrow
+        self.readers = readers
+        self.python_readers = python_readers
         self.bad_lines = BadLines()
         self.documents = 0  # training documents
         self.chars = 0
@@ -102,6 +108,9 @@ class Corpus:
             if self.stopped_early:
                 break
             self.files_started += 1
+            if source.format in ("text", "jsonl") and not self.python_readers:
+                yield from self._read_in_rust(source)
+                continue
             if self.on_read is not None:
                 self.on_read(self, source)
             for docs in self._read(source):
@@ -115,6 +124,42 @@ class Corpus:
                         yield part
                 if self.stopped_early:
                     break
+
+    def _reader(self, source: Source) -> DocumentReader:
+        """A Rust reader of ``source`` that goes on from where the files before it left off."""
+        if str(source.path) == "-" and sys.stdin is None:
+            # Closed when Python started: file descriptor 0 may be any file opened since.
+            raise InputError("-: standard input is closed")
+        room = None if self.max_chars is None else self.max_chars - self.total_chars
+        reader = TextReader if source.format == "text" else JsonlReader
+        return reader(
+            source.path,
+            self.doc_separator if source.format == "text" else self.text_column,
+            compression=source.compression or "none",
+            skip_bad_lines=self.skip_bad_lines,
+            doc_cap=self.doc_cap,
+            max_chars=room,
+            holdout_every=self.holdout_every,
+            holdout_max_bytes=max(self.holdout_max_bytes - self.heldout_bytes, 0),
+            documents_before=self._seen,
+            sample_max_bytes=0 if self.sample_full else self.holdout_max_bytes - self.sample_bytes,
+        )
+
+    def _read_in_rust(self, source: Source) -> Iterator:
+        """The items of a text or JSONL file read by a Rust reader (see the class's comment)."""
+        reader = self._reader(source)
+        counted = _Counted()
+        if self.readers:
+            yield reader
+        else:
+            if self.on_read is not None:
+                self.on_read(self, source)
+            for batch in reader:
+                counted.absorb(self, reader, lists=False)
+                if self.on_read is not None:
+                    self.on_read(self, source)
+                yield batch
+        counted.absorb(self, reader, lists=True)
 
     def _take(self, docs: List[str]) -> List[str]:
         cap = self.doc_cap
@@ -248,3 +293,38 @@ class Corpus:
                 room = self.holdout_max_bytes - self.sample_bytes
                 self._keep_in_sample(pc.utf8_slice_codeunits(docs.slice(k, 1), 0, room + 1).to_pylist()[0])
         return docs
+
+
+class _Counted:
+    """What of a Rust reader's counts a :class:`Corpus` has added to its own so far."""
+
+    def __init__(self) -> None:
+        self.counts = (0, 0, 0, 0, 0, 0)
+        self.bad = 0  # bad lines
+        self.examples = 0  # of their messages
+
+    def absorb(self, corpus: Corpus, reader: DocumentReader, lists: bool) -> None:
+        """Adds what ``reader`` counted since the last call to ``corpus``'s counts; with
+        ``lists``, once it is read, its held-out documents and sample too."""
+        now = (reader.documents, reader.chars, reader.bytes, reader.heldout_chars, reader.heldout_bytes, reader.sample_bytes)
+        documents, chars, nbytes, heldout_chars, heldout_bytes, sample_bytes = (a - b for a, b in zip(now, self.counts))
+        self.counts = now
+        corpus.documents += documents
+        corpus.chars += chars
+        corpus.bytes += nbytes
+        corpus.heldout_chars += heldout_chars
+        corpus.heldout_bytes += heldout_bytes
+        corpus.sample_bytes += sample_bytes
+        corpus._seen += documents
+        if reader.bad_lines > self.bad:
+            examples = reader.bad_line_examples
+            new = examples[self.examples :]
+            corpus.bad_lines.extend(reader.bad_lines - self.bad, new, document=isinstance(reader, TextReader))
+            self.bad, self.examples = reader.bad_lines, len(examples)
+        if lists:
+            heldout = reader.heldout
+            corpus.heldout.extend(heldout)
+            corpus._seen += len(heldout)
+            corpus.sample.extend(reader.sample)
+            corpus.sample_cropped = corpus.sample_cropped or reader.sample_cropped
+            corpus.stopped_early = corpus.stopped_early or reader.stopped_early

@@ -153,6 +153,13 @@ class BadLines:
         if len(self.examples) < self._keep:
             self.examples.append(message)
 
+    def extend(self, count: int, examples: List[str], document: bool = False) -> None:
+        """Counts ``count`` more skipped lines (or text documents), keeping as many of
+        their ``examples`` (messages, first first) as there is room for."""
+        self.count += count
+        self.documents += count if document else 0
+        self.examples.extend(examples[: max(self._keep - len(self.examples), 0)])
+
     def describe(self) -> str:
         """What was skipped, e.g. "2 bad lines and 1 text document that is not UTF-8"."""
         lines, documents = self.count - self.documents, self.documents

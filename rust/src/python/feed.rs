@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyIterator, PyList, PyString};
 
 use super::progress::report;
+use super::readers::{DocumentReader, Sink};
 use super::{arrow, shutdown, to_py, type_name};
 use crate::count::{CallerLock, Counted, Counter};
 use crate::Splitter;
@@ -127,6 +128,51 @@ fn push_item(item: &Bound<'_, PyAny>, position: u64, counter: &mut Counter<'_>, 
     push_str(counter, gil, &text_of(item, || format!("item {position} of the iterator"), expected)?)
 }
 
+/// A text or JSONL reader's documents go into the counter as the reader reads them, without
+/// the GIL; between every few MB, Ctrl-C is looked for and progress reported.
+struct ReaderSink<'c, 'a> {
+    counter: &'c mut Counter<'a>,
+    gil: &'c Gil,
+    progress: Option<&'c Py<PyAny>>,
+    reported: &'c mut u64,
+}
+
+impl Sink for ReaderSink<'_, '_> {
+    fn push(&mut self, text: &str) -> bool {
+        self.counter.push(text);
+        !self.counter.is_stopped()
+    }
+
+    fn after_batch(&mut self, py: Python<'_>) -> PyResult<bool> {
+        if self.counter.is_stopped() {
+            return match self.gil.take_interrupted() {
+                Some(e) => Err(e),
+                None => Ok(false), // the counter's own error, which finishing gives
+            };
+        }
+        py.check_signals()?;
+        let now = self.counter.progress();
+        if now.batches != *self.reported {
+            *self.reported = now.batches;
+            report_count(py, self.progress, now.texts, now.bytes, now.spans_at_least)?;
+        }
+        Ok(true)
+    }
+}
+
+/// Pushes the documents of a `TextReader` or `JsonlReader` item into the counter.
+fn push_reader(
+    py: Python<'_>,
+    reader: &DocumentReader,
+    counter: &mut Counter<'_>,
+    gil: &Gil,
+    progress: Option<&Py<PyAny>>,
+    reported: &mut u64,
+) -> PyResult<()> {
+    let mut sink = ReaderSink { counter, gil, progress, reported };
+    gil.released(|| reader.push_into(py, &mut sink))
+}
+
 /// Calls the progress callback, if any, with the texts and bytes handed on so far and a lower
 /// bound of the distinct spans counted so far.
 fn report_count(py: Python<'_>, progress: Option<&Py<PyAny>>, texts: u64, bytes: u64, spans: usize) -> PyResult<()> {
@@ -150,7 +196,11 @@ fn feed(
     let mut reported = 0;
     for (position, item) in iterator.enumerate() {
         shutdown::pause_point(py); // see shutdown.rs
-        let pushed = push_item(&item?, position as u64, counter, gil);
+        let item = item?;
+        let pushed = match item.cast::<DocumentReader>() {
+            Ok(reader) => push_reader(py, &reader.borrow(), counter, gil, progress, &mut reported),
+            Err(_) => push_item(&item, position as u64, counter, gil),
+        };
         if counter.is_stopped() {
             // Ctrl-C first (it stops the counter): an error found later in the same item is not
             // what stopped it.

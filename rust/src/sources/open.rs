@@ -1,0 +1,201 @@
+//! Opening a text or JSONL input: a file, or standard input (`-`), read as it is or decompressed
+//! on the fly (`.gz` with flate2, several members in a row as `gzip -d` reads them; `.zst` with
+//! zstd, several frames in a row). A compressed stream cut short is an error, never the
+//! documents before the cut taken silently: flate2 fails on a truncated member itself, and
+//! [`ZstdFrames`] on a truncated frame (zstd's own reader returns the end of the data there).
+
+use std::fs::File;
+use std::io::{self, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+/// How an input file is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    /// `"gzip"`, `"zstd"` (as the Python package names them), or None.
+    pub fn parse(name: Option<&str>) -> Result<Self, String> {
+        match name {
+            None => Ok(Compression::None),
+            Some("gzip") => Ok(Compression::Gzip),
+            Some("zstd") => Ok(Compression::Zstd),
+            Some(other) => Err(format!("unknown compression {other:?} (choose from gzip, zstd, or None)")),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Compression::None => "plain",
+            Compression::Gzip => "gzip",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+/// A problem with an input: the message names the file (and line, where there is one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError(pub String);
+
+impl std::fmt::Display for InputError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// An input opened for reading.
+pub struct Input {
+    pub path: PathBuf,
+    pub read: Box<dyn Read + Send>,
+}
+
+/// Opens `path` (`-`: standard input), decompressing it as `compression` says.
+pub fn open(path: &Path, compression: Compression) -> Result<Input, InputError> {
+    let shown = path.display();
+    if path.as_os_str() == "-" {
+        return Ok(Input { path: path.to_path_buf(), read: Box::new(io::stdin()) });
+    }
+    let file = File::open(path).map_err(|e| open_error(path, &e))?;
+    let meta = file.metadata().map_err(|e| open_error(path, &e))?;
+    if meta.is_dir() {
+        return Err(InputError(format!("{shown}: is a folder")));
+    }
+    if compression != Compression::None && meta.is_file() && meta.len() == 0 {
+        // A compressed file is never empty (a header at least): this one was cut short.
+        return Err(InputError(format!("{shown}: an empty file, not {} data (cut short?)", compression.name())));
+    }
+    let read: Box<dyn Read + Send> = match compression {
+        Compression::None => Box::new(file),
+        Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file))),
+        Compression::Zstd => Box::new(ZstdFrames::new(file).map_err(|e| read_error(path, &e))?),
+    };
+    Ok(Input { path: path.to_path_buf(), read })
+}
+
+/// The message for a file that cannot be opened, as the Python package words it.
+fn open_error(path: &Path, e: &io::Error) -> InputError {
+    let shown = path.display();
+    InputError(match e.kind() {
+        io::ErrorKind::NotFound => format!("{shown}: no such file"),
+        io::ErrorKind::PermissionDenied => format!("{shown}: permission denied"),
+        io::ErrorKind::IsADirectory => format!("{shown}: is a folder"),
+        _ => format!("{shown}: cannot read it ({})", os_message(e)),
+    })
+}
+
+/// The system's message for `e` without Rust's " (os error N)".
+fn os_message(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// The message for a read that failed (bad compressed data, an I/O error).
+pub fn read_error(path: &Path, e: &io::Error) -> InputError {
+    InputError(format!("{}: cannot read ({})", path.display(), describe(e)))
+}
+
+/// `e`'s message on one line, at most 200 characters.
+pub fn describe(e: &io::Error) -> String {
+    let mut msg: String = os_message(e).split_whitespace().collect::<Vec<_>>().join(" ");
+    if msg.is_empty() {
+        msg = format!("{:?}", e.kind());
+    }
+    msg.truncate(msg.char_indices().nth(200).map_or(msg.len(), |(i, _)| i));
+    msg
+}
+
+/// Decompresses a `.zst` file frame after frame, failing on a frame cut short.
+struct ZstdFrames {
+    file: BufReader<File>,
+    decoder: zstd::stream::raw::Decoder<'static>,
+    /// Inside a frame (its end not reached yet).
+    in_frame: bool,
+}
+
+impl ZstdFrames {
+    fn new(file: File) -> io::Result<Self> {
+        Ok(ZstdFrames { file: BufReader::with_capacity(1 << 18, file), decoder: zstd::stream::raw::Decoder::new()?, in_frame: false })
+    }
+}
+
+impl Read for ZstdFrames {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        use std::io::BufRead;
+        use zstd::stream::raw::{InBuffer, Operation, OutBuffer};
+        if out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            let input = self.file.fill_buf()?;
+            if input.is_empty() {
+                if self.in_frame {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the file ends in the middle of a zstd frame (truncated?)"));
+                }
+                return Ok(0);
+            }
+            let mut src = InBuffer::around(input);
+            let mut dst = OutBuffer::around(&mut *out);
+            self.in_frame = true;
+            let hint = self.decoder.run(&mut src, &mut dst)?;
+            let (used, written) = (src.pos(), dst.pos());
+            self.file.consume(used);
+            if hint == 0 {
+                // A frame ended: the next one (if any) starts afresh.
+                self.in_frame = false;
+                self.decoder.reinit()?;
+            }
+            if written > 0 {
+                return Ok(written);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn read_all(path: &Path, compression: Compression) -> Result<Vec<u8>, InputError> {
+        let mut input = open(path, compression)?;
+        let mut out = Vec::new();
+        input.read.read_to_end(&mut out).map_err(|e| read_error(path, &e))?;
+        Ok(out)
+    }
+
+    #[test]
+    fn compressed_files_read_whole_and_cut_short_fail() {
+        let dir = std::env::temp_dir().join(format!("bpeforge-open-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let body: Vec<u8> = (0..20000).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&body[..1000]).unwrap();
+        let mut gz_data = gz.finish().unwrap();
+        let mut gz2 = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz2.write_all(&body[1000..]).unwrap();
+        gz_data.extend(gz2.finish().unwrap()); // two members
+        let mut zst_data = zstd::encode_all(&body[..1000], 3).unwrap();
+        zst_data.extend(zstd::encode_all(&body[1000..], 3).unwrap()); // two frames
+        for (name, data, c) in [("a.gz", gz_data, Compression::Gzip), ("a.zst", zst_data, Compression::Zstd)] {
+            let path = dir.join(name);
+            std::fs::write(&path, &data).unwrap();
+            assert_eq!(read_all(&path, c).unwrap(), body);
+            std::fs::write(&path, &data[..data.len() - 7]).unwrap();
+            let e = read_all(&path, c).unwrap_err();
+            assert!(e.0.starts_with(&format!("{}: cannot read (", path.display())), "{e}");
+            std::fs::write(&path, b"").unwrap();
+            assert!(read_all(&path, c).unwrap_err().0.ends_with("data (cut short?)"));
+        }
+        let e = read_all(&dir.join("missing.txt"), Compression::None).unwrap_err();
+        assert_eq!(e.0, format!("{}: no such file", dir.join("missing.txt").display()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

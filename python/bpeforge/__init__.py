@@ -32,6 +32,9 @@ from .version import __version__
 from ._core import SpanCounts
 from .counts import count
 
+# Mixing sources: span counts weighted by source (a temperature, or weights), exactly.
+from .mixing import mix
+
 __all__ = [
     "__version__",
     "DEFAULT_PATTERN",
@@ -51,4 +54,5 @@ __all__ = [
     "split",
     "SpanCounts",
     "count",
+    "mix",
 ]

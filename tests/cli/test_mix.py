@@ -89,6 +89,30 @@ def test_each_source_is_measured_on_its_own_held_out_documents(sources, tmp_path
     assert "merge counts below are weighted" in r.stdout
 
 
+def test_a_span_counts_file_is_a_source_and_a_text_parquet_file_is_text(sources, corpus, tmp_path):
+    d, prose, code = sources
+    r = run("count", d / "code.txt", "-o", tmp_path / "code.parquet", "--pattern", "nanochat")
+    assert r.returncode == 0, r.stderr
+    r = run("train", "--source", f"prose={d / 'prose'}", "--source", f"code={tmp_path / 'code.parquet'}", "--alpha", "0.5",
+            "--holdout", 0, "--vocab-size", 500, "--special-tokens", "none", "-o", tmp_path / "mix")
+    assert r.returncode == 0, r.stderr
+    mixed = bpeforge.mix({"prose": bpeforge.count(prose, "nanochat"), "code": bpeforge.count(code, "nanochat")}, alpha=0.5)
+    assert ranks(tmp_path / "mix") == bpeforge.Tokenizer.train_from_counts(mixed, 500, special_tokens=[]).mergeable_ranks
+    assert "span counts" in report_value(r.stdout, "source code")
+    assert balance(r.stdout)["code"][4] == "n/a (span counts: no text)"
+    # A Parquet file of text is read as text; a damaged counts file is an error naming its source.
+    parquet = corpus[0] / "docs.parquet"
+    r = run("train", "--source", f"a={parquet}", "--source", f"code={d / 'code.txt'}", "--vocab-size", 300, "-o", tmp_path / "pq")
+    assert r.returncode == 0, r.stderr
+    assert "(parquet), 1,980 documents (+ 20 held out)" in report_value(r.stdout, "source a")
+    damaged = tmp_path / "damaged.parquet"
+    data = bytearray((tmp_path / "code.parquet").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    r = run("train", "--source", f"a={damaged}", "--source", f"code={d / 'code.txt'}", "-o", tmp_path / "bad")
+    assert_one_line_error(r, f"--source a: {damaged}: ")
+
+
 def test_no_alpha_is_the_plain_sum(sources, tmp_path):
     d, _, _ = sources
     r = run("train", "--source", f"prose={d / 'prose' / 'a.txt'}", "--source", f"prose={d / 'prose' / 'b.txt'}",

@@ -16,6 +16,7 @@ import math
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._core import SpanCounts
@@ -42,6 +43,9 @@ from .train import (
     start_progress,
 )
 
+# How SpanCounts.load begins its message for a Parquet file that is not span counts (text, then).
+NOT_COUNTS = "not a bpeforge span counts file"
+
 MIX_EPILOG = """
 sources (mixing):
   --source NAME=PATH names a source (PATH a file, folder or glob; repeat a NAME to add more
@@ -52,7 +56,9 @@ sources (mixing):
   them equal, 0.3 is the usual flattening; or --weight NAME=W for every source (W > 0,
   integers used exactly). --min-frequency counts occurrences of the mixed corpus brought to
   the plain sum's size. The report gives each source's share of the bytes before and after
-  weighting and its bytes per token on its own held-out documents. See docs/mixing.md.
+  weighting and its bytes per token on its own held-out documents. A PATH that is a span
+  counts file (`bpeforge count` wrote it) is mixed as it is (no text: no compression
+  measured; without --pattern, its pattern is used). See docs/mixing.md.
 
   bpeforge train --source en=data/en/ --source fi=data/fi/ --alpha 0.3 -o out/mix
   bpeforge train --source en=data/en/ --source fi=data/fi/ --weight en=2 --weight fi=1 -o out/mix
@@ -151,7 +157,18 @@ def parse_weights(args: argparse.Namespace, names: List[str]) -> Tuple[Optional[
 
 
 def find_source(args: argparse.Namespace, source: MixedSource) -> None:
-    """Finds the files of one source (as train finds its inputs), before anything is read."""
+    """Finds the files of one source (as train finds its inputs), before anything is read; a
+    source whose one path is a span counts file (``bpeforge count``'s, told by its metadata) is
+    loaded instead, to be mixed as it is."""
+    if len(source.paths) == 1 and source.paths[0].endswith(".parquet") and Path(source.paths[0]).is_file():
+        try:
+            source.counts = SpanCounts.load(source.paths[0])
+            return
+        except ValueError as e:
+            if NOT_COUNTS not in str(e):  # span counts, damaged
+                raise CLIError(f"--source {source.name}: {one_line(e)}") from None
+        except OSError as e:
+            raise CLIError(f"--source {source.name}: {one_line(e)}") from None
     own = copy.copy(args)
     own.inputs = source.paths
     try:
@@ -164,9 +181,10 @@ def count_source(args: argparse.Namespace, source: MixedSource, pattern: str, sh
     """Reads and counts one source (train's input options, its own hold-out), filling
     ``source``; its progress display is appended to ``shown``. A problem is a
     :class:`CLIError` naming the source."""
+    if source.found is None:  # a span counts file, loaded already
+        return
     own = copy.copy(args)
     own.inputs = source.paths
-    assert source.found is not None  # find_source ran first
     progress, show = start_progress(own, source.found, f"Counting source {source.name!r}:")
     shown.append(progress)
     source.corpus = open_corpus(own, source.found, progress, show)
@@ -203,6 +221,10 @@ def run_mixed(args: argparse.Namespace) -> int:
     check_output(folder, tiktoken_file, args.force)
     for source in sources:  # every path checked before any is read
         find_source(args, source)
+    loaded = [s.counts for s in sources if s.counts is not None]
+    if loaded and args.pattern is None:  # span counts train with the pattern they were made with
+        args.pattern = loaded[0].pattern
+        training = set_up_training(args)
     shown: List[ConsoleProgress] = []  # the progress displays, the last one showing
     exit_on_ctrl_c = ExitOnCtrlC(lambda: bool(shown) and bool(shown[-1].bars))
     if getattr(args, "exit_on_ctrl_c", False):
@@ -241,7 +263,12 @@ def run_mixed(args: argparse.Namespace) -> int:
             f"({trained.stop_reason}); the vocabulary has {tokenizer.n_vocab:,} tokens"
         )
     t_eval = time.perf_counter()
-    compressions = {s.name: measure_compression(trained.ranks, trained.pattern, s.corpus, args.holdout, warnings) for s in sources}  # type: ignore[arg-type]
+    compressions = {
+        s.name: measure_compression(trained.ranks, trained.pattern, s.corpus, args.holdout, warnings)
+        if s.corpus is not None
+        else Compression("texts", "", 0, 0, 0, failure="span counts: no text")
+        for s in sources
+    }
     t_eval = time.perf_counter() - t_eval
     for w in warnings:
         stderr_line(f"{PROG}: warning: {w}")
@@ -267,8 +294,10 @@ def mix_rows(sources: List[MixedSource], mixed: SpanCounts, alpha: Optional[floa
     for s in sources:
         corpus = s.corpus
         held = f" (+ {len(corpus.heldout):,} held out)" if corpus is not None and corpus.heldout else ""
-        label = s.found.label if s.found is not None else ""
-        rows.append((f"source {s.name}", f"{', '.join(s.paths)}: {label}, {corpus.documents if corpus else 0:,} documents{held}"))
+        if s.found is None:
+            rows.append((f"source {s.name}", f"{s.paths[0]}: span counts, {len(s.counts or ()):,} distinct spans"))
+        else:
+            rows.append((f"source {s.name}", f"{', '.join(s.paths)}: {s.found.label}, {corpus.documents if corpus else 0:,} documents{held}"))
     before, after = record.shares_before(), record.shares_after()
     table = [("source", "bytes", "share", "weight", "weighted share", "bytes/token (held out)")]
     for s in sources:
@@ -288,7 +317,7 @@ def compression_cell(c: Compression) -> str:
     """A source's bytes per token for the balance table: on held-out documents, or on training
     documents (said), or why it was not measured."""
     if c.failure:
-        return f"not measured ({c.failure})"
+        return f"n/a ({c.failure})"
     if not c.tokens:
         return "n/a"
     where = "" if c.label == "held-out documents" else f" (on {c.label})"

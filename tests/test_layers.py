@@ -20,8 +20,9 @@ PACKAGE = Path(bpeforge.__file__).parent
 LAYERS: list[set[str]] = [
     # the compiled core (Rust)
     {"bpeforge._core"},
-    # leaves: exceptions, argument checks, split patterns, console progress, the version
-    {"bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version"},
+    # leaves: exceptions, argument checks, split patterns, console progress, the version, mixing
+    # sources' span counts (weights from sizes, the mix's record)
+    {"bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version", "bpeforge.mixing"},
     # the encoding core
     {"bpeforge.base"},
     # a tokenizer's first ranks (a smaller vocabulary); plots (matplotlib, nothing of the package)
@@ -59,6 +60,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.cli.sweep"},
     # counting spans on the command line (train's input options and reading)
     {"bpeforge.cli.count"},
+    # training on a mix of named sources (train's reading, the mixing of span counts)
+    {"bpeforge.cli.mix"},
     {"bpeforge.cli"},
     {"bpeforge.__main__"},
 ]

@@ -36,6 +36,9 @@ from .version import __version__
 from ._core import SpanCounts
 from .counts import count
 
+# Mixing sources: span counts weighted by source (a temperature, or weights), exactly.
+from .mixing import mix
+
 __all__ = [
     "__version__",
     "DEFAULT_PATTERN",
@@ -57,6 +60,7 @@ __all__ = [
     "count",
     "Sweep",
     "sweep_vocab_sizes",
+    "mix",
 ]
 
 # Text and JSONL files read in Rust, as lists of str or straight into the trainer.

@@ -268,6 +268,27 @@ class SpanCounts:
         For a more advanced concept, see the classmethod builtin.
         """
     @staticmethod
+    def weighted_sum(parts: Iterable[tuple[str, SpanCounts, int]], *, options: Optional[Mapping[str, Any]] = None) -> SpanCounts:
+        """staticmethod(function) -> method
+
+        Convert a function to be a static method.
+
+        A static method does not receive an implicit first argument.
+        To declare a static method, use this idiom:
+
+             class C:
+                 @staticmethod
+                 def f(arg1, arg2, argN):
+                     ...
+
+        It can be called either on the class (e.g. C.f()) or on an instance
+        (e.g. C().f()). Both the class and the instance are ignored, and
+        neither is passed implicitly as the first argument to the method.
+
+        Static methods in Python are similar to those found in Java or C++.
+        For a more advanced concept, see the classmethod builtin.
+        """
+    @staticmethod
     def from_mapping(
         mapping: Union[Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
         *,

@@ -20,6 +20,7 @@ from . import _core
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
 from .checks import MAX_TOKEN_ID, as_int, special_token_ids
 from .errors import NoTextError, OptionError
+from .mixing import min_count
 from .patterns import pattern_label, resolve_pattern
 from .progress import ConsoleProgress
 
@@ -227,7 +228,8 @@ class Training:
     ) -> TrainedRanks:
         """Trains on span counts (a :class:`~bpeforge.SpanCounts` made with this training's
         pattern, else a ValueError naming both; borrowed, not copied), with the same options
-        and ``progress`` as :meth:`run`. Counts with no span raise
+        and ``progress`` as :meth:`run`; for mixed counts (:func:`bpeforge.mix`),
+        ``min_frequency`` counts occurrences of the mixed corpus (:func:`~bpeforge.mixing.min_count`). Counts with no span raise
         :class:`~bpeforge.errors.NoTextError`.
 
         >>> counts = _core.SpanCounts.from_mapping({"hello": 4}, pattern="gpt4")
@@ -246,7 +248,9 @@ class Training:
             raise NoTextError("no spans to train on: the span counts are empty")
         callback, console = progress_callback(progress)
         try:
-            self.trainer.train_from_counts(counts, self.ranks_asked, min_frequency=self.min_frequency, progress=callback)
+            # Mixed counts (bpeforge.mix) read min_frequency in occurrences of the mixed corpus.
+            threshold = min_count(counts, self.min_frequency)
+            self.trainer.train_from_counts(counts, self.ranks_asked, min_frequency=threshold, progress=callback)
         except BaseException:
             if console is not None:
                 console.abort()

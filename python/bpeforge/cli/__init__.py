@@ -22,6 +22,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from ..version import __version__
 from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, OneLineErrorParser, one_line, stderr_line
 from .train import add_train_parser, run_train
+from .mix import add_mix_options
 
 __all__ = ["CLIError", "EXTRA_SUBCOMMANDS", "build_parser", "main", "run_train"]
 
@@ -77,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog=PROG, description="bpeforge: exact, fast byte-level BPE tokenizer training.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrorParser)
-    add_train_parser(subparsers)
+    add_mix_options(add_train_parser(subparsers))  # train --source NAME=PATH --alpha A: cli/mix.py
     add_extra_subcommands(subparsers)
     return parser
 

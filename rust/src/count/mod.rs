@@ -28,7 +28,7 @@ pub mod sorted;
 
 pub use batch::{Batch, BufferError, TextSink};
 pub use counter::{CallerLock, Counted, Counter, NoLock, Progress};
-pub use sorted::{Overflow, SortedSpans};
+pub use sorted::{Overflow, SortedSpans, WeightedOverflow};
 use table::{short_len, Table};
 #[cfg(test)]
 use table::SHORT;

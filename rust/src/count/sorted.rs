@@ -47,6 +47,30 @@ impl fmt::Display for Overflow {
 
 impl std::error::Error for Overflow {}
 
+/// A weighted sum of span counts would pass `u64::MAX`: a count times its part's weight, or
+/// the sum of weighted counts of one span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WeightedOverflow {
+    Product { part: usize, span: Vec<u8>, count: u64, weight: u64 },
+    Sum(Overflow),
+}
+
+impl fmt::Display for WeightedOverflow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WeightedOverflow::Product { span, count, weight, .. } => write!(
+                f,
+                "the count of the span {} ({count}) times the weight {weight} would pass 2^64-1; counts are exact \
+                 64-bit integers: use smaller weights",
+                show_span(span)
+            ),
+            WeightedOverflow::Sum(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for WeightedOverflow {}
+
 /// A span for a message: as text when it is UTF-8 (quoted, escaped), else its bytes, cut
 /// after 40 characters.
 pub fn show_span(span: &[u8]) -> String {
@@ -212,11 +236,47 @@ impl SortedSpans {
             _ => {}
         }
         let mut round: Vec<Spans> =
-            parts.par_chunks(2).map(|pair| if pair.len() == 2 { merge_two(&pair[0].spans, &pair[1].spans) } else { Ok(pair[0].spans.clone()) }).collect::<Result<_, _>>()?;
+            parts.par_chunks(2).map(|pair| if pair.len() == 2 { merge_two(&pair[0].spans, 1, &pair[1].spans, 1) } else { Ok(pair[0].spans.clone()) }).collect::<Result<_, _>>()?;
         while round.len() > 1 {
-            round = round.par_chunks(2).map(|pair| if pair.len() == 2 { merge_two(&pair[0], &pair[1]) } else { Ok(pair[0].clone()) }).collect::<Result<_, _>>()?;
+            round = round.par_chunks(2).map(|pair| if pair.len() == 2 { merge_two(&pair[0], 1, &pair[1], 1) } else { Ok(pair[0].clone()) }).collect::<Result<_, _>>()?;
         }
         Ok(Self::with_totals(round.pop().unwrap_or_default()))
+    }
+
+    /// The sum of `parts`, the counts of each multiplied by its weight (at least 1): exact, a
+    /// [`WeightedOverflow`] naming the part if a count times its weight, or a sum of them, would
+    /// pass `u64::MAX`. The parts are weighted in the first round of the tree of merges, so no
+    /// weighted copy of a whole part is made besides that of a part left alone in that round.
+    /// Like [`merge`](Self::merge), the result does not depend on the order of the parts.
+    pub fn weighted_sum(parts: &[(&SortedSpans, u64)]) -> Result<Self, WeightedOverflow> {
+        for (k, (part, weight)) in parts.iter().enumerate() {
+            if let Some(i) = part.weight_overflows(*weight) {
+                let (span, count) = part.get(i);
+                return Err(WeightedOverflow::Product { part: k, span: span.to_vec(), count, weight: *weight });
+            }
+        }
+        let mut round: Vec<Spans> = parts
+            .par_chunks(2)
+            .map(|pair| match pair {
+                [(a, wa), (b, wb)] => merge_two(&a.spans, *wa, &b.spans, *wb),
+                _ => Ok(scaled(&pair[0].0.spans, pair[0].1)),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(WeightedOverflow::Sum)?;
+        while round.len() > 1 {
+            round = round
+                .par_chunks(2)
+                .map(|pair| if pair.len() == 2 { merge_two(&pair[0], 1, &pair[1], 1) } else { Ok(pair[0].clone()) })
+                .collect::<Result<_, _>>()
+                .map_err(WeightedOverflow::Sum)?;
+        }
+        Ok(Self::with_totals(round.pop().unwrap_or_default()))
+    }
+
+    /// The index of the most counted span if its count times `weight` would pass `u64::MAX`.
+    fn weight_overflows(&self, weight: u64) -> Option<usize> {
+        let most = (0..self.len()).max_by_key(|&i| self.get(i).1)?;
+        self.get(most).1.checked_mul(weight).is_none().then_some(most)
     }
 
     /// The spans counted at least `min_count` times, and the occurrences of those left out.
@@ -301,22 +361,27 @@ fn order_by_bytes<I: SpanIndex>(spans: &Spans, stable: bool) -> Vec<I> {
     order
 }
 
-/// The sum of two sorted lists of distinct spans, in one pass.
-fn merge_two(a: &Spans, b: &Spans) -> Result<Spans, Overflow> {
+/// The sum of two sorted lists of distinct spans, in one pass, the counts of `a` multiplied by
+/// `wa` and those of `b` by `wb` (1 and 1 for a plain sum). The products were checked to fit
+/// (see [`SortedSpans::weighted_sum`]), so only the sums can overflow.
+fn merge_two(a: &Spans, wa: u64, b: &Spans, wb: u64) -> Result<Spans, Overflow> {
+    // Checked by the caller: no count times its weight passes u64::MAX, so the products are exact.
+    let (scale_a, scale_b) = (|n: u64| n.saturating_mul(wa), |m: u64| m.saturating_mul(wb));
     let mut out = Spans::with_capacity(a.len() + b.len(), a.bytes.len() + b.bytes.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         let ((x, n), (y, m)) = (a.get(i), b.get(j));
         match x.cmp(y) {
             Ordering::Less => {
-                out.push(x, n);
+                out.push(x, scale_a(n));
                 i += 1;
             }
             Ordering::Greater => {
-                out.push(y, m);
+                out.push(y, scale_b(m));
                 j += 1;
             }
             Ordering::Equal => {
+                let (n, m) = (scale_a(n), scale_b(m));
                 out.push(x, n.checked_add(m).ok_or_else(|| Overflow { span: x.to_vec(), counts: (n, m) })?);
                 i += 1;
                 j += 1;
@@ -325,13 +390,21 @@ fn merge_two(a: &Spans, b: &Spans) -> Result<Spans, Overflow> {
     }
     (i..a.len()).for_each(|i| {
         let (x, n) = a.get(i);
-        out.push(x, n)
+        out.push(x, scale_a(n))
     });
     (j..b.len()).for_each(|j| {
         let (y, m) = b.get(j);
-        out.push(y, m)
+        out.push(y, scale_b(m))
     });
     Ok(out)
+}
+
+/// `spans` with every count multiplied by `weight` (checked to fit by the caller).
+fn scaled(spans: &Spans, weight: u64) -> Spans {
+    if weight == 1 {
+        return spans.clone();
+    }
+    Spans { bytes: spans.bytes.clone(), ends: spans.ends.clone(), counts: spans.counts.iter().map(|&n| n.saturating_mul(weight)).collect() }
 }
 
 /// Spans the merge loop owns (and frees once it holds them)...
@@ -405,6 +478,32 @@ mod tests {
         assert_eq!(e.counts, (u64::MAX - 1, 2));
         assert!(e.to_string().contains("\"x\""), "{e}");
         assert!(SortedSpans::merge(&[&a, &sorted(&[("x", 1)])]).is_ok());
+    }
+
+    #[test]
+    fn a_weighted_sum_multiplies_exactly_and_ignores_order() {
+        let a = sorted(&[("x", 3), ("y", 1)]);
+        let b = sorted(&[("x", 2), ("z", 5)]);
+        let c = sorted(&[("y", 7)]);
+        let sum = SortedSpans::weighted_sum(&[(&a, 4), (&b, 1), (&c, 2)]).unwrap();
+        assert_eq!(listed(&sum), vec![(b"x".to_vec(), 14), (b"y".to_vec(), 18), (b"z".to_vec(), 5)]);
+        assert_eq!(SortedSpans::weighted_sum(&[(&c, 2), (&a, 4), (&b, 1)]).unwrap(), sum);
+        assert_eq!(SortedSpans::weighted_sum(&[(&a, 1), (&b, 1), (&c, 1)]).unwrap(), SortedSpans::merge(&[&a, &b, &c]).unwrap());
+        assert_eq!(SortedSpans::weighted_sum(&[(&c, 3)]).unwrap(), sorted(&[("y", 21)]));
+        assert_eq!(sum.total_bytes(), 37);
+    }
+
+    #[test]
+    fn weighted_overflow_is_refused_naming_the_part() {
+        let a = sorted(&[("x", 1)]);
+        let b = sorted(&[("x", 2), ("y", u64::MAX / 2 + 1)]);
+        match SortedSpans::weighted_sum(&[(&a, 1), (&b, 2)]).unwrap_err() {
+            WeightedOverflow::Product { part, span, count, weight } => assert_eq!((part, span, count, weight), (1, b"y".to_vec(), u64::MAX / 2 + 1, 2)),
+            other => panic!("{other}"),
+        }
+        let e = SortedSpans::weighted_sum(&[(&sorted(&[("x", u64::MAX / 2)]), 2), (&a, 2)]).unwrap_err();
+        assert!(matches!(e, WeightedOverflow::Sum(_)), "{e}");
+        assert!(SortedSpans::weighted_sum(&[(&sorted(&[("x", u64::MAX / 2)]), 2), (&a, 1)]).is_ok());
     }
 
     #[test]

@@ -16,7 +16,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
-use super::args::{int_arg, progress_arg, type_name};
+use super::args::{as_int, int_arg, progress_arg, type_name};
 use super::feed::count_iterator;
 use super::parquet::read_error;
 use super::pool::Pool;
@@ -26,7 +26,7 @@ use super::trainer::read_counts;
 use crate::count::file;
 use crate::count::packed::{pack, unpack};
 use crate::sources::parquet::ReadError;
-use crate::count::{Counted, SortedSpans};
+use crate::count::{Counted, SortedSpans, WeightedOverflow};
 use crate::pretokenize::presets;
 
 /// Span counts: the distinct spans of a corpus (as bytes), how often each occurred, the split
@@ -208,6 +208,54 @@ impl PySpanCounts {
         }
         let refs: Vec<&PySpanCounts> = held.iter().map(|p| p.get()).collect();
         PySpanCounts::sum(py, &refs)
+    }
+
+    /// The sum of weighted span counts: `parts` is an iterable of `(name, counts, weight)`, the
+    /// counts all made with the same pattern and options, each weight an int from 1 to 2^64-1,
+    /// and every count of a part is multiplied by its weight, exactly, before the parts are
+    /// added (without the GIL; the result does not depend on their order). A product or sum past
+    /// 2^64-1 is an OverflowError naming the part; `options` (a dict) replaces the parts'
+    /// options in the result (`bpeforge.mix` records the mix there). `bpeforge.mix` computes
+    /// the weights from the sources' sizes.
+    #[staticmethod]
+    #[pyo3(signature = (parts, *, options=None))]
+    fn weighted_sum(py: Python<'_>, parts: &Bound<'_, PyAny>, options: Option<&Bound<'_, PyAny>>) -> PyResult<PySpanCounts> {
+        let mut held: Vec<(String, Bound<'_, PySpanCounts>, u64)> = Vec::new();
+        for (i, part) in parts.try_iter()?.enumerate() {
+            let part = part?;
+            let Ok((name, counts, weight)) = part.extract::<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)>() else {
+                return Err(PyTypeError::new_err(format!("part {i} of weighted_sum is {}, expected a (name, SpanCounts, weight) tuple", type_name(&part))));
+            };
+            let counts = counts.cast_into::<PySpanCounts>().map_err(|e| {
+                PyTypeError::new_err(format!("source '{name}': expected SpanCounts, got {}", type_name(e.into_inner().as_any())))
+            })?;
+            let weight = match as_int(&weight).map(|w| w.extract::<u64>()) {
+                Some(Ok(w)) if w >= 1 => w,
+                Some(_) => return Err(PyValueError::new_err(format!("source '{name}': a weight is an int from 1 to 2^64-1, got {weight}"))),
+                None => return Err(PyTypeError::new_err(format!("source '{name}': a weight is an int, got {}", type_name(&weight)))),
+            };
+            held.push((name, counts, weight));
+        }
+        let Some((first_name, first, _)) = held.first() else {
+            return Err(PyValueError::new_err("weighted_sum needs at least one part (an empty sum has no pattern)"));
+        };
+        for (name, part, _) in &held[1..] {
+            first.get().check_same_kind(part.get(), &format!("source '{first_name}'"), &format!("source '{name}'"))?;
+        }
+        let options = match options {
+            Some(o) if !o.is_none() => options_arg(py, Some(o))?,
+            _ => first.get().options.clone(),
+        };
+        let pattern = first.get().pattern.clone();
+        let weighted: Vec<(&SortedSpans, u64)> = held.iter().map(|(_, c, w)| (&*c.get().spans, *w)).collect();
+        let sum = py.detach(|| SortedSpans::weighted_sum(&weighted)).map_err(|e| {
+            let part = match &e {
+                WeightedOverflow::Product { part, .. } => format!("source '{}': ", held[*part].0),
+                WeightedOverflow::Sum(_) => "the sum of the weighted sources: ".to_owned(),
+            };
+            pyo3::exceptions::PyOverflowError::new_err(format!("{part}{e}"))
+        })?;
+        Ok(PySpanCounts::new(sum, pattern, options))
     }
 
     /// Span counts from a mapping `{span: count}` (or an iterable of `(span, count)` pairs):

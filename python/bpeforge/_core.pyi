@@ -248,45 +248,18 @@ class SpanCounts:
     def __radd__(self, value: int, /) -> SpanCounts: ...
     @staticmethod
     def merge(parts: Iterable[SpanCounts]) -> SpanCounts:
-        """staticmethod(function) -> method
-
-        Convert a function to be a static method.
-
-        A static method does not receive an implicit first argument.
-        To declare a static method, use this idiom:
-
-             class C:
-                 @staticmethod
-                 def f(arg1, arg2, argN):
-                     ...
-
-        It can be called either on the class (e.g. C.f()) or on an instance
-        (e.g. C().f()). Both the class and the instance are ignored, and
-        neither is passed implicitly as the first argument to the method.
-
-        Static methods in Python are similar to those found in Java or C++.
-        For a more advanced concept, see the classmethod builtin.
+        """The sum of a list of SpanCounts, all made with the same pattern and options: one merge
+        of sorted lists per pair, in a tree, without the GIL.
         """
     @staticmethod
     def weighted_sum(parts: Iterable[tuple[str, SpanCounts, int]], *, options: Optional[Mapping[str, Any]] = None) -> SpanCounts:
-        """staticmethod(function) -> method
-
-        Convert a function to be a static method.
-
-        A static method does not receive an implicit first argument.
-        To declare a static method, use this idiom:
-
-             class C:
-                 @staticmethod
-                 def f(arg1, arg2, argN):
-                     ...
-
-        It can be called either on the class (e.g. C.f()) or on an instance
-        (e.g. C().f()). Both the class and the instance are ignored, and
-        neither is passed implicitly as the first argument to the method.
-
-        Static methods in Python are similar to those found in Java or C++.
-        For a more advanced concept, see the classmethod builtin.
+        """The sum of weighted span counts: `parts` is an iterable of `(name, counts, weight)`, the
+        counts all made with the same pattern and options, each weight an int from 1 to 2^64-1,
+        and every count of a part is multiplied by its weight, exactly, before the parts are
+        added (without the GIL; the result does not depend on their order). A product or sum past
+        2^64-1 is an OverflowError naming the part; `options` (a dict) replaces the parts'
+        options in the result (`bpeforge.mix` records the mix there). `bpeforge.mix` computes
+        the weights from the sources' sizes.
         """
     @staticmethod
     def from_mapping(
@@ -295,24 +268,11 @@ class SpanCounts:
         pattern: str,
         options: Optional[Mapping[str, Any]] = None,
     ) -> SpanCounts:
-        """staticmethod(function) -> method
-
-        Convert a function to be a static method.
-
-        A static method does not receive an implicit first argument.
-        To declare a static method, use this idiom:
-
-             class C:
-                 @staticmethod
-                 def f(arg1, arg2, argN):
-                     ...
-
-        It can be called either on the class (e.g. C.f()) or on an instance
-        (e.g. C().f()). Both the class and the instance are ignored, and
-        neither is passed implicitly as the first argument to the method.
-
-        Static methods in Python are similar to those found in Java or C++.
-        For a more advanced concept, see the classmethod builtin.
+        """Span counts from a mapping `{span: count}` (or an iterable of `(span, count)` pairs):
+        spans are str or bytes (each taken as one span, not split), counts ints from 0 to
+        2^64-1; repeats add up (an OverflowError past 2^64-1), zero counts and empty spans are
+        left out. `pattern` (a preset's name or a regex) is the one the spans were split by,
+        `options` the counting options that changed them (a dict, recorded as it is).
         """
     def to_bytes(self) -> bytes:
         """The counts as compact bytes: pattern, options, spans and counts, and a checksum
@@ -320,24 +280,8 @@ class SpanCounts:
         """
     @staticmethod
     def from_bytes(data: bytes) -> SpanCounts:
-        """staticmethod(function) -> method
-
-        Convert a function to be a static method.
-
-        A static method does not receive an implicit first argument.
-        To declare a static method, use this idiom:
-
-             class C:
-                 @staticmethod
-                 def f(arg1, arg2, argN):
-                     ...
-
-        It can be called either on the class (e.g. C.f()) or on an instance
-        (e.g. C().f()). Both the class and the instance are ignored, and
-        neither is passed implicitly as the first argument to the method.
-
-        Static methods in Python are similar to those found in Java or C++.
-        For a more advanced concept, see the classmethod builtin.
+        """Counts from `to_bytes`'s bytes, checked (format, checksum, order): a ValueError says
+        what is wrong.
         """
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
     def __eq__(self, value: object, /) -> bool: ...
@@ -354,24 +298,10 @@ class SpanCounts:
         """
     @staticmethod
     def load(path: Union[str, os.PathLike[str]]) -> SpanCounts:
-        """staticmethod(function) -> method
-
-        Convert a function to be a static method.
-
-        A static method does not receive an implicit first argument.
-        To declare a static method, use this idiom:
-
-             class C:
-                 @staticmethod
-                 def f(arg1, arg2, argN):
-                     ...
-
-        It can be called either on the class (e.g. C.f()) or on an instance
-        (e.g. C().f()). Both the class and the instance are ignored, and
-        neither is passed implicitly as the first argument to the method.
-
-        Static methods in Python are similar to those found in Java or C++.
-        For a more advanced concept, see the classmethod builtin.
+        """Reads counts written by `save`: a file, or a folder whose `.parquet` files (those not
+        starting with a dot) load as their sum. Everything is checked (metadata, schema, order,
+        totals, checksum, and that a folder's files share their pattern and options): a
+        ValueError names the file and row of a problem, an OSError a file that cannot be read.
         """
     @staticmethod
     def from_parquet(
@@ -382,24 +312,11 @@ class SpanCounts:
         pattern: str,
         options: Optional[Mapping[str, Any]] = None,
     ) -> SpanCounts:
-        """staticmethod(function) -> method
-
-        Convert a function to be a static method.
-
-        A static method does not receive an implicit first argument.
-        To declare a static method, use this idiom:
-
-             class C:
-                 @staticmethod
-                 def f(arg1, arg2, argN):
-                     ...
-
-        It can be called either on the class (e.g. C.f()) or on an instance
-        (e.g. C().f()). Both the class and the instance are ignored, and
-        neither is passed implicitly as the first argument to the method.
-
-        Static methods in Python are similar to those found in Java or C++.
-        For a more advanced concept, see the classmethod builtin.
+        """Counts made elsewhere (Spark, SQL...): any Parquet file with a column of spans (`span`:
+        binary or string) and a column of counts (`count`: integers), in any order, repeats
+        added up (an OverflowError past 2^64-1), zero counts left out; a null, a negative count
+        or an empty span is a ValueError naming its row. `pattern` is the split pattern the
+        spans were made with (a preset's name or a regex), which the file cannot say.
         """
 
 def count_texts(

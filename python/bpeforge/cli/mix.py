@@ -38,7 +38,7 @@ from .train import (
     find_inputs,
     name_the_flag,
     open_corpus,
-    set_up_training,
+    set_up_plain_training,
     sized_stream,
     start_progress,
 )
@@ -217,7 +217,7 @@ def run_mixed(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     sources = parse_sources(args)
     alpha, weights = parse_weights(args, [s.name for s in sources])
-    training = set_up_training(args)
+    training = set_up_plain_training(args)
     folder, tiktoken_file = output_paths(args.output)
     check_output(folder, tiktoken_file, args.force)
     for source in sources:  # every path checked before any is read
@@ -225,7 +225,7 @@ def run_mixed(args: argparse.Namespace) -> int:
     loaded = [s.counts for s in sources if s.counts is not None]
     if loaded and args.pattern is None:  # span counts train with the pattern they were made with
         args.pattern = loaded[0].pattern
-        training = set_up_training(args)
+        training = set_up_plain_training(args)
     shown: List[ConsoleProgress] = []  # the progress displays, the last one showing
     exit_on_ctrl_c = ExitOnCtrlC(lambda: bool(shown) and bool(shown[-1].bars))
     if getattr(args, "exit_on_ctrl_c", False):

@@ -138,9 +138,15 @@ def describe_pattern(text: Optional[str], regex: str) -> str:
 
 def set_up_training(args: argparse.Namespace) -> Union[Training, Extension]:
     """The training of ``args``, its options checked before any input is looked at; a bad one
-    is a usage error naming its flag."""
-    if args.extend is not None:
+    is a usage error naming its flag. (``--extend`` is train's own: other commands that train
+    as it does, such as ``sweep``, have no such option.)"""
+    if getattr(args, "extend", None) is not None:
         return set_up_extension(args)
+    return set_up_plain_training(args)
+
+
+def set_up_plain_training(args: argparse.Namespace) -> Training:
+    """The training of ``args`` from the single bytes (see :func:`set_up_training`)."""
     try:
         return Training(
             args.vocab_size,
@@ -483,7 +489,7 @@ def print_report(
                 merges=trained.merges(),
                 ranks=trained.ranks,
                 tokenizer=tokenizer,
-                pattern_label=describe_pattern(args.pattern, tokenizer.pattern) if args.extend is None else f"the base's, {pattern_label(tokenizer.pattern)}",
+                pattern_label=describe_pattern(args.pattern, tokenizer.pattern) if getattr(args, "extend", None) is None else f"the base's, {pattern_label(tokenizer.pattern)}",
                 compression=compression,
                 timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
                 folder=folder,

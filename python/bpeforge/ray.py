@@ -21,6 +21,7 @@ design and its reasons: docs/ray.md.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
@@ -287,7 +288,7 @@ def count_files_with_figures(
     options = {"doc_cap": doc_cap} if doc_cap is not None else None
     task = ray.remote(count_file).options(num_cpus=num_cpus, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
     jobs = [
-        Job(str(source), lambda source=source: task.remote(source, reading, regex, options, num_cpus, read or read_file))
+        Job(str(source), functools.partial(task.remote, source, reading, regex, options, num_cpus, read or read_file))
         for source in sources
     ]
     empty = _core.SpanCounts.from_mapping({}, pattern=regex, options=options)
@@ -332,7 +333,7 @@ def count_dataset(
         raise task_error(ray, e, "counting the dataset") from None
     task = ray.remote(add_packed).options(num_cpus=1, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
     groups = [tables[i : i + fan_in] for i in range(0, len(tables), fan_in)]
-    jobs = [Job(f"blocks {i * fan_in}-{i * fan_in + len(g) - 1}", lambda g=g: task.remote(*g)) for i, g in enumerate(groups)]
+    jobs = [Job(f"blocks {i * fan_in}-{i * fan_in + len(g) - 1}", functools.partial(task.remote, *g)) for i, g in enumerate(groups)]
     empty = _core.SpanCounts.from_mapping({}, pattern=regex)
     return add_up(ray, jobs, empty, "block groups", progress, fan_in).counts
 

@@ -13,7 +13,8 @@ folder), then counted alternately (A, B, A, B, ...) by
      clock (its cold start is timed apart: ray.init and a first task).
 Reading is included in both. Reported: each run's seconds, the B/A ratio of each pair and their
 median, the driver's peak RSS during B above its RSS before (VmHWM reset through
-/proc/self/clear_refs), and the final counts' size (in memory: span bytes + 16 bytes a span, the
+/proc/self/clear_refs; it counts the object store's pages the driver reads), the same for its
+private memory alone (RssAnon, sampled every 2 ms), and the final counts' size (in memory: span bytes + 16 bytes a span, the
 Rust layout; packed: to_bytes). The counts of A and B are checked equal.
 
 scale: distinct spans against corpus size on the first 1/64, 1/32, ..., all of the corpus
@@ -62,15 +63,48 @@ def split_corpus(corpus: str, shards: int, workdir: str) -> list:
     return paths
 
 
-def rss_now() -> int:
-    """This process's resident set size and its peak since the last reset, in bytes."""
+def status() -> dict:
+    """This process's memory figures from /proc/self/status, in bytes: VmRSS, VmHWM (its peak
+    since the last reset), RssAnon (private), RssShmem (shared memory mapped: Ray's object
+    store pages it read)."""
     values = {}
     with open("/proc/self/status") as f:
         for line in f:
             key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssShmem"):
                 values[key] = int(rest.split()[0]) * 1024
+    return values
+
+
+def rss_now():
+    """This process's resident set size and its peak since the last reset, in bytes."""
+    values = status()
     return values["VmRSS"], values["VmHWM"]
+
+
+class PrivatePeak:
+    """The peak of RssAnon (private memory) while running, sampled every 2 ms by a thread (the
+    kernel keeps no peak of it)."""
+
+    def __enter__(self):
+        import threading
+
+        self.peak = status()["RssAnon"]
+        self._stop = threading.Event()
+
+        def sample():
+            while not self._stop.is_set():
+                self.peak = max(self.peak, status()["RssAnon"])
+                time.sleep(0.002)
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, status()["RssAnon"])
 
 
 def reset_peak() -> None:
@@ -109,22 +143,26 @@ def overhead(args) -> None:
 
     rows, ratios = [], []
     here_counts = ray_counts = None
-    peak_rise = []
+    peak_rise, private_rise = [], []
     for k in range(args.repeat):
         t = time.perf_counter()
         here_counts = count_here(paths, args.cpus)
         a = time.perf_counter() - t
         del here_counts
-        before, _ = rss_now()
+        ray_counts = None
+        before = status()
         reset_peak()
-        t = time.perf_counter()
-        ray_counts = bray.count_files(paths)
-        b = time.perf_counter() - t
+        with PrivatePeak() as private:
+            t = time.perf_counter()
+            ray_counts = bray.count_files(paths)
+            b = time.perf_counter() - t
         _, peak = rss_now()
-        peak_rise.append(peak - before)
+        peak_rise.append(peak - before["VmRSS"])
+        private_rise.append(private.peak - before["RssAnon"])
         ratios.append(b / a)
-        rows.append([k + 1, f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}x", f"{(peak - before) / 1e6:,.1f}"])
-        print(f"round {k + 1}: in-process {a:.2f} s, Ray {b:.2f} s, ratio {b / a:.2f}x; driver peak above its RSS before: {(peak - before) / 1e6:,.1f} MB", flush=True)
+        rows.append([k + 1, f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}x", f"{(peak - before['VmRSS']) / 1e6:,.1f}", f"{private_rise[-1] / 1e6:,.1f}"])
+        print(f"round {k + 1}: in-process {a:.2f} s, Ray {b:.2f} s, ratio {b / a:.2f}x; driver peak above its RSS before: "
+              f"{peak_rise[-1] / 1e6:,.1f} MB, private memory only: {private_rise[-1] / 1e6:,.1f} MB", flush=True)
     here_counts = count_here(paths, args.cpus)
     assert here_counts == ray_counts, "Ray's counts differ from the in-process counts"
     del here_counts
@@ -132,11 +170,12 @@ def overhead(args) -> None:
     in_memory = span_bytes + 16 * len(ray_counts)
     packed = len(ray_counts.to_bytes())
     print()
-    print(bl.markdown_table(["round", "in-process s", "Ray s", "Ray / in-process", "driver peak rise MB"], rows))
+    print(bl.markdown_table(["round", "in-process s", "Ray s", "Ray / in-process", "driver RSS peak rise MB", "private only MB"], rows))
     print()
     print(f"median ratio Ray / in-process: {statistics.median(ratios):.2f}x (min {min(ratios):.2f}x, max {max(ratios):.2f}x)")
     print(f"final counts: {len(ray_counts):,} distinct spans, {in_memory / 1e6:,.1f} MB in memory (span bytes {span_bytes / 1e6:,.1f} MB + 16 B a span), {packed / 1e6:,.1f} MB packed")
-    print(f"driver peak rise: median {statistics.median(peak_rise) / 1e6:,.1f} MB = {statistics.median(peak_rise) / in_memory:.2f}x the counts in memory")
+    print(f"driver peak rise: median {statistics.median(peak_rise) / 1e6:,.1f} MB = {statistics.median(peak_rise) / in_memory:.2f}x the counts in memory; "
+          f"private memory only: {statistics.median(private_rise) / 1e6:,.1f} MB = {statistics.median(private_rise) / in_memory:.2f}x")
     print(f"driver peak RSS (whole process, ru_maxrss, in-process runs included): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB")
     ray.shutdown()
 

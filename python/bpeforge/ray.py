@@ -433,20 +433,7 @@ def add_up(
                 add_level(0)
             if done:
                 show()
-        rest = [ref for level in levels for ref in level]
-        while len(rest) > 1:
-            parts, rest = rest[:fan_in], rest[fan_in:]
-            counts_ref, _ = add.remote(*parts)
-            submitted.append(counts_ref)
-            rest.append(counts_ref)
-        counts = empty
-        if rest:
-            packed = fetch(ray, rest[0], "adding the counts")
-            del rest, levels
-            counts = _core.SpanCounts.from_bytes(packed)
-            del packed
-            if counts.pattern != empty.pattern or counts.options != empty.options:  # pragma: no cover - read() gave a bad Corpus?
-                raise RuntimeError("the counts added up on Ray were made with another pattern or options")
+        counts = the_sum(ray, add, levels, empty, fan_in, submitted)
     except BaseException:
         cancel(ray, submitted)
         if console is not None:
@@ -456,6 +443,27 @@ def add_up(
         console("count", {"spans": len(counts)})
         console.close()
     return CountedOnRay(counts, figures)
+
+
+def the_sum(ray: Any, add: Any, levels: List[List[Any]], empty: _core.SpanCounts, fan_in: int, submitted: List[Any]) -> _core.SpanCounts:
+    """Adds what is left on every level of the tree (``fan_in`` at a time, until one is left),
+    and fetches and unpacks the sum: the only counts the driver ever holds (``empty`` if there
+    were none)."""
+    rest = [ref for level in levels for ref in level]
+    levels.clear()
+    while len(rest) > 1:
+        parts, rest = rest[:fan_in], rest[fan_in:]
+        counts_ref, _ = add.remote(*parts)
+        submitted.append(counts_ref)
+        rest.append(counts_ref)
+    if not rest:
+        return empty
+    packed = fetch(ray, rest.pop(), "adding the counts")
+    counts = _core.SpanCounts.from_bytes(packed)
+    del packed
+    if counts.pattern != empty.pattern or counts.options != empty.options:  # pragma: no cover - a read() of another kind?
+        raise RuntimeError("the counts added up on Ray were made with another pattern or options")
+    return counts
 
 
 def cancel(ray: Any, refs: List[Any]) -> None:

@@ -342,18 +342,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     loaded as their sum), with the counts' pattern unless ``--pattern`` names it, and measures
     compression on ``--eval-text FILE`` if given (counts hold no text to measure on). With
     ``--ray``/``--ray-address``, the counts are those of the INPUTs, counted on Ray."""
-    if args.from_counts is None and not on_ray(args):
-        raise CLIError("--eval-text goes with --from-counts or --ray (training on INPUTs measures compression on held-out documents)", EXIT_USAGE)
-    if on_ray(args):
-        refused = [flag for flag, given in [("--from-counts", args.from_counts is not None), ("--max-chars", args.max_chars),
-                                            ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
-        if refused:
-            raise CLIError(f"--ray counts every document of the INPUTs: {', '.join(refused)} cannot go with it", EXIT_USAGE)
-        check_ray_options(args)
-    refused = [flag for flag, given in [("INPUT", args.inputs), ("--doc-cap", args.doc_cap), ("--max-chars", args.max_chars),
-                                        ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
-    if refused and not on_ray(args):
-        raise CLIError(f"--from-counts trains on counts, not on text: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+    check_counts_options(args)
     t_start = time.perf_counter()
     if on_ray(args):
         set_up_training(args)  # its options checked before the cluster is started
@@ -426,6 +415,25 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     )
     sys.stdout.flush()
     return 0
+
+
+def check_counts_options(args: argparse.Namespace) -> None:
+    """Refuses, as a usage error naming the flags, what does not go with training on counts:
+    loaded (``--from-counts``: no INPUT, nothing about reading text) or counted on Ray (every
+    document of the INPUTs: no hold-out, no budget)."""
+    if args.from_counts is None and not on_ray(args):
+        raise CLIError("--eval-text goes with --from-counts or --ray (training on INPUTs measures compression on held-out documents)", EXIT_USAGE)
+    if on_ray(args):
+        refused = [flag for flag, given in [("--from-counts", args.from_counts is not None), ("--max-chars", args.max_chars),
+                                            ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
+        if refused:
+            raise CLIError(f"--ray counts every document of the INPUTs: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+        check_ray_options(args)
+        return
+    refused = [flag for flag, given in [("INPUT", args.inputs), ("--doc-cap", args.doc_cap), ("--max-chars", args.max_chars),
+                                        ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
+    if refused:
+        raise CLIError(f"--from-counts trains on counts, not on text: {', '.join(refused)} cannot go with it", EXIT_USAGE)
 
 
 def count_inputs_on_ray(args: argparse.Namespace) -> Tuple[SpanCounts, str, str]:

@@ -111,3 +111,35 @@ def test_ray_starts_a_local_cluster(shards, tmp_path):
     assert "not measured: no --eval-text" in report_value(r.stdout, "compression")
     here = bpeforge.Tokenizer.train_from_iterator(docs[300:600], vocab_size=500)
     assert ranks(tmp_path / "tok") == here.mergeable_ranks
+
+
+def test_ctrl_c_stops_the_command_and_its_tasks(cluster, tmp_path):
+    """A task blocked reading a named pipe; Ctrl-C on the command: exit 130, one line, and the
+    task stops (it would otherwise read what the pipe gives it for as long as it is given)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from .helpers import ENV
+
+    fifo = tmp_path / "stream.txt"
+    os.mkfifo(fifo)
+    cmd = [sys.executable, "-m", "bpeforge", "count", str(fifo), "--ray-address", cluster, "-o", str(tmp_path / "c.parquet")]
+    p = subprocess.Popen(cmd, env={**ENV, **RAY_ENV}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # The pipe opened for writing here opens once a worker opens it for reading: the task runs.
+    writer = os.open(fifo, os.O_WRONLY)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "bpeforge: interrupted"
+    # The task stops reading: its end of the pipe closes (writing to it breaks) before the
+    # test's deadline, however much is written to it meanwhile.
+    deadline = time.monotonic() + 30
+    with pytest.raises(BrokenPipeError):
+        while time.monotonic() < deadline:
+            os.write(writer, b"never counted\n")
+            time.sleep(0.1)
+    os.close(writer)
+    assert not (tmp_path / "c.parquet").exists()

@@ -49,6 +49,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.inputs.text", "bpeforge.inputs.jsonl", "bpeforge.inputs.parquet"},
     {"bpeforge.inputs.corpus"},
     {"bpeforge.inputs"},
+    # counting on a Ray cluster (imports Ray only when used)
+    {"bpeforge.ray"},
     # the package's face: re-exports
     {"bpeforge"},
     # the command line: what the subcommands share, then what train writes and prints, then
@@ -56,6 +58,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.cli.arguments"},
     {"bpeforge.cli.signals"},
     {"bpeforge.cli.outputs", "bpeforge.cli.report"},
+    # counting on Ray for train and count (--ray, --ray-address)
+    {"bpeforge.cli.ray"},
     {"bpeforge.cli.train", "bpeforge.cli.eval", "bpeforge.cli.export"},
     {"bpeforge.cli.sweep"},
     # counting spans on the command line (train's input options and reading)

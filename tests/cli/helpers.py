@@ -19,7 +19,7 @@ ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 ENV.pop("BPEFORGE_DEBUG", None)
 
 
-def run(*args, cwd=None, input=None, timeout=120) -> subprocess.CompletedProcess:
+def run(*args, cwd=None, input=None, timeout=120, env=None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "bpeforge", *map(str, args)],
         cwd=cwd,
@@ -27,7 +27,7 @@ def run(*args, cwd=None, input=None, timeout=120) -> subprocess.CompletedProcess
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=ENV,
+        env=ENV if env is None else {**ENV, **env},
     )
 
 

@@ -16,6 +16,7 @@ from ..errors import SPLIT_FAILED, InputError
 from ..patterns import resolve_pattern
 from .arguments import CLIError, EXIT_USAGE, PROG, int_at_least, one_line, stderr_line
 from .report import peak_memory, seconds
+from .ray import RAY_HELP, add_ray_options, check_ray_options, count_on_ray, on_ray
 from .signals import ExitOnCtrlC
 from .train import add_input_options, describe_pattern, find_inputs, open_corpus, sized_stream, start_progress
 
@@ -58,6 +59,8 @@ def run_count(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CLIError(f"--pattern: {one_line(e)}", EXIT_USAGE) from None
     output = check_count_output(args.output, args.force)
+    if on_ray(args):
+        return count_and_save_on_ray(args, pattern, output, t_start)
     found = find_inputs(args)
     progress, show = start_progress(args, found, "Counting")
     args.holdout, args.max_chars = 0, None  # every document is counted
@@ -116,13 +119,53 @@ def run_count(args: argparse.Namespace) -> int:
     return 0
 
 
+def count_and_save_on_ray(args: argparse.Namespace, pattern: str, output: Path, t_start: float) -> int:
+    """``bpeforge count --ray``: the inputs counted on Ray, the counts saved and reported here."""
+    check_ray_options(args)
+    found = find_inputs(args, check_columns=False)
+    progress, _ = start_progress(args, found, "Counting on Ray")
+    counted = count_on_ray(args, found.sources, found.separator, pattern, progress)
+    figures = counted.figures
+    if not figures.texts:
+        raise CLIError("no documents to count: the inputs hold no text")
+    t_count = time.perf_counter() - t_start
+    t_save = time.perf_counter()
+    try:
+        counted.counts.save(output)
+    except OSError as e:
+        raise CLIError(f"-o {output}: {one_line(e)}") from None
+    t_save = time.perf_counter() - t_save
+    if args.quiet:
+        return 0
+    note = counted.bad_lines_note()
+    if note is not None:
+        stderr_line(f"{PROG}: warning: skipped {note}")
+    counts, size, peak = counted.counts, os.path.getsize(output), peak_memory()
+    rows: List[Tuple[str, str]] = [
+        ("corpus", found.label),
+        ("documents", f"{figures.texts:,}" + (f" (skipped: {note.split(', e.g.')[0]})" if note else "")),
+        ("bytes", f"{figures.bytes:,} ({figures.bytes / 1e6:,.1f} MB)"),
+        ("pattern", describe_pattern(args.pattern, pattern) + (f"; documents cropped to {args.doc_cap:,} characters" if args.doc_cap else "")),
+        ("distinct spans", f"{len(counts):,}"),
+        ("span occurrences", f"{counts.total:,}"),
+        ("counted on", f"{counted.where} ({counted.cluster})"),
+        ("time", f"starting + reading + counting {seconds(t_count)}, {figures.bytes / 1e6 / max(t_count, 1e-9):,.1f} MB/s; saving {seconds(t_save)}"),
+        ("peak memory", f"{peak / 1e6:,.0f} MB (max RSS of this process)" if peak is not None else "n/a"),
+        ("saved", f"{output} ({size:,} bytes, {size / max(len(counts), 1):.1f} bytes per distinct span)"),
+    ]
+    width = max(len(name) for name, _ in rows)
+    sys.stdout.write("".join(f"{name:<{width}}  {value}\n" for name, value in rows))
+    sys.stdout.flush()
+    return 0
+
+
 def add_count_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Adds the ``count`` subcommand and its options to ``subparsers``; returns its parser."""
     p = subparsers.add_parser(
         "count",
         help="count the spans of text, JSONL or Parquet files into a span counts file",
         description="Count the spans of every document and save them (Parquet), to train from later or elsewhere.",
-        epilog=COUNT_EPILOG,
+        epilog=COUNT_EPILOG + "\n" + RAY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="files, folders or globs (default: this Python's standard library)")
@@ -132,6 +175,7 @@ def add_count_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (recorded in the counts)")
     p.add_argument("--threads", type=int_at_least(1, "--threads"), metavar="N", help="threads for counting (default: all cores)")
     p.add_argument("--force", action="store_true", help="replace an existing output file")
+    add_ray_options(p)
     verbosity = p.add_mutually_exclusive_group()
     verbosity.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     verbosity.add_argument("-v", "--verbose", action="store_true", help="show progress even when stderr is not a terminal, and list the inputs")

@@ -278,6 +278,7 @@ def measure_on_file(ranks: Dict[bytes, int], pattern: str, path: Optional[str], 
 def format_counts_report(
     *,
     source: str,
+    made: str = "loaded",
     counts: Any,
     stats: Dict[str, Any],
     merges: Sequence[Tuple[int, int, int, int]],
@@ -291,9 +292,10 @@ def format_counts_report(
     show: int = 5,
 ) -> str:
     """The report of ``bpeforge train --from-counts``: :func:`format_report`'s rows, with the
-    counts (``counts``, a SpanCounts loaded from ``source``) in place of the corpus."""
+    counts (``counts``, a SpanCounts ``made`` from ``source``: loaded, or counted on Ray) in
+    place of the corpus."""
     rows: List[Row] = [
-        ("span counts", f"{source} (loaded in {seconds(stats.get('load_seconds', 0.0))})"),
+        ("span counts", f"{source} ({made} in {seconds(stats.get('load_seconds', 0.0))})"),
         ("distinct spans", f"{len(counts):,}"),
         ("span occurrences", f"{counts.total:,} ({counts.total_bytes:,} bytes, {counts.total_bytes / 1e6:,.1f} MB)"),
     ]

@@ -19,12 +19,13 @@ from .._core import SpanCounts
 from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
 from ..extending import Extension
 from ..inputs import Corpus, Source
-from ..patterns import PATTERNS, pattern_label
+from ..patterns import PATTERNS, pattern_label, resolve_pattern
 from ..progress import ConsoleProgress, is_terminal
 from ..tokenizer import Tokenizer
 from ..training import TrainedRanks, Training
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
+from .ray import RAY_HELP, add_ray_options, check_ray_options, count_on_ray, on_ray
 from .report import Timings, format_counts_report, format_report, measure_compression, measure_on_file
 from .signals import ExitOnCtrlC
 
@@ -217,9 +218,10 @@ class Inputs:
         return f"{len(self.sources):,} file{'s' if len(self.sources) != 1 else ''} ({', '.join(formats)})"
 
 
-def find_inputs(args: argparse.Namespace) -> Inputs:
+def find_inputs(args: argparse.Namespace, check_columns: bool = True) -> Inputs:
     """The input files of ``args`` (or the standard library's), each Parquet file's column
-    checked before training rather than hours into it."""
+    checked before training rather than hours into it (unless not ``check_columns``: on Ray,
+    the workers read the files, and check them)."""
     stdlib_root = None
     left_out: List[Tuple[Source, Source]] = []
     try:
@@ -234,7 +236,7 @@ def find_inputs(args: argparse.Namespace) -> Inputs:
         arrow = args.parquet_reader == "pyarrow"
         if arrow and any(source.format == "parquet" for source in sources):
             lean_arrow_memory()
-        for source in sources:
+        for source in sources if check_columns else []:
             if source.format == "parquet":
                 inputs.check_parquet(source, args.text_column, arrow=arrow)
     except InputError as e:
@@ -327,7 +329,7 @@ def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
 def run_train(args: argparse.Namespace) -> int:
     """Runs ``bpeforge train`` with parsed ``args``: checks the options, reads the inputs, trains,
     saves the tokenizer and prints the report; returns the exit code. Raises :class:`CLIError`."""
-    if args.from_counts is not None or args.eval_text is not None:
+    if args.from_counts is not None or args.eval_text is not None or on_ray(args):
         return run_train_from_counts(args)
     t_start = time.perf_counter()
     training = set_up_training(args)  # everything that can be checked before reading a byte
@@ -375,25 +377,30 @@ def run_train(args: argparse.Namespace) -> int:
 def run_train_from_counts(args: argparse.Namespace) -> int:
     """``bpeforge train --from-counts PATH``: trains on saved span counts (a file, or a folder
     loaded as their sum), with the counts' pattern unless ``--pattern`` names it, and measures
-    compression on ``--eval-text FILE`` if given (counts hold no text to measure on)."""
-    if args.from_counts is None:
-        raise CLIError("--eval-text goes with --from-counts (training on INPUTs measures compression on held-out documents)", EXIT_USAGE)
-    refused = [flag for flag, given in [("INPUT", args.inputs), ("--doc-cap", args.doc_cap), ("--max-chars", args.max_chars),
-                                        ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
-    if refused:
-        raise CLIError(f"--from-counts trains on counts, not on text: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+    compression on ``--eval-text FILE`` if given (counts hold no text to measure on). With
+    ``--ray``/``--ray-address``, the counts are those of the INPUTs, counted on Ray."""
+    check_counts_options(args)
     t_start = time.perf_counter()
+    counting_pattern = args.pattern
+    if on_ray(args):
+        early = set_up_training(args)  # its options checked before the cluster is started
+        if isinstance(early, Extension):
+            counting_pattern = early.base.pattern  # new text is counted with the base's pattern
     folder, tiktoken_file = output_paths(args.output)
     check_output(folder, tiktoken_file, args.force)
     show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
     progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
-    if show:
-        progress.write(f"Loading span counts from {args.from_counts}")
     t_load = time.perf_counter()
-    try:
-        counts = SpanCounts.load(args.from_counts)
-    except (OSError, ValueError) as e:
-        raise CLIError(one_line(e)) from None
+    if on_ray(args):
+        counts, source, made = count_inputs_on_ray(args, counting_pattern)
+    else:
+        if show:
+            progress.write(f"Loading span counts from {args.from_counts}")
+        try:
+            counts = SpanCounts.load(args.from_counts)
+        except (OSError, ValueError) as e:
+            raise CLIError(one_line(e)) from None
+        source, made = args.from_counts, "loaded"
     t_load = time.perf_counter() - t_load
     if args.pattern is None and args.extend is None:
         args.pattern = counts.pattern
@@ -439,7 +446,8 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     stats = dict(trained.stats, load_seconds=t_load)
     sys.stdout.write(
         format_counts_report(
-            source=args.from_counts,
+            source=source,
+            made=made,
             counts=counts,
             stats=stats,
             merges=trained.merges(),
@@ -454,6 +462,46 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     )
     sys.stdout.flush()
     return 0
+
+
+def check_counts_options(args: argparse.Namespace) -> None:
+    """Refuses, as a usage error naming the flags, what does not go with training on counts:
+    loaded (``--from-counts``: no INPUT, nothing about reading text) or counted on Ray (every
+    document of the INPUTs: no hold-out, no budget)."""
+    if args.from_counts is None and not on_ray(args):
+        raise CLIError("--eval-text goes with --from-counts or --ray (training on INPUTs measures compression on held-out documents)", EXIT_USAGE)
+    if on_ray(args):
+        refused = [flag for flag, given in [("--from-counts", args.from_counts is not None), ("--max-chars", args.max_chars),
+                                            ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
+        if refused:
+            raise CLIError(f"--ray counts every document of the INPUTs: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+        check_ray_options(args)
+        return
+    refused = [flag for flag, given in [("INPUT", args.inputs), ("--doc-cap", args.doc_cap), ("--max-chars", args.max_chars),
+                                        ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
+    if refused:
+        raise CLIError(f"--from-counts trains on counts, not on text: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+
+
+def count_inputs_on_ray(args: argparse.Namespace, pattern_asked: Optional[str]) -> Tuple[SpanCounts, str, str]:
+    """The counts of the INPUTs, counted on Ray with ``pattern_asked`` (a preset or regex, None
+    for the default), what they are and how they were made (for the report); progress of their
+    own (the merge loop's is another)."""
+    found = find_inputs(args, check_columns=False)
+    progress, show = start_progress(args, found, "Counting on Ray")
+    try:
+        pattern = resolve_pattern(pattern_asked)
+    except ValueError as e:
+        raise CLIError(f"--pattern: {one_line(e)}", EXIT_USAGE) from None
+    counted = count_on_ray(args, found.sources, found.separator, pattern, progress)
+    note = counted.bad_lines_note()
+    if note is not None and not args.quiet:
+        stderr_line(f"{PROG}: warning: skipped {note}")
+    if not counted.figures.texts:
+        raise CLIError("no documents to train on: the inputs hold no text")
+    f = counted.figures
+    label = f"{found.label}: {f.texts:,} documents, {f.bytes:,} bytes ({f.bytes / 1e6:,.1f} MB)"
+    return counted.counts, label, f"counted on {counted.where}, {counted.cluster},"
 
 
 def print_report(
@@ -554,7 +602,7 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
         "train",
         help="train a tokenizer on text, JSONL or Parquet files",
         description="Train a byte-level BPE tokenizer and save it (bpeforge folder + .tiktoken file).",
-        epilog=TRAIN_EPILOG,
+        epilog=TRAIN_EPILOG + "\n" + RAY_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("inputs", nargs="*", metavar="INPUT", help="files, folders or globs (default: this Python's standard library)")
@@ -570,7 +618,8 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--extend", metavar="BASE", help="extend the tokenizer saved in folder BASE with new tokens, every id of it kept (continued BPE; "
                    "its split pattern and special tokens are kept); --vocab-size is then the final n_vocab")
     p.add_argument("--from-counts", metavar="PATH", help="train on span counts (a file or folder `bpeforge count` wrote) instead of INPUTs")
-    p.add_argument("--eval-text", metavar="FILE", help="with --from-counts: a text file to measure compression on (its first 1 MB)")
+    p.add_argument("--eval-text", metavar="FILE", help="with --from-counts or --ray: a text file to measure compression on (its first 1 MB)")
+    add_ray_options(p)
     p.set_defaults(run=run_train)
     return p
 

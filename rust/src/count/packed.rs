@@ -69,14 +69,22 @@ pub fn unpack(data: &[u8]) -> Result<Unpacked, String> {
     let options_len = reader.int("the options' length")?;
     let options = reader.text(options_len, "the options")?;
     let n = reader.int("the number of spans")?;
-    let lens_and_counts: Vec<(u64, u64)> = (0..n)
-        .map(|i| Ok((reader.int("a span's length")?, reader.int("a count").map_err(|e| format!("{e} (span {i})"))?)))
-        .collect::<Result<_, String>>()?;
-    let mut spans = Spans::with_capacity(lens_and_counts.len(), body.len() - reader.at);
-    for (len, count) in lens_and_counts {
-        let bytes = reader.bytes(len, "the spans' bytes")?;
-        spans.push(bytes, count);
+    // Each span takes at least two bytes (its length and count) before the spans' bytes: a
+    // larger number is damage, refused before anything is allocated for it.
+    let n = usize::try_from(n).ok().filter(|&n| n <= (body.len() - reader.at) / 2).ok_or("packed span counts claim more spans than they hold")?;
+    // Read straight into the spans' own vectors (their ends, their counts, then their bytes,
+    // which lie end to end): unpacking takes no more memory than the counts it makes.
+    let mut ends = Vec::with_capacity(n);
+    let mut counts = Vec::with_capacity(n);
+    let mut end = 0usize;
+    for i in 0..n {
+        let len = reader.int("a span's length")?;
+        counts.push(reader.int("a count").map_err(|e| format!("{e} (span {i})"))?);
+        end = usize::try_from(len).ok().and_then(|len| end.checked_add(len)).ok_or("packed span counts end inside the spans' bytes")?;
+        ends.push(end);
     }
+    let bytes = reader.bytes(end as u64, "the spans' bytes")?.to_vec();
+    let spans = Spans { bytes, ends, counts };
     if reader.at != body.len() {
         return Err(format!("packed span counts have {} bytes too many", body.len() - reader.at));
     }
@@ -152,5 +160,26 @@ mod tests {
         for cut in 0..packed.len() {
             assert!(unpack(&packed[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    /// Bytes with a good checksum that claim more than they hold: a message, nothing allocated
+    /// for the claim.
+    fn sealed(body: &[u8]) -> Vec<u8> {
+        let mut out = body.to_vec();
+        out.extend_from_slice(&crc32fast::hash(body).to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn counts_claiming_more_than_they_hold_are_refused() {
+        let mut body = b"BPSC\x01\x01p\x02{}".to_vec();
+        let mut huge = body.clone();
+        put(&mut huge, u64::MAX >> 1); // spans
+        assert_eq!(unpack(&sealed(&huge)).unwrap_err(), "packed span counts claim more spans than they hold");
+        put(&mut body, 1); // one span of 200 bytes counted once, with 2 bytes of span
+        put(&mut body, 200);
+        put(&mut body, 1);
+        body.extend_from_slice(b"ab");
+        assert_eq!(unpack(&sealed(&body)).unwrap_err(), "packed span counts end inside the spans' bytes");
     }
 }

@@ -1,0 +1,518 @@
+"""Counting spans on a Ray cluster: each file (or each block of a Ray Dataset) counted in a worker
+task by the Rust counter, the partial counts added in a tree of reduce tasks, and the sum handed
+to the driver as one :class:`~bpeforge.SpanCounts`, to train from here:
+
+    import bpeforge, bpeforge.ray as bray
+    counts = bray.count_files(["data/a.parquet", "data/b.parquet"], pattern="gpt4")
+    counts = bray.count_dataset(ray.data.read_parquet("data/"), column="text", pattern="gpt4")
+    tok = bpeforge.Tokenizer.train_from_counts(counts, vocab_size=65536)
+
+The counts (so the ranks trained from them) are the same as counting the same documents in
+one process, whatever the number of workers, files or blocks: adding counts is exact and does
+not depend on order or grouping. Files are read in the workers (the driver lists them, never
+reads them), so every node must see them at the same paths; data in object storage goes through
+a Ray Dataset. A worker that dies mid-task is retried by Ray (tasks return their counts, and
+nothing accumulates anywhere else, so a retry cannot count twice); a file that cannot be read
+fails the run with bpeforge's error naming it; Ctrl-C on the driver cancels the tasks.
+
+Needs Ray (``pip install 'bpeforge[ray]'``); importing this module does not import it. The
+design and its reasons: docs/ray.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+from . import _core
+from .counts import count_with_figures
+from .errors import InputError
+from .inputs import Corpus, Source, expand_inputs
+from .patterns import resolve_pattern
+from .progress import ConsoleProgress
+from .training import ProgressCallback, progress_callback
+
+# How many partial counts one reduce task adds: the tree has log_FAN_IN(files) levels, and a
+# reduce task holds FAN_IN partial counts and their sum at once.
+FAN_IN = 8
+# Retries of a task whose worker died (Ray's own default for tasks); an exception raised by
+# bpeforge (a file that cannot be read) is not retried.
+RETRIES = 3
+# Text gathered before each counting pass in a worker, and its bounds in documents, as the
+# command line gathers it (the batch size changes memory and speed, never the counts).
+BUFFER_BYTES = 8_000_000
+MIN_BUFFER, MAX_BUFFER = 64, 8192
+# How long the driver waits for a task before looking for Ctrl-C and updating progress.
+WAIT_SECONDS = 0.5
+
+
+def import_ray() -> Any:
+    """The ``ray`` package, or an ImportError saying how to install it."""
+    try:
+        import ray
+    except ImportError as e:
+        if isinstance(e, ModuleNotFoundError) and e.name == "ray":
+            raise ImportError("counting on Ray needs Ray: pip install 'bpeforge[ray]'") from None
+        raise ImportError(f"counting on Ray needs Ray, which is installed but fails to import: {e}") from None
+    return ray
+
+
+def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> Any:
+    """Starts a Ray cluster on this machine for this process, reachable on loopback only, and
+    connects to it; returns the ``ray`` module (``ray.shutdown()`` stops the cluster).
+
+    Ray gives a node the address of the route to a public address, which may be a network
+    interface, and reports usage statistics unless told not to: neither is wanted for a
+    cluster that lives and dies with one command. So the node is pinned to 127.0.0.1 (which
+    needs ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` set before Ray is first imported: with it,
+    Ray takes loopback as the node's address rather than looking for a public one), usage
+    statistics are off and there is no dashboard. ``init_options`` go to ``ray.init``."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    ray = import_ray()
+    options: Dict[str, Any] = dict(
+        address="local",
+        num_cpus=num_cpus,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+    )
+    options.update(init_options)
+    ray.init(**options)
+    return ray
+
+
+# ------------------------------------------------------------------------------ in the workers
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How a worker reads a file's documents: the options the command line reads with (see
+    :class:`bpeforge.inputs.Corpus`). ``arrow``: Parquet through pyarrow."""
+
+    text_column: str = "text"
+    doc_separator: str = "\n"
+    doc_cap: Optional[int] = None
+    skip_bad_lines: bool = False
+    arrow: bool = False
+
+
+def read_file(source: Source, reading: Reading) -> Corpus:
+    """The documents of one file, read as the command line reads them (in a worker). The one
+    function that reads: ``count_files(read=...)`` takes another of the same shape."""
+    return Corpus(
+        [source],
+        text_column=reading.text_column,
+        doc_separator=reading.doc_separator,
+        doc_cap=reading.doc_cap,
+        skip_bad_lines=reading.skip_bad_lines,
+        arrow=reading.arrow,
+    )
+
+
+@dataclass
+class Figures:
+    """What was counted: files (or blocks), texts, bytes, and the bad lines skipped."""
+
+    shards: int = 0
+    texts: int = 0
+    bytes: int = 0
+    bad_lines: int = 0
+    bad_documents: int = 0
+    """Of ``bad_lines``: text documents that are not UTF-8 (the rest are JSONL lines)."""
+    bad_examples: List[str] = field(default_factory=list)
+
+    def add(self, other: "Figures") -> None:
+        self.shards += other.shards
+        self.texts += other.texts
+        self.bytes += other.bytes
+        self.bad_lines += other.bad_lines
+        self.bad_documents += other.bad_documents
+        self.bad_examples = (self.bad_examples + other.bad_examples)[:5]
+
+
+def batches_and_size(documents: Iterable[Any]) -> Tuple[Iterable[Any], int]:
+    """The batches of ``documents``, and how many documents to gather before each counting
+    pass: about BUFFER_BYTES of text, measured on the first batch."""
+    stream = iter(documents)
+    first = next(stream, None)
+    if first is None:
+        return [], MIN_BUFFER
+    sizes = [len(d) for d in first] if isinstance(first, list) else [first.nbytes / max(len(first), 1)]
+    average = sum(sizes) / max(len(sizes), 1)
+    size = max(MIN_BUFFER, min(MAX_BUFFER, int(BUFFER_BYTES / max(average, 1.0))))
+    return _chain(first, stream), size
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def count_file(
+    source: Source,
+    reading: Reading,
+    regex: str,
+    options: Optional[Dict[str, Any]],
+    num_threads: int,
+    read: Callable[[Source, Reading], Iterable[Any]],
+) -> Tuple[bytes, Figures]:
+    """A worker task: the counts of one file (packed, ``SpanCounts.to_bytes``) and its figures."""
+    documents = read(source, reading)
+    batches, size = batches_and_size(documents)
+    counted = count_with_figures(batches, regex, num_threads=num_threads, buffer_size=size, options=options)
+    figures = Figures(shards=1, texts=counted.texts, bytes=counted.bytes)
+    bad = getattr(documents, "bad_lines", None)
+    if bad is not None and bad.count:
+        figures.bad_lines, figures.bad_documents, figures.bad_examples = bad.count, bad.documents, list(bad.examples)
+    return counted.counts.to_bytes(), figures
+
+
+def count_block(batch: Any, column: str, regex: str, num_threads: int) -> Any:
+    """A Ray Data ``map_batches`` function: a block (a pyarrow Table) in, one row out holding
+    the counts of its ``column`` (packed), its texts and bytes."""
+    import pyarrow as pa
+
+    check_column(batch.schema, column)
+    texts = batch.column(column)
+    if not (pa.types.is_string(texts.type) or pa.types.is_large_string(texts.type)):
+        texts = texts.cast(pa.large_string())
+    counted = count_with_figures(texts.chunks, regex, num_threads=num_threads)
+    return pa.table(
+        {
+            "counts": pa.array([counted.counts.to_bytes()], pa.large_binary()),
+            "texts": pa.array([counted.texts], pa.int64()),
+            "bytes": pa.array([counted.bytes], pa.int64()),
+        }
+    )
+
+
+def check_column(schema: Any, column: str) -> None:
+    """A ValueError unless the pyarrow ``schema`` has a string column ``column``."""
+    import pyarrow as pa
+
+    if column not in schema.names:
+        raise ValueError(f"the dataset has no column {column!r} (columns: {', '.join(schema.names[:20]) or 'none'})")
+    typ = schema.field(column).type
+    typ = typ.value_type if pa.types.is_dictionary(typ) else typ
+    is_view = getattr(pa.types, "is_string_view", lambda t: False)
+    if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or is_view(typ)):
+        raise ValueError(f"the dataset's column {column!r} holds {typ}, not strings")
+
+
+def add_packed(*parts: Any) -> Tuple[bytes, Figures]:
+    """A reduce task: the sum of partial counts (packed, or tables of :func:`count_block`'s
+    rows), packed, and the figures of the tables among them."""
+    counts, figures = [], Figures()
+    for part in parts:
+        if isinstance(part, bytes):
+            counts.append(_core.SpanCounts.from_bytes(part))
+            continue
+        for packed in part.column("counts").to_pylist():
+            counts.append(_core.SpanCounts.from_bytes(packed))
+        figures.add(Figures(shards=part.num_rows, texts=sum(part.column("texts").to_pylist()), bytes=sum(part.column("bytes").to_pylist())))
+    return _core.SpanCounts.merge(counts).to_bytes(), figures
+
+
+# ------------------------------------------------------------------------------ on the driver
+
+
+class CountedOnRay:
+    """What :func:`count_files_with_figures` gives: the counts, and what was counted."""
+
+    def __init__(self, counts: _core.SpanCounts, figures: Figures) -> None:
+        self.counts = counts
+        self.figures = figures
+
+
+def count_files(
+    paths: Union[str, os.PathLike, Source, Sequence[Union[str, os.PathLike, Source]]],
+    pattern: Optional[str] = None,
+    *,
+    text_column: str = "text",
+    doc_separator: str = "\n",
+    doc_cap: Optional[int] = None,
+    skip_bad_lines: bool = False,
+    input_format: Optional[str] = None,
+    arrow: bool = False,
+    progress: Union[bool, ProgressCallback, ConsoleProgress, None] = False,
+    num_cpus: int = 1,
+    fan_in: int = FAN_IN,
+    read: Optional[Callable[[Source, Reading], Iterable[Any]]] = None,
+) -> _core.SpanCounts:
+    """Counts the spans of files on the Ray cluster this process is connected to (``ray.init``
+    first; :func:`start_local_cluster` starts one on this machine): a task per file, reading it
+    in the worker as ``bpeforge train`` reads it (text, JSONL, Parquet; ``.gz``/``.zst``;
+    ``text_column``, ``doc_separator``, ``doc_cap`` and ``skip_bad_lines`` as there), the sums in
+    a tree of reduce tasks of ``fan_in`` parts each. Folders and globs are expanded on the
+    driver; each node must see the files at the same paths. ``num_cpus``: CPUs (and counting
+    threads) per task. ``progress`` as in :func:`bpeforge.count` (on a console: files counted /
+    total, bytes, rate). ``read(source, reading)``: how a worker reads a file (default
+    :func:`read_file`). Every document is counted: no hold-out, no sampling.
+
+    A file that cannot be read raises bpeforge's :class:`~bpeforge.errors.InputError` naming it.
+    The counts equal ``bpeforge.count`` of the same documents in one process."""
+    return count_files_with_figures(
+        paths, pattern, text_column=text_column, doc_separator=doc_separator, doc_cap=doc_cap,
+        skip_bad_lines=skip_bad_lines, input_format=input_format, arrow=arrow, progress=progress,
+        num_cpus=num_cpus, fan_in=fan_in, read=read,
+    ).counts
+
+
+def count_files_with_figures(
+    paths: Union[str, os.PathLike, Source, Sequence[Union[str, os.PathLike, Source]]],
+    pattern: Optional[str] = None,
+    *,
+    text_column: str = "text",
+    doc_separator: str = "\n",
+    doc_cap: Optional[int] = None,
+    skip_bad_lines: bool = False,
+    input_format: Optional[str] = None,
+    arrow: bool = False,
+    progress: Union[bool, ProgressCallback, ConsoleProgress, None] = False,
+    num_cpus: int = 1,
+    fan_in: int = FAN_IN,
+    read: Optional[Callable[[Source, Reading], Iterable[Any]]] = None,
+) -> CountedOnRay:
+    """:func:`count_files`, with the figures of what was counted (files, texts, bytes, bad
+    lines skipped)."""
+    regex = resolve_pattern(pattern)
+    check_fan_in(fan_in)
+    if doc_cap is not None and (not isinstance(doc_cap, int) or doc_cap < 1):
+        raise ValueError(f"doc_cap must be a positive int, got {doc_cap!r}")
+    sources = list_sources(paths, input_format)
+    ray = connected_ray()
+    reading = Reading(text_column, doc_separator, doc_cap, skip_bad_lines, arrow)
+    options = {"doc_cap": doc_cap} if doc_cap is not None else None
+    task = ray.remote(count_file).options(num_cpus=num_cpus, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
+    jobs = [
+        Job(str(source), functools.partial(task.remote, source, reading, regex, options, num_cpus, read or read_file))
+        for source in sources
+    ]
+    empty = _core.SpanCounts.from_mapping({}, pattern=regex, options=options)
+    return add_up(ray, jobs, empty, "files", progress, fan_in)
+
+
+def count_dataset(
+    ds: Any,
+    column: str = "text",
+    pattern: Optional[str] = None,
+    *,
+    progress: Union[bool, ProgressCallback, ConsoleProgress, None] = False,
+    num_cpus: int = 1,
+    fan_in: int = FAN_IN,
+) -> _core.SpanCounts:
+    """Counts the spans of the string column ``column`` of a Ray Dataset (any: read from
+    Parquet, JSON, object storage, made by other Ray Data steps): each block is counted where
+    Ray Data makes it (``map_batches``, ``num_cpus`` CPUs and counting threads a task), the
+    partial counts added in a tree of reduce tasks of ``fan_in`` parts each. Nulls are
+    skipped. ``progress`` as in :func:`bpeforge.count` (blocks added / total, bytes; Ray Data
+    shows its own progress while the blocks are counted). The counts equal ``bpeforge.count``
+    of the column's texts in one process, whatever the blocks."""
+    regex = resolve_pattern(pattern)
+    check_fan_in(fan_in)
+    ray = connected_ray()
+    # Checked here too: what a map_batches task raises reaches the driver as text only.
+    schema = ds.schema()
+    if schema is not None and hasattr(schema, "base_schema"):
+        schema = schema.base_schema
+    if schema is not None and hasattr(schema, "field"):
+        check_column(schema, column)
+    counted = ds.map_batches(
+        count_block,
+        batch_size=None,  # a whole block at a time
+        batch_format="pyarrow",
+        fn_kwargs={"column": column, "regex": regex, "num_threads": num_cpus},
+        num_cpus=num_cpus,
+    )
+    try:
+        tables = counted.to_arrow_refs()
+    except Exception as e:  # noqa: BLE001 - Ray Data wraps what a task raised: say ours first
+        raise task_error(ray, e, "counting the dataset") from None
+    task = ray.remote(add_packed).options(num_cpus=1, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
+    groups = [tables[i : i + fan_in] for i in range(0, len(tables), fan_in)]
+    jobs = [Job(f"blocks {i * fan_in}-{i * fan_in + len(g) - 1}", functools.partial(task.remote, *g)) for i, g in enumerate(groups)]
+    empty = _core.SpanCounts.from_mapping({}, pattern=regex)
+    return add_up(ray, jobs, empty, "block groups", progress, fan_in).counts
+
+
+def check_fan_in(fan_in: int) -> None:
+    if not isinstance(fan_in, int) or isinstance(fan_in, bool) or fan_in < 2:
+        raise ValueError(f"fan_in must be an int of at least 2, got {fan_in!r}")
+
+
+def list_sources(paths: Any, input_format: Optional[str]) -> List[Source]:
+    """The files of ``paths`` (files, folders, globs, or Sources), listed on the driver."""
+    if isinstance(paths, (str, os.PathLike, Source)):
+        paths = [paths]
+    sources: List[Source] = []
+    for path in paths:
+        sources += [path] if isinstance(path, Source) else expand_inputs([os.fspath(path)], input_format)
+    return sources
+
+
+def connected_ray() -> Any:
+    """``ray``, connected to a cluster, or a RuntimeError saying how to connect."""
+    ray = import_ray()
+    if not ray.is_initialized():
+        raise RuntimeError(
+            "not connected to a Ray cluster: call ray.init(address=...) first, or "
+            "bpeforge.ray.start_local_cluster() for one on this machine"
+        )
+    return ray
+
+
+@dataclass
+class Job:
+    """A counting task to submit: what it counts (for messages), and how to submit it (giving
+    the refs of its packed counts and of its figures)."""
+
+    label: str
+    submit: Callable[[], Tuple[Any, Any]]
+
+
+def add_up(
+    ray: Any,
+    jobs: Sequence[Job],
+    empty: _core.SpanCounts,
+    unit: str,
+    progress: Union[bool, ProgressCallback, ConsoleProgress, None],
+    fan_in: int,
+) -> CountedOnRay:
+    """Runs the counting ``jobs`` (at most two per CPU of the cluster at once, so that the
+    partial counts waiting to be added stay few) and adds their counts in a tree: ``fan_in``
+    counts of one level make one of the next, the last ones of every level are added at the
+    end. The driver owns every task's result and only waits on figures until the sum, which it
+    fetches alone; on any error or Ctrl-C it cancels the tasks still running."""
+    callback, console = progress_callback(progress)
+    add = ray.remote(add_packed).options(num_cpus=1, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
+    limit = max(2, 2 * int(ray.cluster_resources().get("CPU", 1)))
+    figures = Figures()
+    levels: List[List[Any]] = [[]]  # levels[k]: counts refs that are the sum of fan_in**k jobs' counts
+    running: Dict[Any, Tuple[Any, Job]] = {}  # figures ref -> (counts ref, job)
+    submitted: List[Any] = []  # a ref of every task, to cancel them
+    todo = list(jobs)
+    todo.reverse()
+
+    def show() -> None:
+        note = f"{figures.shards:,}/{len(jobs):,} {unit}" if unit == "files" else f"{len(jobs) - len(todo) - len(running):,}/{len(jobs):,} {unit} added"
+        if console is not None:
+            console.reading(figures.texts, figures.bytes, note)
+        elif callback is not None:
+            callback("count", {"texts": figures.texts, "bytes": figures.bytes, "done": len(jobs) - len(todo) - len(running), "total": len(jobs)})
+
+    def add_level(k: int) -> None:
+        while len(levels[k]) >= fan_in:
+            parts, levels[k] = levels[k][:fan_in], levels[k][fan_in:]
+            if len(levels) == k + 1:
+                levels.append([])
+            counts_ref, _ = add.remote(*parts)
+            submitted.append(counts_ref)
+            levels[k + 1].append(counts_ref)
+            add_level(k + 1)
+
+    try:
+        show()
+        while todo or running:
+            while todo and len(running) < limit:
+                job = todo.pop()
+                counts_ref, figures_ref = job.submit()
+                running[figures_ref] = (counts_ref, job)
+                submitted.append(counts_ref)
+            done, _ = ray.wait(list(running), num_returns=1, timeout=WAIT_SECONDS)
+            for figures_ref in done:
+                counts_ref, job = running.pop(figures_ref)
+                try:
+                    figures.add(fetch(ray, figures_ref, job.label))
+                except BaseException:
+                    forget(ray, counts_ref)
+                    raise
+                levels[0].append(counts_ref)
+                add_level(0)
+            if done:
+                show()
+        counts = the_sum(ray, add, levels, empty, fan_in, submitted)
+    except BaseException:
+        cancel(ray, submitted)
+        if console is not None:
+            console.abort()
+        raise
+    if console is not None:
+        console("count", {"spans": len(counts)})
+        console.close()
+    return CountedOnRay(counts, figures)
+
+
+def the_sum(ray: Any, add: Any, levels: List[List[Any]], empty: _core.SpanCounts, fan_in: int, submitted: List[Any]) -> _core.SpanCounts:
+    """Adds what is left on every level of the tree (``fan_in`` at a time, until one is left),
+    and fetches and unpacks the sum: the only counts the driver ever holds (``empty`` if there
+    were none)."""
+    rest = [ref for level in levels for ref in level]
+    levels.clear()
+    while len(rest) > 1:
+        parts, rest = rest[:fan_in], rest[fan_in:]
+        counts_ref, _ = add.remote(*parts)
+        submitted.append(counts_ref)
+        rest.append(counts_ref)
+    if not rest:
+        return empty
+    packed = fetch(ray, rest.pop(), "adding the counts")
+    counts = _core.SpanCounts.from_bytes(packed)
+    del packed
+    if counts.pattern != empty.pattern or counts.options != empty.options:  # pragma: no cover - a read() of another kind?
+        raise RuntimeError("the counts added up on Ray were made with another pattern or options")
+    return counts
+
+
+def cancel(ray: Any, refs: List[Any]) -> None:
+    """Cancels the tasks of ``refs`` that have not finished: a waiting one does not start, a
+    running one gets a KeyboardInterrupt (which the Rust counter takes between two batches).
+    Not ``force=True``, which kills the worker process: Ray may then see a task it just
+    handed to a worker finish after it was cancelled, and abort the driver."""
+    try:
+        _, pending = ray.wait(refs, num_returns=len(refs), timeout=0)
+    except Exception:  # noqa: BLE001 - the cluster is gone: nothing left to cancel
+        return
+    for ref in pending:
+        try:
+            ray.cancel(ref, force=False, recursive=True)
+        except Exception:  # noqa: BLE001 - finished meanwhile, or its worker gone
+            pass
+
+
+def forget(ray: Any, ref: Any) -> None:
+    """Takes the error a failed task left in ``ref`` (the same as in the ref the driver
+    fetched), so that Ray does not log it again as unhandled."""
+    try:
+        ray.get(ref, timeout=0)
+    except Exception:  # noqa: BLE001 - the error already raised
+        pass
+
+
+def fetch(ray: Any, ref: Any, label: str) -> Any:
+    """``ray.get(ref)``, with what a task raised re-raised as bpeforge raised it (its message
+    names the file), not wrapped in Ray's traceback."""
+    try:
+        return ray.get(ref)
+    except Exception as e:  # noqa: BLE001 - sorted out by task_error
+        raise task_error(ray, e, label) from None
+
+
+def task_error(ray: Any, e: BaseException, label: str) -> BaseException:
+    """The exception to raise for ``e``, which ``ray.get`` raised for a task counting ``label``:
+    what bpeforge raised in the task (found through Ray's wrappers), else a RuntimeError naming
+    ``label`` and what Ray said (a worker that died more often than it is retried, say)."""
+    seen = set()
+    cause: Optional[BaseException] = e
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ray.exceptions.RayTaskError):  # also an instance of what it wraps
+            cause = cause.cause
+        elif isinstance(cause, (InputError, ValueError, TypeError, OverflowError, OSError)):
+            return cause.with_traceback(None)
+        else:
+            cause = cause.__cause__
+    first = " ".join(str(e).split())[:500]
+    return RuntimeError(f"{label}: the Ray task failed ({type(e).__name__}: {first})")

@@ -39,6 +39,7 @@ from .train import (
     name_the_flag,
     open_corpus,
     set_up_plain_training,
+    stopped_early_warnings,
     sized_stream,
     start_progress,
 )
@@ -257,12 +258,7 @@ def run_mixed(args: argparse.Namespace) -> int:
     t_save = time.perf_counter() - t_save
     if args.quiet:
         return 0
-    warnings: List[str] = []
-    if trained.stopped_early:
-        warnings.append(
-            f"training stopped at {len(trained.ranks):,} ranks of the {trained.ranks_asked:,} asked for "
-            f"({trained.stop_reason}); the vocabulary has {tokenizer.n_vocab:,} tokens"
-        )
+    warnings: List[str] = stopped_early_warnings(trained, tokenizer)
     t_eval = time.perf_counter()
     compressions = {
         s.name: measure_compression(trained.ranks, trained.pattern, s.corpus, args.holdout, warnings)

@@ -326,6 +326,16 @@ def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
     raise CLIError("no documents to train on: the inputs hold no text" + note)
 
 
+def stopped_early_warnings(trained: TrainedRanks, tokenizer: Tokenizer) -> List[str]:
+    """The report's warning when training made fewer ranks than asked (none otherwise)."""
+    if not trained.stopped_early:
+        return []
+    return [
+        f"training stopped at {len(trained.ranks):,} ranks of the {trained.ranks_asked:,} asked for "
+        f"({trained.stop_reason}); the vocabulary has {tokenizer.n_vocab:,} tokens"
+    ]
+
+
 def run_train(args: argparse.Namespace) -> int:
     """Runs ``bpeforge train`` with parsed ``args``: checks the options, reads the inputs, trains,
     saves the tokenizer and prints the report; returns the exit code. Raises :class:`CLIError`."""
@@ -353,12 +363,7 @@ def run_train(args: argparse.Namespace) -> int:
         except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
             raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
         t_build = time.perf_counter() - t_build
-        warnings: List[str] = []
-        if trained.stopped_early:
-            warnings.append(
-                f"training stopped at {len(trained.ranks):,} ranks of the {trained.ranks_asked:,} asked for "
-                f"({trained.stop_reason}); the vocabulary has {tokenizer.n_vocab:,} tokens"
-            )
+        warnings: List[str] = stopped_early_warnings(trained, tokenizer)
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
     finally:
@@ -432,12 +437,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     t_save = time.perf_counter() - t_save
     if args.quiet:
         return 0
-    warnings: List[str] = []
-    if trained.stopped_early:
-        warnings.append(
-            f"training stopped at {len(trained.ranks):,} ranks of the {trained.ranks_asked:,} asked for "
-            f"({trained.stop_reason}); the vocabulary has {tokenizer.n_vocab:,} tokens"
-        )
+    warnings: List[str] = stopped_early_warnings(trained, tokenizer)
     t_eval = time.perf_counter()
     compression = measure_on_file(trained.ranks, trained.pattern, args.eval_text, HOLDOUT_MAX_BYTES)
     t_eval = time.perf_counter() - t_eval

@@ -157,3 +157,26 @@ def test_eval_plot_without_matplotlib_says_so_before_encoding(tmp_path, hello, c
     captured = capsys.readouterr()
     assert captured.out == ""  # nothing was encoded
     assert "--plot: plots need matplotlib: pip install 'bpeforge[plot]'" in captured.err
+
+
+def test_a_sweep_from_span_counts_measures_on_the_eval_text(tmp_path, docs_file):
+    """--from-counts: one training on saved counts, each size the training to that size on the
+    same counts, measured on --eval-text (required: counts hold no text)."""
+    counts = tmp_path / "counts.parquet"
+    assert cli.main(["count", str(docs_file), "-o", str(counts), "-q"]) == 0
+    other = tmp_path / "other.txt"
+    other.write_text("the quick brown fox jumps over the lazy dog\n" * 20, encoding="utf-8")
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--vocab-sizes", "300,400,600", "-o", str(out), "--special-tokens", "none", "-q", "--from-counts", str(counts)]
+    assert cli.main([*argv, "--eval-text", str(other)]) == 0
+    loaded = bpeforge.SpanCounts.load(counts)
+    for size in SIZES:
+        direct = bpeforge.Tokenizer.train_from_counts(loaded, size, special_tokens=[])
+        assert bpeforge.Tokenizer.load(out / str(size)).mergeable_ranks == direct.mergeable_ranks
+    rows = json.loads((out / "sweep.json").read_text())["rows"]
+    assert [(r["source"], r["vocab_size"]) for r in rows] == [(str(other), s) for s in SIZES]
+    assert all(r["tokens"] > 0 for r in rows)
+    r = run(*argv[:3], "-o", tmp_path / "o2", "--from-counts", counts)
+    assert_one_line_error(r, "--from-counts needs --eval-text")
+    r = run(*argv[:3], "-o", tmp_path / "o3", "--from-counts", counts, "--eval-text", other, "--holdout", 5)
+    assert_one_line_error(r, "--holdout cannot go with it")

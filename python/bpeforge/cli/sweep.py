@@ -17,9 +17,11 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List
 
-from ..errors import EvalError
+from .._core import SpanCounts
+from ..errors import EvalError, NoTextError, OptionError
 from ..eval import TextFile
 from ..plot import INSTALL_HINT
+from ..progress import ConsoleProgress, is_terminal
 from ..sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, check_vocab_sizes, sizes_reached, stopped_note
 from ..tokenizer import Tokenizer
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, one_line, stderr_line
@@ -31,8 +33,10 @@ from .train import (
     add_reading_and_training_arguments,
     check_trained_on_something,
     find_inputs,
+    name_the_flag,
     open_corpus,
     parse_special_tokens,
+    set_up_plain_training,
     set_up_training,
     start_progress,
     train_on,
@@ -49,6 +53,7 @@ evaluation text:
   By default every 100th document is held out of training (within 1 MB), as train does, and
   each size is measured on those (the line "held-out"). --eval-text FILE... measures on those
   files instead (one line each), and trains on every document unless --holdout N is given too.
+  With --from-counts (span counts hold no text), --eval-text is required.
 
 output (-o DIR):
   DIR/sweep.csv, DIR/sweep.json   one row per (text, size): bytes, tokens, bytes per token,
@@ -63,6 +68,7 @@ output (-o DIR):
 examples:
   bpeforge sweep --vocab-sizes {EXAMPLE_SIZES} -o out/sweep data/*.parquet
   bpeforge sweep --vocab-sizes 1024,2048,4096 -o out/sweep corpus.txt --eval-text dev.txt other.txt
+  bpeforge sweep --vocab-sizes {EXAMPLE_SIZES} -o out/sweep --from-counts counts/ --eval-text dev.txt
 """
 
 
@@ -105,6 +111,10 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--eval-text", dest="eval_texts", nargs="+", action="extend", metavar="FILE",
         help="UTF-8 text files to measure on instead of held-out documents, one line of the plot each "
         "(they take every argument up to the next option: give the inputs first, or end them with --)",
+    )
+    p.add_argument(
+        "--from-counts", metavar="PATH",
+        help="train on span counts (a file or folder `bpeforge count` wrote) instead of INPUTs; needs --eval-text",
     )
     add_reading_and_training_arguments(p)
     # Held out unless --eval-text gives the text to measure on (see run_sweep).
@@ -218,6 +228,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     """Runs ``bpeforge sweep`` with parsed ``args``: checks the options, trains once at the
     largest size, measures every size, writes the outputs and prints the table; returns the exit
     code. Raises :class:`CLIError`."""
+    if args.from_counts is not None:
+        return run_sweep_from_counts(args)
     t_start = time.perf_counter()
     sizes = check_sizes(args)
     eval_texts = evaluation_texts(args)
@@ -225,10 +237,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         args.holdout = 0 if eval_texts else HOLDOUT_EVERY
     args.vocab_size = sizes[-1]
     training = set_up_training(args)
-    folder = Path(args.output.rstrip("/") or args.output)
-    if not folder.name or folder.name in (".", ".."):
-        raise CLIError(f"-o {args.output!r}: give a folder name, e.g. -o out/sweep", EXIT_USAGE)
-    check_sweep_output(folder, args.force)
+    folder = sweep_folder(args)
     found = find_inputs(args)
     progress, show = start_progress(args, found)
     corpus = open_corpus(args, found, progress, show)
@@ -269,6 +278,76 @@ def run_sweep(args: argparse.Namespace) -> int:
             raise CLIError(f"measuring compression failed: {one_line(e)}") from None
     finally:
         exit_on_ctrl_c.stop()
+    return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
+
+
+def sweep_folder(args: argparse.Namespace) -> Path:
+    """The ``-o`` folder, checked (a usage error for a name that is no folder name)."""
+    folder = Path(args.output.rstrip("/") or args.output)
+    if not folder.name or folder.name in (".", ".."):
+        raise CLIError(f"-o {args.output!r}: give a folder name, e.g. -o out/sweep", EXIT_USAGE)
+    check_sweep_output(folder, args.force)
+    return folder
+
+
+def run_sweep_from_counts(args: argparse.Namespace) -> int:
+    """``bpeforge sweep --from-counts PATH --eval-text FILE...``: trains once on saved span
+    counts (with their pattern unless ``--pattern`` names it) and measures every size on the
+    ``--eval-text`` files."""
+    t_start = time.perf_counter()
+    refused = [flag for flag, given in [("INPUT", args.inputs), ("--doc-cap", args.doc_cap), ("--max-chars", args.max_chars),
+                                        ("--holdout", args.holdout is not None)] if given]
+    if refused:
+        raise CLIError(f"--from-counts trains on counts, not on text: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+    if not args.eval_texts:
+        raise CLIError("--from-counts needs --eval-text FILE...: span counts hold no text to measure on", EXIT_USAGE)
+    sizes = check_sizes(args)
+    eval_texts = evaluation_texts(args)
+    folder = sweep_folder(args)
+    try:
+        counts = SpanCounts.load(args.from_counts)
+    except (OSError, ValueError) as e:
+        raise CLIError(one_line(e)) from None
+    if args.pattern is None:
+        args.pattern = counts.pattern
+    args.vocab_size = sizes[-1]
+    training = set_up_plain_training(args)
+    show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
+    progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
+    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
+    if getattr(args, "exit_on_ctrl_c", False):
+        exit_on_ctrl_c.start()
+    try:
+        try:
+            trained = training.run_counts(counts, progress)
+        except OptionError as e:
+            raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+        except NoTextError as e:
+            raise CLIError(f"{args.from_counts}: {e}") from None
+        tokenizer = trained.build(Tokenizer)
+        t_trained = time.perf_counter()
+        notes: List[str] = []
+        kept, beyond = sizes_reached(sizes, tokenizer.n_vocab)
+        if beyond:
+            note = stopped_note(tokenizer.n_vocab, trained.stop_reason, beyond)
+            if not kept:
+                raise CLIError(note)
+            notes.append(note)
+        title = f"span counts {Path(args.from_counts).name} ({counts.total_bytes / 1e6:,.1f} MB)"
+        try:
+            sweep = Sweep.from_tokenizer(tokenizer, kept, dict(eval_texts), corpus=title, notes=notes, num_threads=args.threads or 8)
+        except (EvalError, ValueError) as e:
+            raise CLIError(one_line(e)) from None
+        except RuntimeError as e:
+            raise CLIError(f"measuring compression failed: {one_line(e)}") from None
+    finally:
+        exit_on_ctrl_c.stop()
+    return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
+
+
+def finish_sweep(args: argparse.Namespace, sweep: Sweep, folder: Path, notes: List[str], n_vocab: int, t_start: float, t_trained: float) -> int:
+    """Saves the sweep in ``folder`` and prints its table (unless ``--quiet``); returns the
+    exit code."""
     t_measured = time.perf_counter()
     drawn = save_sweep(sweep, folder, args.force)
     if args.quiet:
@@ -283,7 +362,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         sizes_written = ", ".join(f"{s}/" for s in sweep.vocab_sizes)
         print(f"\nsaved in {folder}/: {written}; tokenizers {sizes_written} (and N.tiktoken)")
         print(
-            f"trained once to {tokenizer.n_vocab:,} tokens in {t_trained - t_start:.1f} s; measured {len(sweep.vocab_sizes)} sizes "
+            f"trained once to {n_vocab:,} tokens in {t_trained - t_start:.1f} s; measured {len(sweep.vocab_sizes)} sizes "
             f"in {t_measured - t_trained:.1f} s; saved{' and plotted' if drawn else ''} in {time.perf_counter() - t_measured:.1f} s"
         )
     except KeyboardInterrupt:

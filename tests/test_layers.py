@@ -61,11 +61,12 @@ LAYERS: list[set[str]] = [
     # counting on Ray for train and count (--ray, --ray-address)
     {"bpeforge.cli.ray"},
     {"bpeforge.cli.train", "bpeforge.cli.eval", "bpeforge.cli.export"},
-    {"bpeforge.cli.sweep"},
     # counting spans on the command line (train's input options and reading)
     {"bpeforge.cli.count"},
     # training on a mix of named sources (train's reading, the mixing of span counts)
     {"bpeforge.cli.mix"},
+    # a sweep of vocabulary sizes (train's reading and training, mix's sources)
+    {"bpeforge.cli.sweep"},
     {"bpeforge.cli"},
     {"bpeforge.__main__"},
 ]

@@ -180,3 +180,20 @@ def test_a_sweep_from_span_counts_measures_on_the_eval_text(tmp_path, docs_file)
     assert_one_line_error(r, "--from-counts needs --eval-text")
     r = run(*argv[:3], "-o", tmp_path / "o3", "--from-counts", counts, "--eval-text", other, "--holdout", 5)
     assert_one_line_error(r, "--holdout cannot go with it")
+
+
+def test_a_sweep_of_a_mix_measures_each_source_on_its_own_held_out_documents(tmp_path, docs_file):
+    """--source: the sources are mixed as train mixes them; each size is what train --source
+    makes at that size, and each source is a line of the table."""
+    code = tmp_path / "code.txt"
+    code.write_text("".join(f"int f{i}(void) {{ return {i} * {i}; }}\n" for i in range(400)), encoding="utf-8")
+    common = ["--source", f"docs={docs_file}", "--source", f"code={code}", "--alpha", "0.5", "--special-tokens", "none", "-q"]
+    out = tmp_path / "sweep"
+    assert cli.main(["sweep", "--vocab-sizes", "300,400,600", "-o", str(out), *common]) == 0
+    rows = json.loads((out / "sweep.json").read_text())["rows"]
+    assert sorted({r["source"] for r in rows}) == ["code", "docs"]
+    for size in SIZES:
+        assert cli.main(["train", "--vocab-size", str(size), "-o", str(tmp_path / f"t{size}"), *common]) == 0
+        assert bpeforge.Tokenizer.load(out / str(size)).mergeable_ranks == bpeforge.Tokenizer.load(tmp_path / f"t{size}").mergeable_ranks
+    r = run("sweep", "--vocab-sizes", "300,400", "-o", tmp_path / "o2", "--source", f"docs={docs_file}", docs_file)
+    assert_one_line_error(r, "INPUT cannot go with it")

@@ -69,12 +69,17 @@ sources (mixing):
 def add_mix_options(p: argparse.ArgumentParser) -> None:
     """Adds ``--source``, ``--alpha`` and ``--weight`` to ``train``'s parser ``p``, and has it run
     :func:`run_train_or_mix`."""
+    add_source_options(p)
+    p.epilog = (p.epilog or "") + MIX_EPILOG
+    p.set_defaults(run=run_train_or_mix)
+
+
+def add_source_options(p: argparse.ArgumentParser) -> None:
+    """Adds ``--source``, ``--alpha`` and ``--weight`` to ``p`` (train's and sweep's parsers)."""
     group = p.add_argument_group("sources (mixing; see the end of this help)")
     group.add_argument("--source", action="append", dest="mix_sources", metavar="NAME=PATH", help="a named source of text (repeatable)")
     group.add_argument("--alpha", dest="mix_alpha", metavar="A", help="weight the sources so that source i gets p_i ∝ n_i^A of the bytes, A from 0 to 1 (default 1: as they are)")
     group.add_argument("--weight", action="append", dest="mix_weights", metavar="NAME=W", help="the weight of source NAME (give one for every source; not with --alpha)")
-    p.epilog = (p.epilog or "") + MIX_EPILOG
-    p.set_defaults(run=run_train_or_mix)
 
 
 def run_train_or_mix(args: argparse.Namespace) -> int:
@@ -109,8 +114,8 @@ def parse_sources(args: argparse.Namespace) -> List[MixedSource]:
     if not args.mix_sources:
         flag = "--alpha" if args.mix_alpha is not None else "--weight"
         raise CLIError(f"{flag} weights sources: name them with --source NAME=PATH", EXIT_USAGE)
-    refused = [flag for flag, given in [("INPUT", args.inputs), ("--from-counts", args.from_counts), ("--eval-text", args.eval_text),
-                                        ("--extend", args.extend)] if given]
+    refused = [flag for flag, given in [("INPUT", args.inputs), ("--from-counts", args.from_counts),
+                                        ("--eval-text", getattr(args, "eval_text", None)), ("--extend", getattr(args, "extend", None))] if given]
     if refused:
         raise CLIError(f"--source names every input: {', '.join(refused)} cannot go with it", EXIT_USAGE)
     sources: Dict[str, MixedSource] = {}
@@ -212,6 +217,31 @@ def count_source(args: argparse.Namespace, source: MixedSource, pattern: str, sh
     source.counts, source.bytes_read = counted.counts, counted.bytes
 
 
+def count_and_mix(
+    args: argparse.Namespace,
+    sources: List[MixedSource],
+    alpha: Optional[float],
+    weights: Optional[Dict[str, Any]],
+    pattern: str,
+    shown: List[ConsoleProgress],
+) -> SpanCounts:
+    """Counts every source (see :func:`count_source`) and mixes their counts; a problem is a
+    :class:`CLIError`."""
+    for source in sources:
+        count_source(args, source, pattern, shown)
+    try:
+        return mix({s.name: s.counts for s in sources}, alpha=alpha, weights=weights)  # type: ignore[misc]
+    except (ValueError, OverflowError) as e:
+        raise CLIError(one_line(e)) from None
+
+
+def loaded_pattern(sources: List[MixedSource]) -> Optional[str]:
+    """The pattern of the first source given as a span counts file (what the mix must be
+    trained with when ``--pattern`` is not given), or None."""
+    loaded = [s.counts for s in sources if s.counts is not None]
+    return loaded[0].pattern if loaded else None
+
+
 def run_mixed(args: argparse.Namespace) -> int:
     """Runs ``bpeforge train --source ...``: checks the options, counts each source, mixes,
     trains, saves and prints the report; returns the exit code. Raises :class:`CLIError`."""
@@ -223,22 +253,16 @@ def run_mixed(args: argparse.Namespace) -> int:
     check_output(folder, tiktoken_file, args.force)
     for source in sources:  # every path checked before any is read
         find_source(args, source)
-    loaded = [s.counts for s in sources if s.counts is not None]
-    if loaded and args.pattern is None:  # span counts train with the pattern they were made with
-        args.pattern = loaded[0].pattern
+    if args.pattern is None and loaded_pattern(sources) is not None:  # span counts train with the pattern they were made with
+        args.pattern = loaded_pattern(sources)
         training = set_up_plain_training(args)
     shown: List[ConsoleProgress] = []  # the progress displays, the last one showing
     exit_on_ctrl_c = ExitOnCtrlC(lambda: bool(shown) and bool(shown[-1].bars))
     if getattr(args, "exit_on_ctrl_c", False):
         exit_on_ctrl_c.start()
     try:
-        for source in sources:
-            count_source(args, source, training.pattern, shown)
+        mixed = count_and_mix(args, sources, alpha, weights, training.pattern, shown)
         t_count = time.perf_counter() - t_start
-        try:
-            mixed = mix({s.name: s.counts for s in sources}, alpha=alpha, weights=weights)  # type: ignore[misc]
-        except (ValueError, OverflowError) as e:
-            raise CLIError(one_line(e)) from None
         show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
         progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
         shown.append(progress)

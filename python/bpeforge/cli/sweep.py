@@ -26,6 +26,7 @@ from ..sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, ch
 from ..tokenizer import Tokenizer
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_parent, holds_only_a_saved_tokenizer
+from .mix import add_source_options, count_and_mix, find_source, heldout_texts, loaded_pattern, parse_sources, parse_weights
 from .signals import ExitOnCtrlC, ctrl_c_held_back
 from .train import (
     HOLDOUT_EVERY,
@@ -53,7 +54,9 @@ evaluation text:
   By default every 100th document is held out of training (within 1 MB), as train does, and
   each size is measured on those (the line "held-out"). --eval-text FILE... measures on those
   files instead (one line each), and trains on every document unless --holdout N is given too.
-  With --from-counts (span counts hold no text), --eval-text is required.
+  With --from-counts (span counts hold no text), --eval-text is required. With --source
+  NAME=PATH (mixed as train mixes them, --alpha or --weight), each source's held-out
+  documents are a line of their own.
 
 output (-o DIR):
   DIR/sweep.csv, DIR/sweep.json   one row per (text, size): bytes, tokens, bytes per token,
@@ -117,6 +120,7 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="train on span counts (a file or folder `bpeforge count` wrote) instead of INPUTs; needs --eval-text",
     )
     add_reading_and_training_arguments(p)
+    add_source_options(p)
     # Held out unless --eval-text gives the text to measure on (see run_sweep).
     p.set_defaults(run=run_sweep, holdout=None)
     return p
@@ -228,8 +232,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     """Runs ``bpeforge sweep`` with parsed ``args``: checks the options, trains once at the
     largest size, measures every size, writes the outputs and prints the table; returns the exit
     code. Raises :class:`CLIError`."""
-    if args.from_counts is not None:
+    if args.from_counts is not None and not args.mix_sources:
         return run_sweep_from_counts(args)
+    if args.mix_sources or args.mix_alpha is not None or args.mix_weights:
+        return run_sweep_on_sources(args)
     t_start = time.perf_counter()
     sizes = check_sizes(args)
     eval_texts = evaluation_texts(args)
@@ -336,6 +342,66 @@ def run_sweep_from_counts(args: argparse.Namespace) -> int:
         title = f"span counts {Path(args.from_counts).name} ({counts.total_bytes / 1e6:,.1f} MB)"
         try:
             sweep = Sweep.from_tokenizer(tokenizer, kept, dict(eval_texts), corpus=title, notes=notes, num_threads=args.threads or 8)
+        except (EvalError, ValueError) as e:
+            raise CLIError(one_line(e)) from None
+        except RuntimeError as e:
+            raise CLIError(f"measuring compression failed: {one_line(e)}") from None
+    finally:
+        exit_on_ctrl_c.stop()
+    return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
+
+
+def run_sweep_on_sources(args: argparse.Namespace) -> int:
+    """``bpeforge sweep --source NAME=PATH ... [--alpha A | --weight NAME=W ...]``: counts each
+    source with its own hold-out, mixes them as ``train --source`` does, trains once, and
+    measures every size on each source's held-out documents (a line each; and on
+    ``--eval-text`` files, if given)."""
+    t_start = time.perf_counter()
+    sizes = check_sizes(args)
+    eval_texts = evaluation_texts(args)
+    if args.holdout is None:
+        args.holdout = HOLDOUT_EVERY
+    sources = parse_sources(args)
+    alpha, weights = parse_weights(args, [s.name for s in sources])
+    args.vocab_size = sizes[-1]
+    training = set_up_plain_training(args)
+    folder = sweep_folder(args)
+    for source in sources:  # every path checked before any is read
+        find_source(args, source)
+    if args.pattern is None and loaded_pattern(sources) is not None:
+        args.pattern = loaded_pattern(sources)
+        training = set_up_plain_training(args)
+    shown: List[ConsoleProgress] = []
+    exit_on_ctrl_c = ExitOnCtrlC(lambda: bool(shown) and bool(shown[-1].bars))
+    if getattr(args, "exit_on_ctrl_c", False):
+        exit_on_ctrl_c.start()
+    try:
+        mixed = count_and_mix(args, sources, alpha, weights, training.pattern, shown)
+        show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
+        progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
+        shown.append(progress)
+        try:
+            trained = training.run_counts(mixed, progress)
+        except OptionError as e:
+            raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+        except NoTextError as e:
+            raise CLIError(str(e)) from None
+        tokenizer = trained.build(Tokenizer)
+        t_trained = time.perf_counter()
+        notes: List[str] = []
+        kept, beyond = sizes_reached(sizes, tokenizer.n_vocab)
+        if beyond:
+            note = stopped_note(tokenizer.n_vocab, trained.stop_reason, beyond)
+            if not kept:
+                raise CLIError(note)
+            notes.append(note)
+        texts: Dict[str, SweepText] = {name: docs for name, docs in heldout_texts(sources).items() if docs}
+        texts.update(eval_texts)
+        if not texts:
+            raise CLIError("nothing to measure on: no source has held-out documents (--holdout 0, or span counts files); give --eval-text FILE")
+        title = f"a mix of {', '.join(s.name for s in sources)} ({sum(s.counts.total_bytes for s in sources if s.counts is not None) / 1e6:,.1f} MB)"
+        try:
+            sweep = Sweep.from_tokenizer(tokenizer, kept, texts, corpus=title, notes=notes, num_threads=args.threads or 8)
         except (EvalError, ValueError) as e:
             raise CLIError(one_line(e)) from None
         except RuntimeError as e:

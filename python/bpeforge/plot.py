@@ -74,6 +74,9 @@ def plot_curves(
     FigureCanvasAgg(figure)
     ax = figure.add_subplot()
     sizes = sorted({size for points in curves.values() for size, _, _ in points})
+    # At each x, the line with the highest value is labelled above its point, the others below
+    # it, so that the labels of close lines do not sit on each other or on the other line.
+    highest = {x: max(y for points in curves.values() for px, y, _ in points if px == x) for x in sizes}
     for name, points in curves.items():
         ordered = sorted(points, key=lambda p: p[0])
         xs = [p[0] for p in ordered]
@@ -82,7 +85,11 @@ def plot_curves(
         colour = line.get_color()
         for x, y, label in ordered:
             text = f"{y:.2f}" if label is None else f"{label}\n{y:.2f}"
-            ax.annotate(text, (x, y), textcoords="offset points", xytext=(0, 8), ha="center", va="bottom", fontsize=8, color=colour)
+            above = y >= highest[x]
+            ax.annotate(
+                text, (x, y), textcoords="offset points", xytext=(0, 8 if above else -9), ha="center",
+                va="bottom" if above else "top", fontsize=8, color=colour,
+            )
         if gains:
             for (x0, y0, _), (x1, y1, _) in zip(ordered, ordered[1:]):
                 saved = (1 - y0 / y1) * 100

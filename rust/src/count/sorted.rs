@@ -350,15 +350,28 @@ impl SpanIndex for usize {
 
 /// The indices of `spans` in the order of their bytes, in parallel on the current Rayon pool;
 /// `stable` keeps equal spans in their order (unneeded for distinct spans).
+///
+/// Each index is sorted with its span's first 8 bytes as a big-endian integer beside it, so that
+/// most comparisons read no span at all: comparing the spans themselves, a cache miss each in a
+/// large buffer, made sorting 10 million distinct spans take several times as long as counting
+/// them. Equal prefixes (a span shorter than 8 bytes is padded with zeros, which can tie it with
+/// a longer one) are settled by the whole bytes. The prefix costs 8 bytes per span while sorting.
 fn order_by_bytes<I: SpanIndex>(spans: &Spans, stable: bool) -> Vec<I> {
-    let mut order: Vec<I> = (0..spans.len()).map(I::of).collect();
-    let by_bytes = |a: &I, b: &I| spans.get(a.at()).0.cmp(spans.get(b.at()).0);
+    let prefix = |i: usize| {
+        let bytes = spans.get(i).0;
+        let mut first = [0u8; 8];
+        let n = bytes.len().min(8);
+        first[..n].copy_from_slice(&bytes[..n]);
+        u64::from_be_bytes(first)
+    };
+    let mut keyed: Vec<(u64, I)> = (0..spans.len()).into_par_iter().map(|i| (prefix(i), I::of(i))).collect();
+    let by_bytes = |a: &(u64, I), b: &(u64, I)| a.0.cmp(&b.0).then_with(|| spans.get(a.1.at()).0.cmp(spans.get(b.1.at()).0));
     if stable {
-        order.par_sort_by(by_bytes);
+        keyed.par_sort_by(by_bytes);
     } else {
-        order.par_sort_unstable_by(by_bytes);
+        keyed.par_sort_unstable_by(by_bytes);
     }
-    order
+    keyed.into_par_iter().map(|(_, i)| i).collect()
 }
 
 /// The sum of two sorted lists of distinct spans, in one pass, the counts of `a` multiplied by

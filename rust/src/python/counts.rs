@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use pyo3::exceptions::{PyFileNotFoundError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
@@ -385,6 +385,44 @@ impl PySpanCounts {
     }
 }
 
+/// The counted spans joined and sorted, on `pool` without the GIL, while this thread looks for
+/// Ctrl-C every 50 ms: joining and sorting take seconds on tens of millions of spans. Ctrl-C
+/// stops the join soon (its stop flag), or is raised once the sort under way ends (a second or
+/// two for ten million spans), and what the worker made is dropped.
+fn join_and_sort(py: Python<'_>, pool: &rayon::ThreadPool, counts: crate::count::SpanCounts) -> PyResult<SortedSpans> {
+    let stop = AtomicBool::new(false);
+    let mut interrupted = None;
+    let joined = py.detach(|| {
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                pool.install(|| {
+                    let spans = counts.into_spans(&stop)?;
+                    crate::memory::release();
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        return Err(crate::Error::Interrupted); // Ctrl-C while joining: no sort
+                    }
+                    Ok::<_, crate::Error>(SortedSpans::from_distinct(spans))
+                })
+            });
+            while !worker.is_finished() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                shutdown::safe_point(); // before taking the GIL (see shutdown.rs)
+                if let Err(e) = Python::attach(|py| py.check_signals()) {
+                    interrupted = Some(e);
+                    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+                    break;
+                }
+            }
+            worker.join()
+        })
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    let joined = joined.map_err(|_| PyRuntimeError::new_err("internal error joining the span counts (a bpeforge bug: please report it)"))?;
+    joined.map_err(super::to_py)
+}
+
 /// Counts the spans of an iterable of texts (the items `Trainer.train_from_iterator` takes: str,
 /// lists of str, Arrow string arrays, a ParquetReader's batches), splitting and counting
 /// without the GIL while the next texts are pulled, and gives their `SpanCounts`, sorted.
@@ -419,17 +457,7 @@ pub(super) fn count_texts(
         _ => Pool::shared().get()?,
     };
     let Counted { counts, texts, bytes } = count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
-    // Joining and sorting take seconds on tens of millions of spans; the stop flag is never
-    // set here, so Ctrl-C is seen once they are done.
-    let never = AtomicBool::new(false);
-    let sorted = py.detach(|| {
-        pool.install(|| {
-            let spans = counts.into_spans(&never)?;
-            crate::memory::release();
-            Ok::<_, crate::Error>(SortedSpans::from_distinct(spans))
-        })
-    });
-    let sorted = sorted.map_err(super::to_py)?;
+    let sorted = join_and_sort(py, &pool, counts)?;
     crate::memory::release();
     Ok((PySpanCounts::new(sorted, splitter.pattern().to_owned(), options), texts, bytes))
 }

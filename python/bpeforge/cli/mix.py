@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .._core import SpanCounts
 from ..counts import count_with_figures
-from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
+from ..errors import SPLIT_FAILED, InputError
 from ..inputs import Corpus
 from ..mixing import MixRecord, checked_alpha, mix
 from ..progress import ConsoleProgress, is_terminal
@@ -36,10 +36,10 @@ from .train import (
     Inputs,
     describe_pattern,
     find_inputs,
-    name_the_flag,
     open_corpus,
     set_up_plain_training,
     stopped_early_warnings,
+    train_on_counts,
     sized_stream,
     start_progress,
 )
@@ -266,12 +266,7 @@ def run_mixed(args: argparse.Namespace) -> int:
         show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
         progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
         shown.append(progress)
-        try:
-            trained = training.run_counts(mixed, progress)
-        except OptionError as e:
-            raise CLIError(name_the_flag(e), EXIT_USAGE) from None
-        except NoTextError as e:
-            raise CLIError(str(e)) from None
+        trained = train_on_counts(training, mixed, progress)
         t_build = time.perf_counter()
         tokenizer = trained.build(Tokenizer)
         t_build = time.perf_counter() - t_build

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .._core import SpanCounts
-from ..errors import EvalError, NoTextError, OptionError
+from ..errors import EvalError
 from ..eval import TextFile
 from ..plot import INSTALL_HINT
 from ..progress import ConsoleProgress, is_terminal
@@ -34,13 +34,13 @@ from .train import (
     add_reading_and_training_arguments,
     check_trained_on_something,
     find_inputs,
-    name_the_flag,
     open_corpus,
     parse_special_tokens,
     set_up_plain_training,
     set_up_training,
     start_progress,
     train_on,
+    train_on_counts,
 )
 
 EXAMPLE_SIZES = "4096,8192,16384,32768,65536"
@@ -228,6 +228,30 @@ def evaluation_texts(args: argparse.Namespace) -> Dict[str, SweepText]:
     return texts
 
 
+def sizes_kept(sizes: List[int], n_vocab: int, stop_reason: str, notes: List[str]) -> List[int]:
+    """The sizes a training that stopped at ``n_vocab`` tokens reached; a note in ``notes`` for
+    those it did not reach, and a :class:`CLIError` if it reached none."""
+    kept, beyond = sizes_reached(sizes, n_vocab)
+    if beyond:
+        note = stopped_note(n_vocab, stop_reason, beyond)
+        if not kept:
+            raise CLIError(note)
+        notes.append(note)
+    return kept
+
+
+def measure_sweep(
+    args: argparse.Namespace, tokenizer: Tokenizer, sizes: List[int], texts: Dict[str, SweepText], title: str, notes: List[str]
+) -> Sweep:
+    """Every size of ``tokenizer`` measured on ``texts``; a failure is a :class:`CLIError`."""
+    try:
+        return Sweep.from_tokenizer(tokenizer, sizes, texts, corpus=title, notes=notes, num_threads=args.threads or 8)
+    except (EvalError, ValueError) as e:
+        raise CLIError(one_line(e)) from None
+    except RuntimeError as e:
+        raise CLIError(f"measuring compression failed: {one_line(e)}") from None
+
+
 def run_sweep(args: argparse.Namespace) -> int:
     """Runs ``bpeforge sweep`` with parsed ``args``: checks the options, trains once at the
     largest size, measures every size, writes the outputs and prints the table; returns the exit
@@ -257,12 +281,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         tokenizer = trained.build(Tokenizer)
         t_trained = time.perf_counter()
         notes: List[str] = []
-        kept, beyond = sizes_reached(sizes, tokenizer.n_vocab)
-        if beyond:
-            note = stopped_note(tokenizer.n_vocab, trained.stop_reason, beyond)
-            if not kept:
-                raise CLIError(note)
-            notes.append(note)
+        kept = sizes_kept(sizes, tokenizer.n_vocab, trained.stop_reason, notes)
         texts: Dict[str, SweepText] = {}
         if corpus.heldout:
             texts["held-out"] = corpus.heldout
@@ -273,15 +292,7 @@ def run_sweep(args: argparse.Namespace) -> int:
                 f"the first {corpus.sample_bytes:,} bytes of the training text, which favours the larger sizes"
             )
         texts.update(eval_texts)
-        try:
-            sweep = Sweep.from_tokenizer(
-                tokenizer, kept, texts, corpus=corpus_title(found, corpus.total_bytes), notes=notes,
-                num_threads=args.threads or 8,
-            )
-        except (EvalError, ValueError) as e:
-            raise CLIError(one_line(e)) from None
-        except RuntimeError as e:
-            raise CLIError(f"measuring compression failed: {one_line(e)}") from None
+        sweep = measure_sweep(args, tokenizer, kept, texts, corpus_title(found, corpus.total_bytes), notes)
     finally:
         exit_on_ctrl_c.stop()
     return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
@@ -324,28 +335,13 @@ def run_sweep_from_counts(args: argparse.Namespace) -> int:
     if getattr(args, "exit_on_ctrl_c", False):
         exit_on_ctrl_c.start()
     try:
-        try:
-            trained = training.run_counts(counts, progress)
-        except OptionError as e:
-            raise CLIError(name_the_flag(e), EXIT_USAGE) from None
-        except NoTextError as e:
-            raise CLIError(f"{args.from_counts}: {e}") from None
+        trained = train_on_counts(training, counts, progress, args.from_counts)
         tokenizer = trained.build(Tokenizer)
         t_trained = time.perf_counter()
         notes: List[str] = []
-        kept, beyond = sizes_reached(sizes, tokenizer.n_vocab)
-        if beyond:
-            note = stopped_note(tokenizer.n_vocab, trained.stop_reason, beyond)
-            if not kept:
-                raise CLIError(note)
-            notes.append(note)
+        kept = sizes_kept(sizes, tokenizer.n_vocab, trained.stop_reason, notes)
         title = f"span counts {Path(args.from_counts).name} ({counts.total_bytes / 1e6:,.1f} MB)"
-        try:
-            sweep = Sweep.from_tokenizer(tokenizer, kept, dict(eval_texts), corpus=title, notes=notes, num_threads=args.threads or 8)
-        except (EvalError, ValueError) as e:
-            raise CLIError(one_line(e)) from None
-        except RuntimeError as e:
-            raise CLIError(f"measuring compression failed: {one_line(e)}") from None
+        sweep = measure_sweep(args, tokenizer, kept, dict(eval_texts), title, notes)
     finally:
         exit_on_ctrl_c.stop()
     return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
@@ -380,32 +376,17 @@ def run_sweep_on_sources(args: argparse.Namespace) -> int:
         show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
         progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
         shown.append(progress)
-        try:
-            trained = training.run_counts(mixed, progress)
-        except OptionError as e:
-            raise CLIError(name_the_flag(e), EXIT_USAGE) from None
-        except NoTextError as e:
-            raise CLIError(str(e)) from None
+        trained = train_on_counts(training, mixed, progress)
         tokenizer = trained.build(Tokenizer)
         t_trained = time.perf_counter()
         notes: List[str] = []
-        kept, beyond = sizes_reached(sizes, tokenizer.n_vocab)
-        if beyond:
-            note = stopped_note(tokenizer.n_vocab, trained.stop_reason, beyond)
-            if not kept:
-                raise CLIError(note)
-            notes.append(note)
+        kept = sizes_kept(sizes, tokenizer.n_vocab, trained.stop_reason, notes)
         texts: Dict[str, SweepText] = {name: docs for name, docs in heldout_texts(sources).items() if docs}
         texts.update(eval_texts)
         if not texts:
             raise CLIError("nothing to measure on: no source has held-out documents (--holdout 0, or span counts files); give --eval-text FILE")
         title = f"a mix of {', '.join(s.name for s in sources)} ({sum(s.counts.total_bytes for s in sources if s.counts is not None) / 1e6:,.1f} MB)"
-        try:
-            sweep = Sweep.from_tokenizer(tokenizer, kept, texts, corpus=title, notes=notes, num_threads=args.threads or 8)
-        except (EvalError, ValueError) as e:
-            raise CLIError(one_line(e)) from None
-        except RuntimeError as e:
-            raise CLIError(f"measuring compression failed: {one_line(e)}") from None
+        sweep = measure_sweep(args, tokenizer, kept, texts, title, notes)
     finally:
         exit_on_ctrl_c.stop()
     return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)

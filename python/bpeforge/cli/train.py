@@ -326,6 +326,17 @@ def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
     raise CLIError("no documents to train on: the inputs hold no text" + note)
 
 
+def train_on_counts(training: Training, counts: SpanCounts, progress: ConsoleProgress, where: Optional[str] = None) -> TrainedRanks:
+    """``training`` run on span counts, its errors as one line: a bad option names its flag, and
+    counts with nothing to train on name ``where`` (the counts' path), if given."""
+    try:
+        return training.run_counts(counts, progress)
+    except OptionError as e:
+        raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+    except NoTextError as e:
+        raise CLIError(f"{where}: {e}" if where else str(e)) from None
+
+
 def stopped_early_warnings(trained: TrainedRanks, tokenizer: Tokenizer) -> List[str]:
     """The report's warning when training made fewer ranks than asked (none otherwise)."""
     if not trained.stopped_early:

@@ -61,6 +61,8 @@ LAYERS: list[set[str]] = [
     # counting on Ray for train and count (--ray, --ray-address)
     {"bpeforge.cli.ray"},
     {"bpeforge.cli.train", "bpeforge.cli.eval", "bpeforge.cli.export"},
+    # training on span counts, loaded or counted on Ray (train's options and outputs)
+    {"bpeforge.cli.train_counts"},
     # counting spans on the command line (train's input options and reading)
     {"bpeforge.cli.count"},
     # training on a mix of named sources (train's reading, the mixing of span counts)

@@ -60,7 +60,7 @@ def test_jsonl_invalid_utf8_and_lone_surrogates_are_bad_lines(tmp_path, line, me
     p.write_bytes(b'{"text": "ok"}\n' + line + b'\n{"text": "pair \\ud83d\\ude00 \xc3\xa9"}\n')
     with pytest.raises(InputError) as e:
         docs_of(read_jsonl(text_source(p)))
-    assert str(e.value) == f"{p}:2: {message} (use --skip-bad-lines to skip such lines)"
+    assert str(e.value) == f"{p}:2: {message} (skip such lines with --skip-bad-lines, or skip_bad_lines=True in Python)"
     bad = inputs.BadLines()
     docs = docs_of(read_jsonl(text_source(p), skip_bad_lines=True, bad_lines=bad))
     assert docs == ["ok", "pair \U0001F600 \u00e9"]

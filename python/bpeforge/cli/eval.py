@@ -12,7 +12,7 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 from ..errors import EvalError
 from ..eval import READ_BYTES, TextFile, evaluate, format_table, load_tokenizer, named_tokenizers

@@ -29,7 +29,8 @@ from ..tokenizer import Tokenizer
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .report import Compression, Row, Timings, measure_compression, merge_rows, time_rows, vocabulary_rows
-from . import train
+from . import train, train_counts
+from .ray import on_ray
 from .signals import ExitOnCtrlC
 from .train import (
     MERGE_LINES_AFTER,
@@ -84,9 +85,11 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
 
 def run_train_or_mix(args: argparse.Namespace) -> int:
     """``bpeforge train``: on a mix of sources if any of ``--source``, ``--alpha``, ``--weight``
-    is given, else as usual."""
+    is given, on span counts with ``--from-counts``, ``--eval-text`` or Ray, else on INPUTs."""
     if args.mix_sources or args.mix_alpha is not None or args.mix_weights:
         return run_mixed(args)
+    if args.from_counts is not None or args.eval_text is not None or on_ray(args):
+        return train_counts.run_train_from_counts(args)
     return train.run_train(args)  # looked up when run, as the train parser's own entry point is
 
 

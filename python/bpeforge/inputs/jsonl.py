@@ -70,7 +70,7 @@ def read_jsonl(
                 if problem is not None:
                     message = f"{source.path}:{lineno}: {problem}"
                     if not skip_bad_lines:
-                        raise InputError(message + " (use --skip-bad-lines to skip such lines)")
+                        raise InputError(message + " (skip such lines with --skip-bad-lines, or skip_bad_lines=True in Python)")
                     if bad_lines is not None:
                         bad_lines.add(message)
                     continue

@@ -130,7 +130,7 @@ class _Decoder:
                 line = before + data.count(b"\n", 0, e.start) + 1
                 raise InputError(
                     f"{self.source.path}:{line}: not valid UTF-8 (byte 0x{data[e.start]:02x}); convert the file to UTF-8, "
-                    "or use --skip-bad-lines to skip the documents that hold such bytes"
+                    "or skip the documents that hold such bytes with --skip-bad-lines (skip_bad_lines=True in Python)"
                 ) from None
             text, used = codecs.utf_8_decode(data, "surrogateescape", final)
             self.unseen += len(_NOT_UTF8.findall(text))

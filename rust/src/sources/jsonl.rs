@@ -142,7 +142,7 @@ impl JsonlTexts {
                     Judged::Bad(problem) => {
                         let message = format!("{}:{}: {problem}", self.path.display(), self.lines);
                         if !self.skip_bad {
-                            return Err(InputError(message + " (use --skip-bad-lines to skip such lines)"));
+                            return Err(InputError(message + " (skip such lines with --skip-bad-lines, or skip_bad_lines=True in Python)"));
                         }
                         self.bad.add(|| message);
                         true
@@ -276,6 +276,6 @@ mod tests {
         assert_eq!(judged, [5, 6, 7, 8, 9]);
         assert_eq!(bad, 5);
         let e = texts(b"{\"text\": \"ok\"}\n{bad\n", false).unwrap_err();
-        assert_eq!(e.0, "t.jsonl:2: judged (use --skip-bad-lines to skip such lines)");
+        assert_eq!(e.0, "t.jsonl:2: judged (skip such lines with --skip-bad-lines, or skip_bad_lines=True in Python)");
     }
 }

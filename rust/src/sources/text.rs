@@ -142,7 +142,7 @@ impl TextDocuments {
                         };
                         return Err(InputError(format!(
                             "{}:{line}: not valid UTF-8 (byte 0x{byte:02x}); convert the file to UTF-8, \
-                             or use --skip-bad-lines to skip the documents that hold such bytes",
+                             or skip the documents that hold such bytes with --skip-bad-lines (skip_bad_lines=True in Python)",
                             self.path.display()
                         )));
                     }

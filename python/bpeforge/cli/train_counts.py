@@ -1,0 +1,160 @@
+"""``bpeforge train --from-counts PATH`` and ``bpeforge train --ray``: training on span counts,
+loaded from a file or counted on a Ray cluster, with compression measured on ``--eval-text``
+(counts hold no text to measure on). Reading, options and outputs are ``bpeforge train``'s
+(:mod:`.train`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import List, Optional, Tuple
+
+from .._core import SpanCounts
+from ..errors import NoTextError, OptionError
+from ..extending import Extension
+from ..patterns import resolve_pattern
+from ..progress import ConsoleProgress, is_terminal
+from ..tokenizer import Tokenizer
+from ..training import TrainedRanks
+from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
+from .outputs import check_output, output_paths, save_outputs
+from .ray import check_ray_options, count_on_ray, on_ray
+from .report import Timings, format_counts_report, measure_on_file
+from .signals import ExitOnCtrlC
+from .train import (
+    HOLDOUT_EVERY,
+    HOLDOUT_MAX_BYTES,
+    MERGE_LINES_AFTER,
+    describe_pattern,
+    find_inputs,
+    name_the_flag,
+    set_up_training,
+    start_progress,
+    stopped_early_warnings,
+)
+
+
+def run_train_from_counts(args: argparse.Namespace) -> int:
+    """``bpeforge train --from-counts PATH``: trains on saved span counts (a file, or a folder
+    loaded as their sum), with the counts' pattern unless ``--pattern`` names it, and measures
+    compression on ``--eval-text FILE`` if given (counts hold no text to measure on). With
+    ``--ray``/``--ray-address``, the counts are those of the INPUTs, counted on Ray."""
+    check_counts_options(args)
+    t_start = time.perf_counter()
+    counting_pattern = args.pattern
+    if on_ray(args):
+        early = set_up_training(args)  # its options checked before the cluster is started
+        if isinstance(early, Extension):
+            counting_pattern = early.base.pattern  # new text is counted with the base's pattern
+    folder, tiktoken_file = output_paths(args.output)
+    check_output(folder, tiktoken_file, args.force)
+    show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
+    progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
+    t_load = time.perf_counter()
+    if on_ray(args):
+        counts, source, made = count_inputs_on_ray(args, counting_pattern)
+    else:
+        if show:
+            progress.write(f"Loading span counts from {args.from_counts}")
+        try:
+            counts = SpanCounts.load(args.from_counts)
+        except (OSError, ValueError) as e:
+            raise CLIError(one_line(e)) from None
+        source, made = args.from_counts, "loaded"
+    t_load = time.perf_counter() - t_load
+    if args.pattern is None and args.extend is None:
+        args.pattern = counts.pattern
+    training = set_up_training(args)
+    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
+    if getattr(args, "exit_on_ctrl_c", False):
+        exit_on_ctrl_c.start()
+    try:
+        try:
+            trained: TrainedRanks
+            if isinstance(training, Extension):
+                try:
+                    trained = training.run(counts, progress=progress)
+                except ValueError as e:  # counts split by another pattern than the base's
+                    raise CLIError(f"{args.from_counts}: {one_line(e)}") from None
+            else:
+                trained = training.run_counts(counts, progress)
+        except OptionError as e:
+            raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+        except NoTextError as e:
+            raise CLIError(f"{args.from_counts}: {e}") from None
+        t_build = time.perf_counter()
+        tokenizer = trained.build(Tokenizer)
+        t_build = time.perf_counter() - t_build
+    finally:
+        exit_on_ctrl_c.stop()
+    t_save = time.perf_counter()
+    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
+    t_save = time.perf_counter() - t_save
+    if args.quiet:
+        return 0
+    warnings: List[str] = stopped_early_warnings(trained, tokenizer)
+    t_eval = time.perf_counter()
+    compression = measure_on_file(trained.ranks, trained.pattern, args.eval_text, HOLDOUT_MAX_BYTES)
+    t_eval = time.perf_counter() - t_eval
+    for w in warnings:
+        stderr_line(f"{PROG}: warning: {w}")
+    stats = dict(trained.stats, load_seconds=t_load)
+    sys.stdout.write(
+        format_counts_report(
+            source=source,
+            made=made,
+            counts=counts,
+            stats=stats,
+            merges=trained.merges(),
+            ranks=trained.ranks,
+            tokenizer=tokenizer,
+            pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
+            compression=compression,
+            timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
+            folder=folder,
+            tiktoken_file=tiktoken_file,
+        )
+    )
+    sys.stdout.flush()
+    return 0
+
+
+def check_counts_options(args: argparse.Namespace) -> None:
+    """Refuses, as a usage error naming the flags, what does not go with training on counts:
+    loaded (``--from-counts``: no INPUT, nothing about reading text) or counted on Ray (every
+    document of the INPUTs: no hold-out, no budget)."""
+    if args.from_counts is None and not on_ray(args):
+        raise CLIError("--eval-text goes with --from-counts or --ray (training on INPUTs measures compression on held-out documents)", EXIT_USAGE)
+    if on_ray(args):
+        refused = [flag for flag, given in [("--from-counts", args.from_counts is not None), ("--max-chars", args.max_chars),
+                                            ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
+        if refused:
+            raise CLIError(f"--ray counts every document of the INPUTs: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+        check_ray_options(args)
+        return
+    refused = [flag for flag, given in [("INPUT", args.inputs), ("--doc-cap", args.doc_cap), ("--max-chars", args.max_chars),
+                                        ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
+    if refused:
+        raise CLIError(f"--from-counts trains on counts, not on text: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+
+
+def count_inputs_on_ray(args: argparse.Namespace, pattern_asked: Optional[str]) -> Tuple[SpanCounts, str, str]:
+    """The counts of the INPUTs, counted on Ray with ``pattern_asked`` (a preset or regex, None
+    for the default), what they are and how they were made (for the report); progress of their
+    own (the merge loop's is another)."""
+    found = find_inputs(args, check_columns=False)
+    progress, show = start_progress(args, found, "Counting on Ray")
+    try:
+        pattern = resolve_pattern(pattern_asked)
+    except ValueError as e:
+        raise CLIError(f"--pattern: {one_line(e)}", EXIT_USAGE) from None
+    counted = count_on_ray(args, found.sources, found.separator, pattern, progress)
+    note = counted.bad_lines_note()
+    if note is not None and not args.quiet:
+        stderr_line(f"{PROG}: warning: skipped {note}")
+    if not counted.figures.texts:
+        raise CLIError("no documents to train on: the inputs hold no text")
+    f = counted.figures
+    label = f"{found.label}: {f.texts:,} documents, {f.bytes:,} bytes ({f.bytes / 1e6:,.1f} MB)"
+    return counted.counts, label, f"counted on {counted.where}, {counted.cluster},"

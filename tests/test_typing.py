@@ -67,6 +67,26 @@ def test_readme_python_examples_type_check(tmp_path):
     assert status == 0, out
 
 
+def test_docs_python_examples_type_check(tmp_path):
+    """The Python examples of docs/, a script per page, each given the names the pages take as
+    given: texts, a trained tokenizer and span counts."""
+    given = (
+        "import bpeforge\n"
+        "texts: list[str] = ['hello world']\n"
+        "tok = bpeforge.Tokenizer.train_from_iterator(texts, vocab_size=300)\n"
+        "c_en = c_fi = c_code = bpeforge.count(texts)\n"
+    )
+    scripts = []
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
+        if blocks:
+            scripts.append(tmp_path / f"docs_{page.stem.replace('-', '_')}.py")
+            scripts[-1].write_text(given + "\n".join(blocks))
+    assert len(scripts) >= 5
+    status, out = mypy("--strict", *map(str, scripts))
+    assert status == 0, out
+
+
 def test_the_package_type_checks():
     status, out = mypy("--config-file", str(ROOT / "pyproject.toml"), str(ROOT / "python" / "bpeforge"))
     assert status == 0, out

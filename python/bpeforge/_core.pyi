@@ -30,7 +30,7 @@ class Trainer:
     def __new__(cls, pattern: Optional[str] = None, *, num_threads: Optional[int] = None) -> Trainer: ...
     def train_from_iterator(
         self,
-        iterator: Iterable[Union[str, list[str], _ArrowArrayExportable]],
+        iterator: Iterable[Union[str, list[str], _ArrowArrayExportable, "DocumentReader"]],
         vocab_size: int,
         buffer_size: int = 8192,
         pattern: Optional[str] = None,
@@ -80,7 +80,7 @@ class Trainer:
         """
     def extend_from_iterator(
         self,
-        iterator: Iterable[Union[str, list[str], _ArrowArrayExportable]],
+        iterator: Iterable[Union[str, list[str], _ArrowArrayExportable, "DocumentReader"]],
         base_ranks: Sequence[tuple[bytes, int]],
         first_id: int,
         new_tokens: int,
@@ -320,7 +320,7 @@ class SpanCounts:
         """
 
 def count_texts(
-    texts: Iterable[Union[str, list[str], _ArrowArrayExportable]],
+    texts: Iterable[Union[str, list[str], _ArrowArrayExportable, "DocumentReader"]],
     pattern: Optional[str] = None,
     *,
     num_threads: Optional[int] = None,

@@ -375,6 +375,18 @@ mod tests {
     }
 
     #[test]
+    fn extending_keeps_counts_past_32_bits_exact() {
+        // Spans counted around the span header's 32 bits (see spans.rs), encoded by a base.
+        let around = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), 1 << 32, 1 << 40, 1, 2];
+        for seed in 0..50 {
+            let base = trained(&corpus(seed, b"abc d"), 262);
+            let b: Vec<(Vec<u8>, u64)> = corpus(seed + 1000, b"bcd e").into_iter().enumerate().map(|(i, (span, _))| (span, around[i % around.len()])).collect();
+            let learned = extend_all(&b, &base_of(&base, 262), 280);
+            assert_eq!(learned.merges, naive_extend(&b, &base, 280), "seed {seed}");
+        }
+    }
+
+    #[test]
     fn ids_keep_gaps_and_new_ids_follow_the_largest() {
         // Single bytes anywhere and ids with gaps: dense ids follow the ids' order.
         let mut ranks: Vec<(Vec<u8>, u32)> = (0..=255u8).map(|b| (vec![b], 1000 - u32::from(b))).collect();

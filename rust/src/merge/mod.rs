@@ -644,6 +644,23 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn counts_around_the_headers_32_bits_are_exact() {
+        // A span's header holds 32 bits of its count, larger counts being listed apart (see
+        // spans.rs): counts just below, at and past that, in spans spread over the groups the
+        // table is built in, on one thread and two.
+        let around = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), 1 << 32, 1 << 40];
+        let spans: Vec<(Vec<u8>, u64)> = (0..12_000u64)
+            .map(|i| (format!("ab{}a{}", i % 89, i).into_bytes(), if i % 97 == 3 { around[(i / 97 % 4) as usize] } else { 1 + i % 5 }))
+            .collect();
+        let want = naive(&spans, 275);
+        assert!(want.iter().any(|m| m.count > 1 << 40), "big counts must be merged");
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            assert_eq!(pool.install(|| learn_all(&spans, 275)), want, "{threads} threads");
+        }
+    }
+
+    #[test]
     fn no_spans_learn_nothing() {
         for spans in [vec![], vec![(b"a".to_vec(), 5)]] {
             assert_eq!(learn_all(&spans, 1000), vec![]);

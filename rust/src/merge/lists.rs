@@ -22,11 +22,22 @@
 //! the lists are filled in place by parts in parallel (`start.rs`), which needs the coded size
 //! of each piece before writing it, and decoding runs straight into the merge's buffer.
 
-/// Where a list starts in the arena (its size). [`EMPTY`] is the empty list.
+/// Where a list starts in the arena (its size), or a short list itself (see [`INLINE`]).
+/// [`EMPTY`] is the empty list.
 pub(super) type ListAt = u64;
 
 /// The empty list, which takes no room.
 pub(super) const EMPTY: ListAt = u64::MAX;
+
+/// A list whose ids code into at most 7 bytes is held in its [`ListAt`] rather than the arena:
+/// the coded ids in the low 7 bytes, and in the top byte this bit with their size (so never
+/// [`EMPTY`], and never a place in the arena, which is below 2^63). Most pairs born late in a
+/// run hold a span or two, and their lists would otherwise take the arena a size and 4 or 5
+/// bytes each, the place in the arena 8 more.
+const INLINE: u64 = 0x80 << 56;
+
+/// The most bytes of coded ids a list held in its [`ListAt`] has.
+const INLINE_BYTES: usize = 7;
 
 /// The arena is not compacted below this many bytes, so small runs never compact.
 const MIN_COMPACT: usize = 4 << 20;
@@ -121,10 +132,19 @@ impl Lists {
         }
     }
 
-    /// Appends a list.
+    /// Appends a list (or holds it in the [`ListAt`] returned, if short: see [`INLINE`]).
     pub(super) fn push(&mut self, ids: &[u32]) -> ListAt {
         let mut previous = 0;
         let coded = ids.iter().map(|&id| delta_len(std::mem::replace(&mut previous, id), id)).sum();
+        if coded > 0 && coded <= INLINE_BYTES {
+            let mut bytes = [0u8; 8];
+            let (mut at, mut previous) = (0, 0);
+            for &id in ids {
+                at += put_delta(&mut bytes[at..], previous, id);
+                previous = id;
+            }
+            return u64::from_le_bytes(bytes) | INLINE | (coded as u64) << 56;
+        }
         let list = self.push_zeros(coded);
         if list != EMPTY {
             let mut at = self.ids_at(list);
@@ -138,7 +158,7 @@ impl Lists {
     }
 
     /// Appends a list whose ids take `coded` bytes (see [`put_delta`]), all `0` for now, to be
-    /// written in place (see [`Lists::ids_at`]).
+    /// written in place (see [`Lists::ids_at`]); it is in the arena, however short.
     pub(super) fn push_zeros(&mut self, coded: usize) -> ListAt {
         if coded == 0 {
             return EMPTY;
@@ -149,7 +169,8 @@ impl Lists {
         at as ListAt
     }
 
-    /// Where the coded ids of `list` (not [`EMPTY`]) start in [`Lists::bytes_mut`].
+    /// Where the coded ids of `list` (pushed by [`Lists::push_zeros`], not [`EMPTY`]) start in
+    /// [`Lists::bytes_mut`].
     pub(super) fn ids_at(&self, list: ListAt) -> usize {
         self.coded(list).0
     }
@@ -159,11 +180,22 @@ impl Lists {
         &mut self.bytes
     }
 
-    /// Where the coded ids of `list` (not [`EMPTY`]) start and end in the arena.
+    /// Where the coded ids of `list` (in the arena) start and end in the arena.
     #[inline]
     fn coded(&self, list: ListAt) -> (usize, usize) {
         let (coded, from) = get(&self.bytes, list as usize);
         (from, from + coded as usize)
+    }
+
+    /// `f(bytes, from, to)`, `bytes[from..to]` being the coded ids of `list` (not [`EMPTY`]).
+    #[inline(always)]
+    fn with_coded<R>(&self, list: ListAt, f: impl FnOnce(&[u8], usize, usize) -> R) -> R {
+        if in_arena(list) {
+            let (from, to) = self.coded(list);
+            f(&self.bytes[..to], from, to)
+        } else {
+            f(&list.to_le_bytes()[..INLINE_BYTES], 0, (list >> 56) as usize & 0x7f)
+        }
     }
 
     /// Puts the ids in `list` in `out` (emptied first).
@@ -172,17 +204,17 @@ impl Lists {
         if list == EMPTY {
             return;
         }
-        let (from, to) = self.coded(list);
-        let bytes = &self.bytes[..to];
-        // There are no more ids than bytes.
-        out.reserve(to - from);
-        let (mut at, mut id) = (from, 0u32);
-        while at < to {
-            let delta;
-            (delta, at) = get(bytes, at);
-            id = id.wrapping_add(delta as u32);
-            out.push(id);
-        }
+        self.with_coded(list, |bytes, from, to| {
+            // There are no more ids than bytes.
+            out.reserve(to - from);
+            let (mut at, mut id) = (from, 0u32);
+            while at < to {
+                let delta;
+                (delta, at) = get(bytes, at);
+                id = id.wrapping_add(delta as u32);
+                out.push(id);
+            }
+        })
     }
 
     /// The first ids in `list`, as many as fit in `out` (or all of them if fewer).
@@ -190,22 +222,24 @@ impl Lists {
         if list == EMPTY {
             return &[];
         }
-        let (from, to) = self.coded(list);
-        let (mut at, mut id, mut n) = (from, 0u32, 0);
-        while at < to && n < out.len() {
-            let delta;
-            (delta, at) = get(&self.bytes, at);
-            id = id.wrapping_add(delta as u32);
-            out[n] = id;
-            n += 1;
-        }
+        let n = self.with_coded(list, |bytes, from, to| {
+            let (mut at, mut id, mut n) = (from, 0u32, 0);
+            while at < to && n < out.len() {
+                let delta;
+                (delta, at) = get(bytes, at);
+                id = id.wrapping_add(delta as u32);
+                out[n] = id;
+                n += 1;
+            }
+            n
+        });
         &out[..n]
     }
 
     /// Prefetches the start of `list`.
     #[inline]
     pub(super) fn prefetch(&self, list: ListAt) {
-        if list != EMPTY {
+        if in_arena(list) {
             crate::memory::prefetch(self.bytes.as_ptr().wrapping_add(list as usize));
         }
     }
@@ -221,7 +255,7 @@ impl Lists {
     pub(super) fn compact<'a>(&mut self, live: impl Iterator<Item = &'a mut ListAt>) {
         let mut to = 0;
         for list in live {
-            if *list == EMPTY {
+            if !in_arena(*list) {
                 continue;
             }
             let from = *list as usize;
@@ -245,6 +279,12 @@ impl Lists {
     fn len(&self) -> usize {
         self.bytes.len()
     }
+}
+
+/// Whether `list` is in the arena (not [`EMPTY`], nor held in its [`ListAt`]).
+#[inline(always)]
+fn in_arena(list: ListAt) -> bool {
+    list & INLINE == 0
 }
 
 #[cfg(test)]
@@ -312,7 +352,7 @@ mod tests {
                         let (from, cut) = (lists.ids_at(at), ids.len() / 2);
                         let first: usize = ids[..cut].iter().scan(0, |p, &id| Some(delta_len(std::mem::replace(p, id), id))).sum();
                         let (low, high) = lists.bytes_mut()[from..from + coded].split_at_mut(first);
-                        let mut write = |piece: &mut [u8], ids: &[u32], mut previous: u32| {
+                        let write = |piece: &mut [u8], ids: &[u32], mut previous: u32| {
                             let mut at = 0;
                             for &id in ids {
                                 at += put_delta(&mut piece[at..], previous, id);
@@ -357,11 +397,14 @@ mod tests {
             lists.decode(*at, &mut decoded);
             assert_eq!(decoded, *ids);
         }
-        // Compacted, the arena holds exactly the live lists, each its size and its coded ids.
+        // Compacted, the arena holds exactly the live lists it holds, each its size and its coded
+        // ids; lists pushed of up to 7 coded bytes are held in their `ListAt` instead.
         lists.compact(model.iter_mut().flatten().map(|(at, _)| at));
         let coded = |ids: &[u32]| ids.iter().scan(0, |p, &id| Some(delta_len(std::mem::replace(p, id), id))).sum::<usize>();
-        let live: usize = model.iter().flatten().map(|(_, ids)| Lists::room(coded(ids))).sum();
+        let live: usize = model.iter().flatten().filter(|(at, _)| in_arena(*at)).map(|(_, ids)| Lists::room(coded(ids))).sum();
         assert_eq!(lists.len(), live);
+        let held = model.iter().flatten().filter(|(at, ids)| !ids.is_empty() && !in_arena(*at));
+        assert!(held.clone().count() > 100 && held.clone().all(|(_, ids)| coded(ids) <= INLINE_BYTES), "short lists are held in their place");
         // Increasing ids close together take a byte each.
         let close: Vec<u32> = (0..100).map(|k| 1000 + 3 * k).collect();
         assert_eq!(coded(&close), 2 + 99);

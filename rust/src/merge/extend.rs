@@ -27,6 +27,7 @@ use std::sync::atomic::AtomicBool;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use super::lists::{delta_len, put_delta, Lists};
 use super::pairs::PairIndex;
 use super::spans::{SpanTable, TokenId};
 use super::{check_stop, check_total, run, too_many_words, Learned, LearnOptions, Loop, Merge, Pair};
@@ -209,14 +210,15 @@ fn start<T: TokenId>(encoded: &EncodedSpans, tokens: usize, stop: &AtomicBool) -
     Ok(Loop::start(table, pairs, ids.len()))
 }
 
-/// A pair as the index is built: its count, its spans, the last span seen, and where its list
-/// of spans starts in [`PairIndex::span_words`].
+/// A pair as the index is built: its count, its spans, the last span seen, and the bytes of
+/// its list of spans (coded, see `lists.rs`), then where the list's next span goes in
+/// [`PairIndex::span_bytes`].
 #[derive(Clone, Copy)]
 struct PairCount {
     count: i64,
     spans: u32,
     last_span: u32,
-    list: usize,
+    coded: usize,
 }
 
 /// The pair index of the spans `ids` of `spans`, which hold any of the base's `tokens` tokens
@@ -230,9 +232,11 @@ fn token_pair_index<T: TokenId>(spans: &SpanTable<T>, ids: &[u32], tokens: u32, 
         }
         let n = spans.count(id);
         for w in spans.tokens(id).windows(2) {
-            let c = counted.entry((w[0].get(), w[1].get())).or_insert(PairCount { count: 0, spans: 0, last_span: u32::MAX, list: 0 });
+            let c = counted.entry((w[0].get(), w[1].get())).or_insert(PairCount { count: 0, spans: 0, last_span: u32::MAX, coded: 0 });
             c.count += n;
             if c.last_span != id {
+                let previous = if c.spans == 0 { 0 } else { c.last_span };
+                c.coded += delta_len(previous, id);
                 (c.spans, c.last_span) = (c.spans + 1, id);
             }
         }
@@ -241,7 +245,7 @@ fn token_pair_index<T: TokenId>(spans: &SpanTable<T>, ids: &[u32], tokens: u32, 
     let mut found: Vec<Pair> = counted.keys().copied().collect();
     found.sort_unstable_by_key(|&(x, y)| if x <= y { (y, 0, x) } else { (x, 1, y) });
     let mut pairs = PairIndex::default();
-    pairs.reserve(found.len(), found.len() + counted.values().map(|c| c.spans as usize).sum::<usize>());
+    pairs.reserve(found.len(), counted.values().map(|c| Lists::room(c.coded)).sum::<usize>());
     let mut opened = 0;
     for &pair in &found {
         while opened <= pair.0.max(pair.1) {
@@ -250,21 +254,22 @@ fn token_pair_index<T: TokenId>(spans: &SpanTable<T>, ids: &[u32], tokens: u32, 
         }
         // panic-free: `found` holds the keys of `counted`.
         let c = counted.get_mut(&pair).expect("a counted pair");
-        let slot = pairs.push_zeros(pair, c.count, c.spans as usize);
-        (c.list, c.spans, c.last_span) = (pairs.spans_at(slot), 0, u32::MAX);
+        let slot = pairs.push_zeros(pair, c.count, c.coded);
+        (c.coded, c.spans, c.last_span) = (pairs.spans_at(slot), 0, u32::MAX);
     }
     for t in opened..tokens {
         pairs.open_block(t);
     }
     check_stop(stop)?;
     // Each pair's spans, in span order (the merge relies on increasing lists).
-    let words = pairs.span_words();
+    let bytes = pairs.span_bytes();
     for &id in ids {
         for w in spans.tokens(id).windows(2) {
             // panic-free: the first pass counted every pair of these spans.
             let c = counted.get_mut(&(w[0].get(), w[1].get())).expect("a counted pair");
             if c.last_span != id {
-                words[c.list + c.spans as usize] = id;
+                let previous = if c.spans == 0 { 0 } else { c.last_span };
+                c.coded += put_delta(&mut bytes[c.coded..], previous, id);
                 (c.spans, c.last_span) = (c.spans + 1, id);
             }
         }
@@ -366,6 +371,18 @@ mod tests {
                 let learned = extend_all(&b, &base_of(&base, 262), vocab_size);
                 assert_eq!(learned.merges, naive_extend(&b, &base, vocab_size), "seed {seed}, {vocab_size}");
             }
+        }
+    }
+
+    #[test]
+    fn extending_keeps_counts_past_32_bits_exact() {
+        // Spans counted around the span header's 32 bits (see spans.rs), encoded by a base.
+        let around = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), 1 << 32, 1 << 40, 1, 2];
+        for seed in 0..50 {
+            let base = trained(&corpus(seed, b"abc d"), 262);
+            let b: Vec<(Vec<u8>, u64)> = corpus(seed + 1000, b"bcd e").into_iter().enumerate().map(|(i, (span, _))| (span, around[i % around.len()])).collect();
+            let learned = extend_all(&b, &base_of(&base, 262), 280);
+            assert_eq!(learned.merges, naive_extend(&b, &base, 280), "seed {seed}");
         }
     }
 

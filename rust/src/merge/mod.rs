@@ -113,6 +113,10 @@ impl PartialOrd for Candidate {
 /// Merges of at least this many spans are shared with the helper thread.
 const SHARED_SPANS: usize = 256;
 
+/// The room for spans kept for the next merge's list: a larger one (a merge of millions of
+/// spans, whose neighbours take more room still) is given back after its merge.
+const KEPT_SPANS: usize = 1 << 18;
+
 /// How much the heap's floor drops when the heap runs out of pairs above it. Halving keeps the
 /// heap small (each drop pushes only the pairs between the old and the new floor), which pays
 /// for the extra scans of the pairs; larger steps learn slower on the kernel corpora, and
@@ -130,7 +134,8 @@ struct Loop<T> {
     /// pool has two threads or more and there are that many spans.
     helper: Option<Helper>,
     // Scratch space reused by every merge:
-    /// The spans of the merged pair, sorted, when its list was not.
+    /// The spans of the merged pair, decoded from its list (at most [`KEPT_SPANS`] kept between
+    /// merges).
     sorted_spans: Vec<u32>,
     /// The neighbours found in the first and in the second half of the merged spans (all of
     /// them in the first when the merge is not shared).
@@ -246,8 +251,7 @@ impl<T: TokenId> Loop<T> {
         self.sum_neighbours(pair, token, shared);
         self.add_new_pairs(pair.0, token);
         if let Some(slot) = next {
-            let list = self.pairs.spans_of(slot);
-            self.spans.prefetch(&list[..list.len().min(8)]);
+            self.spans.prefetch(self.pairs.first_spans(slot, &mut [0; 8]));
         }
         self.heap.extend(self.born.drain(..));
         self.pairs.compact_if_due();
@@ -258,7 +262,8 @@ impl<T: TokenId> Loop<T> {
     /// the helper thread, which takes the later half of them; returns whether they were.
     fn replace_in_spans(&mut self, slot: PairSlot, pair: Pair, token: u32) -> bool {
         let Loop { spans, pairs, helper, sorted_spans, neighbours: [first, second], .. } = self;
-        let list = increasing(pairs.spans_of(slot), sorted_spans);
+        pairs.spans_of(slot, sorted_spans);
+        let list = increasing(sorted_spans);
         let helper = helper.as_ref().filter(|_| list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list));
         first.clear();
         second.clear();
@@ -268,6 +273,10 @@ impl<T: TokenId> Loop<T> {
             helper.join(|| below.merge(low, pair, token, first), || above.merge(high, pair, token, second));
         } else {
             spans.merge(list, pair, token, first);
+        }
+        // The list is not kept: after an unusually large merge, its room is given back.
+        if sorted_spans.capacity() > KEPT_SPANS {
+            *sorted_spans = Vec::new();
         }
         helper.is_some()
     }
@@ -339,17 +348,14 @@ impl<T: TokenId> Loop<T> {
 }
 
 /// `list`, the spans that may hold a pair, which is written once in span order and so is
-/// increasing; else (a bug) a sorted copy without repeats in `scratch`. The merge relies on
-/// it: a span listed twice would be merged twice.
-fn increasing<'a>(list: &'a [u32], scratch: &'a mut Vec<u32>) -> &'a [u32] {
-    if list.windows(2).all(|w| w[0] < w[1]) {
-        return list;
+/// increasing; else (a bug) sorted without repeats. The merge relies on it: a span listed twice
+/// would be merged twice.
+fn increasing(list: &mut Vec<u32>) -> &[u32] {
+    if !list.windows(2).all(|w| w[0] < w[1]) {
+        list.sort_unstable();
+        list.dedup();
     }
-    scratch.clear();
-    scratch.extend_from_slice(list);
-    scratch.sort_unstable();
-    scratch.dedup();
-    scratch
+    list
 }
 
 /// The error for distinct spans that need `words` words in the span table, past its reach.
@@ -635,6 +641,23 @@ pub(crate) mod tests {
         let big = 3_000_000_000u64;
         let merges = learn_all(&[(b"ab".to_vec(), big), (b"abab".to_vec(), big)], 257);
         assert_eq!(merges[0].count, 3 * big);
+    }
+
+    #[test]
+    fn counts_around_the_headers_32_bits_are_exact() {
+        // A span's header holds 32 bits of its count, larger counts being listed apart (see
+        // spans.rs): counts just below, at and past that, in spans spread over the groups the
+        // table is built in, on one thread and two.
+        let around = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), 1 << 32, 1 << 40];
+        let spans: Vec<(Vec<u8>, u64)> = (0..12_000u64)
+            .map(|i| (format!("ab{}a{}", i % 89, i).into_bytes(), if i % 97 == 3 { around[(i / 97 % 4) as usize] } else { 1 + i % 5 }))
+            .collect();
+        let want = naive(&spans, 275);
+        assert!(want.iter().any(|m| m.count > 1 << 40), "big counts must be merged");
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+            assert_eq!(pool.install(|| learn_all(&spans, 275)), want, "{threads} threads");
+        }
     }
 
     #[test]

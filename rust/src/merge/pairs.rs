@@ -45,13 +45,13 @@ pub(super) struct PairIndex {
 }
 
 impl PairIndex {
-    /// Makes room for `pairs` more pairs with `words` words of span lists in all (each list
-    /// takes its length plus one).
-    pub(super) fn reserve(&mut self, pairs: usize, words: usize) {
+    /// Makes room for `pairs` more pairs with `bytes` bytes of span lists in all (see
+    /// [`Lists::room`]).
+    pub(super) fn reserve(&mut self, pairs: usize, bytes: usize) {
         self.others.reserve(pairs);
         self.counts.reserve(pairs);
         self.spans.reserve(pairs);
-        self.lists.reserve(words);
+        self.lists.reserve(bytes);
     }
 
     /// Starts token `t`'s block, where [`PairIndex::push`] adds its pairs. Blocks are made in
@@ -91,23 +91,23 @@ impl PairIndex {
         slot
     }
 
-    /// [`PairIndex::push`] for a pair whose `len` spans are written afterwards, in place (see
-    /// [`PairIndex::spans_at`]).
-    pub(super) fn push_zeros(&mut self, pair: Pair, count: i64, len: usize) -> PairSlot {
-        let list = self.lists.push_zeros(len);
+    /// [`PairIndex::push`] for a pair whose spans, coded, take `coded` bytes (see
+    /// `lists.rs`), written afterwards, in place (see [`PairIndex::spans_at`]).
+    pub(super) fn push_zeros(&mut self, pair: Pair, count: i64, coded: usize) -> PairSlot {
+        let list = self.lists.push_zeros(coded);
         self.push_with_list(pair, count, list)
     }
 
-    /// Where the spans of a pair added by [`PairIndex::push_zeros`] go in
-    /// [`PairIndex::span_words`], one after the other.
+    /// Where the coded spans of a pair added by [`PairIndex::push_zeros`] (with spans) go in
+    /// [`PairIndex::span_bytes`].
     pub(super) fn spans_at(&self, slot: PairSlot) -> usize {
         self.lists.ids_at(self.spans[slot])
     }
 
-    /// The words holding the pairs' span lists, to fill those added by
+    /// The bytes holding the pairs' span lists, to write those added by
     /// [`PairIndex::push_zeros`] (see [`PairIndex::spans_at`]).
-    pub(super) fn span_words(&mut self) -> &mut [u32] {
-        self.lists.words_mut()
+    pub(super) fn span_bytes(&mut self) -> &mut [u8] {
+        self.lists.bytes_mut()
     }
 
     /// The part of a block where `pair` would be, and the token to look for there.
@@ -174,9 +174,14 @@ impl PairIndex {
         debug_assert!(self.counts[slot] >= 0, "pair counts are exact, so never negative");
     }
 
-    /// The spans that may hold the pair at `slot`.
-    pub(super) fn spans_of(&self, slot: PairSlot) -> &[u32] {
-        self.lists.get(self.spans[slot])
+    /// Puts the spans that may hold the pair at `slot` in `out` (emptied first).
+    pub(super) fn spans_of(&self, slot: PairSlot, out: &mut Vec<u32>) {
+        self.lists.decode(self.spans[slot], out);
+    }
+
+    /// The first spans that may hold the pair at `slot`, as many as fit in `out`.
+    pub(super) fn first_spans<'a>(&self, slot: PairSlot, out: &'a mut [u32]) -> &'a [u32] {
+        self.lists.first(self.spans[slot], out)
     }
 
     /// Removes the pair at `slot` (it was merged): its count becomes 0, and its spans go at
@@ -235,6 +240,12 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    fn spans_of(index: &PairIndex, slot: PairSlot) -> Vec<u32> {
+        let mut spans = vec![7]; // emptied first
+        index.spans_of(slot, &mut spans);
+        spans
+    }
+
     /// Token `t`'s pairs in the index's order, each of the possible ones kept with chance
     /// 1 in `one_in` (`next(m)` draws below `m`): `(x, t)` for `x <= t`, then `(t, y)` for `y < t`.
     fn random_block(t: u32, one_in: u64, next: &mut impl FnMut(u64) -> u64) -> Vec<Pair> {
@@ -255,7 +266,7 @@ mod tests {
                 let count = 1 + next(100) as i64;
                 let spans: Vec<u32> = (0..next(5) as u32).collect();
                 let slot = index.push(pair, count, &spans);
-                assert_eq!(index.lists.get(index.spans[slot]), &spans[..]);
+                assert_eq!(spans_of(&index, slot), spans);
                 model.insert(pair, (slot, count));
             }
         }
@@ -312,8 +323,9 @@ mod tests {
         let mut live: Vec<(PairSlot, Vec<u32>)> = Vec::new();
         for t in 0..3000u32 {
             index.open_block(t);
-            // One pair (t, t) per block, with 600 spans: enough garbage to compact.
-            let spans: Vec<u32> = (t..t + 600).collect();
+            // One pair (t, t) per block, with 600 spans 2^21 apart (four bytes each, coded):
+            // enough garbage to compact.
+            let spans: Vec<u32> = (0..600).map(|k| t + (k << 21)).collect();
             let slot = index.push((t, t), 2, &spans);
             live.push((slot, spans));
             if t % 3 != 0 {
@@ -324,10 +336,10 @@ mod tests {
             index.compact_if_due();
         }
         for (slot, spans) in &live {
-            assert_eq!(index.lists.get(index.spans[*slot]), &spans[..]);
+            assert_eq!(&spans_of(&index, *slot), spans);
         }
         let (slot, spans) = live.pop().unwrap();
-        assert_eq!(index.spans_of(slot), &spans[..]);
+        assert_eq!(index.first_spans(slot, &mut [0; 4]), &spans[..4]);
         index.remove(slot);
         assert_eq!(index.count(slot), 0);
     }

@@ -151,10 +151,36 @@ impl TokenId for u32 {
 /// of `1 << ID_SHIFT` words, so 32-bit ids reach 2^34 words.
 const ID_SHIFT: u32 = 2;
 
-/// Header words of a span: its current length (32 bits) then its count (64 bits), split into
-/// token-sized words, lowest first.
+/// Header words of a span: its current length (32 bits) then its count (32 bits), split into
+/// token-sized words, lowest first. A count of [`BIG_COUNT`] or more is kept in the table's list
+/// of big counts, the header holding [`BIG_COUNT`]: such counts are rare (a span seen four
+/// billion times), and a 64-bit count in every header would take four more bytes per span.
 fn header_words<T: TokenId>() -> usize {
-    96 / T::BITS as usize
+    64 / T::BITS as usize
+}
+
+/// The count a header holds for a count of this or more, which is in the list of big counts.
+const BIG_COUNT: u64 = u32::MAX as u64;
+
+/// Writes the header of a span of `len` tokens counted `n` at the start of `span`; returns
+/// whether `n` goes in the list of big counts.
+fn write_header<T: TokenId>(span: &mut [T], len: usize, n: u64) -> bool {
+    write_bits(span, len as u64, 32);
+    write_bits(&mut span[32 / T::BITS as usize..], n.min(BIG_COUNT), 32);
+    n >= BIG_COUNT
+}
+
+/// The count of span `id`, whose header starts `span`, given the table's big counts (see
+/// [`header_words`]).
+#[inline(always)]
+fn span_count<T: TokenId>(span: &[T], id: u32, big: &[(u32, u64)]) -> i64 {
+    let n = read_bits(&span[32 / T::BITS as usize..], 32);
+    if n < BIG_COUNT {
+        return n as i64;
+    }
+    // panic-free: a header holds BIG_COUNT only for a span in the list of big counts.
+    let at = big.binary_search_by_key(&id, |&(big_id, _)| big_id).expect("a big count is listed");
+    big[at].1 as i64
 }
 
 /// The spans with at least one pair, each with its count, one after the other in one array of
@@ -164,6 +190,8 @@ fn header_words<T: TokenId>() -> usize {
 /// of spans that are merged together lie close together in memory.
 pub(super) struct SpanTable<T> {
     words: Vec<T>,
+    /// The counts of [`BIG_COUNT`] or more, by increasing span id.
+    big: Vec<(u32, u64)>,
     /// The id of every `SPANS_PER_TASK`-th span, where parallel merges cut the table.
     blocks: Vec<u32>,
 }
@@ -203,23 +231,29 @@ impl<T: TokenId> SpanTable<T> {
             stretches.push((group.clone(), first, w, i));
             (rest_words, rest_ids, first) = (later_words, later_ids, first + group_words);
         }
-        stretches.into_par_iter().for_each(|(group, first, words, ids)| {
-            let (mut at, mut next_id) = (0, ids.iter_mut());
-            for (bytes, n) in group.map(|i| spans.get(i)).filter(|&s| kept(s)) {
-                let span = &mut words[at..];
-                write_bits(span, bytes.len() as u64, 32);
-                write_bits(&mut span[32 / T::BITS as usize..], n, 64);
-                for (w, &b) in span[h..h + bytes.len()].iter_mut().zip(bytes) {
-                    *w = T::new(u32::from(b));
+        let big: Vec<Vec<(u32, u64)>> = stretches
+            .into_par_iter()
+            .map(|(group, first, words, ids)| {
+                let (mut at, mut next_id, mut big) = (0, ids.iter_mut(), Vec::new());
+                for (bytes, n) in group.map(|i| spans.get(i)).filter(|&s| kept(s)) {
+                    let span = &mut words[at..];
+                    let id = ((first + at) >> ID_SHIFT) as u32;
+                    if write_header(span, bytes.len(), n) {
+                        big.push((id, n));
+                    }
+                    for (w, &b) in span[h..h + bytes.len()].iter_mut().zip(bytes) {
+                        *w = T::new(u32::from(b));
+                    }
+                    if let Some(slot) = next_id.next() {
+                        *slot = id;
+                    }
+                    at += padded(h + bytes.len());
                 }
-                if let Some(id) = next_id.next() {
-                    *id = ((first + at) >> ID_SHIFT) as u32;
-                }
-                at += padded(h + bytes.len());
-            }
-        });
+                big
+            })
+            .collect();
         let blocks = ids.iter().step_by(SPANS_PER_TASK).copied().collect();
-        Ok((SpanTable { words, blocks }, ids))
+        Ok((SpanTable { words, big: big.concat(), blocks }, ids))
     }
 
     /// [`SpanTable::new`] for spans already made of tokens: span `i < len` is `span(i)`, its
@@ -240,17 +274,19 @@ impl<T: TokenId> SpanTable<T> {
         }
         let blocks = starts.iter().step_by(SPANS_PER_TASK).map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
         let mut words = vec![T::new(0); total];
+        let mut big = Vec::new();
         for &(i, at) in &starts {
             let (tokens, n) = span(i);
+            if write_header(&mut words[at..], tokens.len(), n) {
+                big.push(((at >> ID_SHIFT) as u32, n));
+            }
             let words = &mut words[at..];
-            write_bits(words, tokens.len() as u64, 32);
-            write_bits(&mut words[32 / T::BITS as usize..], n, 64);
             for (w, &t) in words[h..h + tokens.len()].iter_mut().zip(tokens) {
                 *w = T::new(t);
             }
         }
         let ids = starts.iter().map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
-        Ok((SpanTable { words, blocks }, ids))
+        Ok((SpanTable { words, big, blocks }, ids))
     }
 
     /// Whether [`SpanTable::merge`] would merge the spans `ids` in parallel blocks.
@@ -262,7 +298,7 @@ impl<T: TokenId> SpanTable<T> {
     /// to be merged on its own.
     pub(super) fn split_at(&mut self, id: u32) -> (SpanView<'_, T>, SpanView<'_, T>) {
         let (below, above) = self.words.split_at_mut((id as usize) << ID_SHIFT);
-        (SpanView { words: below, first: 0 }, SpanView { words: above, first: id })
+        (SpanView { words: below, first: 0, big: &self.big }, SpanView { words: above, first: id, big: &self.big })
     }
 
     /// Asks for the headers of the spans `ids`.
@@ -283,8 +319,7 @@ impl<T: TokenId> SpanTable<T> {
     }
 
     pub(super) fn count(&self, id: u32) -> i64 {
-        let at = (id as usize) << ID_SHIFT;
-        read_bits(&self.words[at + 32 / T::BITS as usize..], 64) as i64
+        span_count(&self.words[(id as usize) << ID_SHIFT..], id, &self.big)
     }
 
     /// Merges `pair` into `token` in the spans `ids` (increasing, no repeats), recording the
@@ -294,11 +329,11 @@ impl<T: TokenId> SpanTable<T> {
     /// thread through [`SpanTable::split_at`] instead).
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
         if !self.merges_in_parallel(ids) {
-            merge_block(&mut self.words, 0, ids, pair, token, neighbours);
+            merge_block(&mut self.words, 0, &self.big, ids, pair, token, neighbours);
             return;
         }
         let mut blocks = Vec::with_capacity(self.blocks.len());
-        let mut rest = &mut self.words[..];
+        let (mut rest, big) = (&mut self.words[..], &self.big[..]);
         for (i, &first) in self.blocks.iter().enumerate() {
             let end = self.blocks.get(i + 1).map_or(u32::MAX, |&next| next);
             let cut = self.blocks.get(i + 1).map_or(rest.len(), |&next| ((next - first) as usize) << ID_SHIFT);
@@ -315,7 +350,7 @@ impl<T: TokenId> SpanTable<T> {
                     return None;
                 }
                 let mut block_neighbours = Neighbours::default();
-                merge_block(block, first, &ids[start..stop], pair, token, &mut block_neighbours);
+                merge_block(block, first, big, &ids[start..stop], pair, token, &mut block_neighbours);
                 Some(block_neighbours)
             })
             .collect::<Vec<_>>();
@@ -330,13 +365,15 @@ impl<T: TokenId> SpanTable<T> {
 pub(super) struct SpanView<'a, T> {
     words: &'a mut [T],
     first: u32,
+    /// The table's big counts.
+    big: &'a [(u32, u64)],
 }
 
 impl<T: TokenId> SpanView<'_, T> {
     /// [`SpanTable::merge`] for spans `ids` of this stretch (increasing, no repeats), on this
     /// thread.
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
-        merge_block(self.words, self.first, ids, pair, token, neighbours);
+        merge_block(self.words, self.first, self.big, ids, pair, token, neighbours);
     }
 }
 
@@ -364,10 +401,10 @@ fn write_bits<T: TokenId>(words: &mut [T], value: u64, bits: u32) {
 }
 
 /// Merges `pair` into `token` in the spans `ids` of one block of the table, `words`, which
-/// starts with span `first` (`0` for the whole table). It prefetches the span `ids[i + AHEAD]`
+/// starts with span `first` (`0` for the whole table), `big` being the table's big counts. It prefetches the span `ids[i + AHEAD]`
 /// (its header and first tokens) while merging span `ids[i]`, so that the visits, which are
 /// scattered over the table, do not wait on memory one after the other.
-fn merge_block<T: TokenId>(words: &mut [T], first: u32, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
+fn merge_block<T: TokenId>(words: &mut [T], first: u32, big: &[(u32, u64)], ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
     let h = header_words::<T>();
     let at = |id: u32| ((id - first) as usize) << ID_SHIFT;
     for (i, &id) in ids.iter().enumerate() {
@@ -377,7 +414,7 @@ fn merge_block<T: TokenId>(words: &mut [T], first: u32, ids: &[u32], pair: Pair,
         }
         let span = &mut words[at(id)..];
         let len = read_bits(span, 32) as usize;
-        let n = read_bits(&span[32 / T::BITS as usize..], 64) as i64;
+        let n = span_count(span, id, big);
         let merged = neighbours.merge_span(&mut span[h..h + len], n, id, pair, token);
         if merged != len {
             write_bits(span, merged as u64, 32);

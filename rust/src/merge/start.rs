@@ -4,8 +4,10 @@
 //! 256 x 256 table rather than a hash map, in parallel over parts of the spans, each part also
 //! counting the spans that hold each pair (once per span, however often it holds it). The
 //! index then gets the pairs in its order (see `pairs.rs`), each with a span list of exactly
-//! its length, and each part writes its spans of each pair straight into the pair's list, after
-//! the previous parts' spans, in parallel.
+//! its coded size (see `lists.rs`), and each part writes its spans of each pair straight into
+//! the pair's list, after the previous parts' spans, in parallel. A piece's size is known from
+//! the counting: its spans' differences within the part, and the first one's from the last span
+//! of the pair in the previous parts.
 //!
 //! Each step is a pass over the spans (about a second for tens of millions of them): the
 //! passes look at the stop flag as they go and give up with [`Error::Interrupted`].
@@ -14,18 +16,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
 
+use super::lists::{delta_len, put_delta, Lists};
 use super::pairs::PairIndex;
 use super::spans::{SpanTable, TokenId};
 use crate::error::stop_due;
 use crate::Error;
 
-/// A byte pair as one part of the spans counts it: its count, the spans holding it, and the
-/// last of them seen (one place in memory per pair).
+/// A byte pair as one part of the spans counts it: its count, the spans holding it, the first
+/// and the last of them seen, and the bytes the ids after the first take in its list (one place
+/// in memory per pair).
 #[derive(Clone, Copy)]
 struct ByteCount {
     count: i64,
     spans: u32,
+    first_span: u32,
     last_span: u32,
+    coded: u64,
 }
 
 /// A byte pair's place in the dense tables: `x << 8 | y` for `(x, y)`.
@@ -52,7 +58,8 @@ pub(super) fn byte_pair_index<T: TokenId>(spans: &SpanTable<T>, ids: &[u32], sto
     let counted = count_byte_pairs(spans, &parts, stop);
     check_stop(stop)?;
     let (mut pairs, lists) = index_byte_pairs(&counted);
-    fill_span_lists(spans, &parts, &counted, &lists, &mut pairs, stop);
+    drop(counted);
+    fill_span_lists(spans, &parts, &lists, &mut pairs, stop);
     check_stop(stop)?;
     Ok(pairs)
 }
@@ -62,7 +69,7 @@ fn count_byte_pairs<T: TokenId>(spans: &SpanTable<T>, parts: &[&[u32]], stop: &A
     parts
         .par_iter()
         .map(|part| {
-            let mut dense = vec![ByteCount { count: 0, spans: 0, last_span: u32::MAX }; 1 << 16];
+            let mut dense = vec![ByteCount { count: 0, spans: 0, first_span: 0, last_span: u32::MAX, coded: 0 }; 1 << 16];
             for (k, &id) in part.iter().enumerate() {
                 if stop_due(k, stop) {
                     break; // the caller drops the result
@@ -72,6 +79,11 @@ fn count_byte_pairs<T: TokenId>(spans: &SpanTable<T>, parts: &[&[u32]], stop: &A
                     let d = &mut dense[byte_pair(w)];
                     d.count += n;
                     if d.last_span != id {
+                        if d.spans == 0 {
+                            d.first_span = id;
+                        } else {
+                            d.coded += delta_len(d.last_span, id) as u64;
+                        }
                         (d.spans, d.last_span) = (d.spans + 1, id);
                     }
                 }
@@ -81,34 +93,56 @@ fn count_byte_pairs<T: TokenId>(spans: &SpanTable<T>, parts: &[&[u32]], stop: &A
         .collect()
 }
 
+/// Where a part writes its spans of a byte pair: its piece of the pair's list (the place after
+/// the previous parts' pieces), and the last span of the pair in the previous parts (0 if none),
+/// which the first span of the piece is coded after.
+struct Piece<'a> {
+    bytes: &'a mut [u8],
+    after: u32,
+}
+
 /// The pair index of the byte pairs counted, token by token (see `pairs.rs`): `(x, t)` for
-/// `x <= t`, then `(t, y)` for `y < t`, each with a list of zeros of exactly its length. Also
-/// the pairs in the index's order, each with where its list's ids start in
-/// [`PairIndex::span_words`].
-fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<(BytePair, usize)>) {
+/// `x <= t`, then `(t, y)` for `y < t`, each with a list of zeros of exactly its coded size.
+/// Also the pairs in the index's order, each with where its list's coded spans start in
+/// [`PairIndex::span_bytes`] and, by part, the size of the part's piece of it and the span the
+/// piece's first is coded after (see [`Piece`]).
+fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<(BytePair, usize, Vec<(usize, u32)>)>) {
     // The dense tables are read in their order once, and the pairs found put in the index's
-    // order: (place in the index, pair, count, spans).
-    let mut found: Vec<(u32, BytePair, i64, usize)> = Vec::new();
+    // order: (place in the index, pair, count, pieces' sizes and previous spans).
+    let mut found: Vec<(u32, BytePair, i64, Vec<(usize, u32)>)> = Vec::new();
     for at in 0..1 << 16 {
-        let (count, spans) = counted.iter().fold((0, 0), |(c, s), d| (c + d[at].count, s + d[at].spans as usize));
+        let count = counted.iter().map(|d| d[at].count).sum::<i64>();
         if count > 0 {
+            let mut after = 0;
+            let pieces = counted
+                .iter()
+                .map(|d| {
+                    let d = &d[at];
+                    if d.spans == 0 {
+                        return (0, after);
+                    }
+                    let piece = (delta_len(after, d.first_span) as u64 + d.coded) as usize;
+                    (piece, std::mem::replace(&mut after, d.last_span))
+                })
+                .collect();
             let (x, y) = ((at >> 8) as u32, (at & 0xff) as u32);
             let place = if x <= y { y << 9 | x } else { x << 9 | 1 << 8 | y };
-            found.push((place, at, count, spans));
+            found.push((place, at, count, pieces));
         }
     }
     found.sort_unstable_by_key(|f| f.0);
+    let coded = |pieces: &[(usize, u32)]| pieces.iter().map(|p| p.0).sum::<usize>();
     let mut pairs = PairIndex::default();
-    pairs.reserve(found.len(), found.len() + found.iter().map(|f| f.3).sum::<usize>());
+    pairs.reserve(found.len(), found.iter().map(|f| Lists::room(coded(&f.3))).sum());
     let mut lists = Vec::with_capacity(found.len());
     let mut opened = 0;
-    for &(place, at, count, spans) in &found {
+    for (place, at, count, pieces) in found {
         while opened <= place >> 9 {
             pairs.open_block(opened);
             opened += 1;
         }
-        let slot = pairs.push_zeros(((at >> 8) as u32, (at & 0xff) as u32), count, spans);
-        lists.push((at, pairs.spans_at(slot)));
+        let slot = pairs.push_zeros(((at >> 8) as u32, (at & 0xff) as u32), count, coded(&pieces));
+        lists.push((at, pairs.spans_at(slot), pieces));
     }
     for t in opened..256 {
         pairs.open_block(t);
@@ -116,36 +150,35 @@ fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<(BytePair, us
     (pairs, lists)
 }
 
-/// Fills the lists of the byte pairs (`lists`, as [`index_byte_pairs`] gives them), each part
+/// Writes the lists of the byte pairs (`lists`, as [`index_byte_pairs`] gives them), each part
 /// of the spans its own piece of each list, in parallel: the lists are cut into one piece per
 /// part and pair, in part order, and each part gets its pieces. Given up early, incomplete, if
 /// `stop` is set.
 fn fill_span_lists<T: TokenId>(
     spans: &SpanTable<T>,
     parts: &[&[u32]],
-    counted: &[Vec<ByteCount>],
-    lists: &[(BytePair, usize)],
+    lists: &[(BytePair, usize, Vec<(usize, u32)>)],
     pairs: &mut PairIndex,
     stop: &AtomicBool,
 ) {
     let mut list_of = vec![0u32; 1 << 16];
-    for (k, &(at, _)) in lists.iter().enumerate() {
+    for (k, &(at, _, _)) in lists.iter().enumerate() {
         list_of[at] = k as u32;
     }
-    let mut pieces: Vec<Vec<&mut [u32]>> = (0..parts.len()).map(|_| Vec::with_capacity(lists.len())).collect();
-    let (mut rest, mut at_word) = (pairs.span_words(), 0);
-    for &(at, ids_at) in lists {
-        rest = &mut std::mem::take(&mut rest)[ids_at - at_word..];
-        at_word = ids_at;
-        for (part_pieces, dense) in pieces.iter_mut().zip(counted) {
-            let len = dense[at].spans as usize;
-            let (piece, later) = std::mem::take(&mut rest).split_at_mut(len);
-            part_pieces.push(piece);
-            (rest, at_word) = (later, at_word + len);
+    let mut pieces: Vec<Vec<Piece>> = (0..parts.len()).map(|_| Vec::with_capacity(lists.len())).collect();
+    let (mut rest, mut at_byte) = (pairs.span_bytes(), 0);
+    for (_, ids_at, sizes) in lists {
+        rest = &mut std::mem::take(&mut rest)[ids_at - at_byte..];
+        at_byte = *ids_at;
+        for (part_pieces, &(size, after)) in pieces.iter_mut().zip(sizes) {
+            let (bytes, later) = std::mem::take(&mut rest).split_at_mut(size);
+            part_pieces.push(Piece { bytes, after });
+            (rest, at_byte) = (later, at_byte + size);
         }
     }
     parts.par_iter().zip(pieces).for_each(|(part, mut pieces)| {
-        let mut filled = vec![(0usize, u32::MAX); pieces.len()]; // (spans written, last span)
+        // (bytes written, last span written), the last `u32::MAX` before the first.
+        let mut filled = vec![(0usize, u32::MAX); pieces.len()];
         for (k, &id) in part.iter().enumerate() {
             if stop_due(k, stop) {
                 break; // the caller drops the index
@@ -154,10 +187,13 @@ fn fill_span_lists<T: TokenId>(
                 let k = list_of[byte_pair(w)] as usize;
                 let (done, last) = &mut filled[k];
                 if *last != id {
-                    pieces[k][*done] = id;
-                    (*done, *last) = (*done + 1, id);
+                    let piece = &mut pieces[k];
+                    let previous = if *last == u32::MAX { piece.after } else { *last };
+                    *done += put_delta(&mut piece.bytes[*done..], previous, id);
+                    *last = id;
                 }
             }
         }
+        debug_assert!(stop.load(std::sync::atomic::Ordering::Relaxed) || pieces.iter().zip(&filled).all(|(p, f)| p.bytes.len() == f.0), "each piece is filled exactly");
     });
 }

@@ -153,13 +153,42 @@ pub(super) fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, f
     }
 }
 
-/// Doubles a table's slots, putting each held slot where [`probe`] will look for it (`hash`
-/// gives a held slot's hash, `free` tells a free slot).
+/// Doubles a table's slots in place, putting each held slot where [`probe`] will look for it
+/// (`hash` gives a held slot's hash, `free` tells a free slot, and a default slot is free).
+///
+/// The array grows at its end (a mapped block grows by a remap: only the new half is new
+/// memory, the old half is not held twice), and the held slots are put again where they
+/// belong. A key's home was `hash & (n - 1)` and is now that or that plus `n` (`n` the old
+/// length). Why this keeps every key found by linear probing:
+/// - the keys from slot 0 up to the first free slot (all of them if none is free), whose
+///   probes may have wrapped round the old end, are taken out first (a few, into a small
+///   `Vec`), so each key left sits at or
+///   after its home, with every slot from its home to it held;
+/// - then the old half is visited in increasing order: each key is taken out and probed for
+///   again from its new home. A key whose home stays lands at or before its old place (now
+///   free), passing only slots already visited, which nothing frees again; a key whose home
+///   moves up lands in the upper half, which holds only keys from visited slots, and its probe
+///   never wraps round the new end: a run of held slots reaching the end from `n + s` would
+///   hold more keys with homes in `n + s..2n` than the `n - s` old slots `s..n` held;
+/// - the keys taken out first are added last, to a table where every other key is found.
 pub(super) fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -> u64, free: impl Fn(&S) -> bool) {
-    let old = std::mem::replace(slots, vec![S::default(); 2 * slots.len()]);
-    for slot in old.into_iter().filter(|s| !free(s)) {
+    let old = slots.len();
+    slots.reserve_exact(old);
+    slots.resize(2 * old, S::default());
+    let first_free = slots[..old].iter().position(&free).unwrap_or(old);
+    let wrapped: Vec<S> = slots[..first_free].iter_mut().map(std::mem::take).collect();
+    let mut put = |slots: &mut Vec<S>, slot: S| {
         let (Ok(i) | Err(i)) = probe(slots, hash(&slot), |_| false, &free);
         slots[i] = slot;
+    };
+    for i in first_free + 1..old {
+        if !free(&slots[i]) {
+            let slot = std::mem::take(&mut slots[i]);
+            put(slots, slot);
+        }
+    }
+    for slot in wrapped {
+        put(slots, slot);
     }
 }
 
@@ -405,6 +434,93 @@ mod tests {
             assert_eq!(table.get(key), Some(n));
         }
         assert_eq!(table.get(short_key(b"not there at all")), None);
+    }
+
+    /// A slot for testing [`regrow`] with hashes chosen to collide: a key (0 when free), the
+    /// hash it is given, and a count.
+    #[derive(Debug, Clone, Copy, Default, PartialEq)]
+    struct TestSlot {
+        key: u64,
+        hash: u64,
+        count: u64,
+    }
+
+    /// Every held slot is where [`probe`] finds it: the slots from its home to it all held.
+    fn assert_found(slots: &[TestSlot], model: &std::collections::HashMap<u64, (u64, u64)>) {
+        let held: Vec<_> = slots.iter().filter(|s| s.key != 0).collect();
+        assert_eq!(held.len(), model.len(), "a key lost or held twice");
+        for (&key, &(hash, count)) in model {
+            let found = probe(slots, hash, |s| s.key == key, |s| s.key == 0);
+            assert_eq!(found.map(|i| slots[i].count), Ok(count), "key {key} of hash {hash:#x} in {} slots", slots.len());
+        }
+    }
+
+    /// Growing in place keeps every key found with its count, against a map, through many
+    /// doublings, with hashes that spread the keys, that collide on a few homes, that crowd
+    /// the last slots (so runs wrap round the end, before and after a doubling), and that
+    /// differ only in the bit a doubling adds.
+    #[test]
+    fn regrow_keeps_every_key_found() {
+        let kinds: [(&str, fn(u64, u64) -> u64); 5] = [
+            ("spread", |r, _| r),
+            ("few homes", |r, _| r % 5),
+            ("the last slots", |r, _| u64::MAX - r % 40),
+            ("last slots and spread", |r, k| if k % 3 == 0 { r } else { (1u64 << 40) - 1 - r % 9 }),
+            ("one bit apart", |r, _| ((r % 2) << 12) | ((r % 2) << 20) | 0xff0),
+        ];
+        for (name, hash_of) in kinds {
+            let mut slots = vec![TestSlot::default(); 4];
+            let mut model = std::collections::HashMap::new();
+            let (mut len, mut doublings) = (0, 0);
+            let mut state = 11u64;
+            for _ in 0..30_000 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                // Keys repeat (a key's hash is a function of it), so counts add up.
+                let key = 1 + (state >> 33) % 20_000;
+                let hash = hash_of(key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 7, key);
+                let n = 1 + state % 3;
+                match probe(&slots, hash, |s| s.key == key, |s| s.key == 0) {
+                    Ok(i) => slots[i].count += n,
+                    Err(i) => {
+                        slots[i] = TestSlot { key, hash, count: n };
+                        len += 1;
+                    }
+                }
+                model.entry(key).or_insert((hash, 0)).1 += n;
+                if over_full(len, slots.len()) {
+                    regrow(&mut slots, |s| s.hash, |s| s.key == 0);
+                    doublings += 1;
+                    assert_found(&slots, &model);
+                }
+            }
+            assert!(doublings >= 10, "{name}: {doublings} doublings");
+            assert_found(&slots, &model);
+        }
+    }
+
+    /// Every table of 8 slots holding 6 keys whose hashes are among a few near both ends
+    /// (runs wrapping round the end, homes that stay and that move up), grown twice: every key
+    /// is found.
+    #[test]
+    fn regrow_of_every_small_table() {
+        const HASHES: [u64; 7] = [0, 1, 6, 7, 8, 14, 15];
+        for mut code in 0..HASHES.len().pow(6) {
+            let mut slots = vec![TestSlot::default(); 8];
+            let mut model = std::collections::HashMap::new();
+            for key in 1..=6 {
+                let hash = HASHES[code % HASHES.len()];
+                code /= HASHES.len();
+                let (Ok(i) | Err(i)) = probe(&slots, hash, |_| false, |s| s.key == 0);
+                slots[i] = TestSlot { key, hash, count: key * 10 };
+                model.insert(key, (hash, key * 10));
+            }
+            assert_found(&slots, &model);
+            for len in [16, 32] {
+                regrow(&mut slots, |s| s.hash, |s| s.key == 0);
+                assert_eq!(slots.len(), len);
+                assert_found(&slots, &model);
+            }
+        }
     }
 
     #[test]

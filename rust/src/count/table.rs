@@ -30,30 +30,31 @@ impl Default for Table {
 }
 
 /// A slot of a [`ShortTable`]: a key (0 if the slot is free: a key holds the span's length,
-/// which is at least 1), as two halves, and its count: 24 bytes. *Why not* a `u128` field: it
-/// is aligned to 16 bytes, which pads the slot to 32, and the tables are most of counting's
-/// memory on text with many distinct spans (a slot that straddles two cache lines costs a
-/// second prefetch, see [`ShortTable::prefetch`]).
+/// which is at least 1), as 16 bytes, and its count as 32 bits: 20 bytes. The tables are most
+/// of counting's memory on text with many distinct spans. *Why* bytes and not a `u128` field:
+/// that would align the slot to 16 and pad it to 32 (a slot that straddles two cache lines
+/// costs a second prefetch, see [`ShortTable::prefetch`]). A count that reaches `u32::MAX` is
+/// kept in the table's side map instead ([`ShortTable::large`]).
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
-    key: [u64; 2],
-    count: u64,
+    key: [u8; 16],
+    count: u32,
 }
 
 impl Slot {
     #[inline(always)]
-    fn new(key: u128, count: u64) -> Self {
-        Slot { key: [key as u64, (key >> 64) as u64], count }
+    fn new(key: u128) -> Self {
+        Slot { key: key.to_le_bytes(), count: 0 }
     }
 
     #[inline(always)]
     fn key(&self) -> u128 {
-        u128::from(self.key[0]) | (u128::from(self.key[1]) << 64)
+        u128::from_le_bytes(self.key)
     }
 
     #[inline(always)]
     fn is_free(&self) -> bool {
-        self.key == [0, 0]
+        self.key() == 0
     }
 }
 
@@ -65,11 +66,14 @@ struct ShortTable {
     slots: Vec<Slot>,
     len: usize,
     seeds: (u64, u64),
+    /// The counts of the keys whose slot's count is `u32::MAX` (spans seen 4 billion times or
+    /// more: a few, on corpora of many gigabytes).
+    large: std::collections::HashMap<u128, u64>,
 }
 
 impl Default for ShortTable {
     fn default() -> Self {
-        ShortTable { slots: vec![Slot::default(); 1 << 10], len: 0, seeds: short_seeds() }
+        ShortTable { slots: vec![Slot::default(); 1 << 10], len: 0, seeds: short_seeds(), large: Default::default() }
     }
 }
 
@@ -97,14 +101,42 @@ impl ShortTable {
     #[inline(always)]
     fn add(&mut self, key: u128, hash: u64, n: u64) {
         match probe(&self.slots, hash, |s| s.key() == key, Slot::is_free) {
-            Ok(i) => self.slots[i].count = self.slots[i].count.saturating_add(n),
+            Ok(i) => self.add_at(i, n),
             Err(i) => {
-                self.slots[i] = Slot::new(key, n);
+                self.slots[i] = Slot::new(key);
+                self.add_at(i, n);
                 self.len += 1;
                 if over_full(self.len, self.slots.len()) {
                     self.grow();
                 }
             }
+        }
+    }
+
+    /// Adds `n` to the count in slot `i` (saturating at `u64::MAX`).
+    #[inline(always)]
+    fn add_at(&mut self, i: usize, n: u64) {
+        let slot = &mut self.slots[i];
+        match u32::try_from(n).ok().and_then(|n| slot.count.checked_add(n)) {
+            Some(count) if count < u32::MAX => slot.count = count,
+            _ => self.add_large(i, n),
+        }
+    }
+
+    /// [`ShortTable::add_at`] where the count reaches `u32::MAX`: it goes to the side map.
+    #[cold]
+    fn add_large(&mut self, i: usize, n: u64) {
+        let count = self.count(&self.slots[i]).saturating_add(n);
+        self.slots[i].count = u32::MAX;
+        self.large.insert(self.slots[i].key(), count);
+    }
+
+    /// The count of a held slot.
+    #[inline(always)]
+    fn count(&self, slot: &Slot) -> u64 {
+        match slot.count {
+            u32::MAX => self.large[&slot.key()],
+            count => u64::from(count),
         }
     }
 
@@ -121,7 +153,7 @@ impl ShortTable {
     /// [`ShortTable::get`] for a key whose hash is `hash`.
     #[inline]
     fn get_hashed(&self, key: u128, hash: u64) -> Option<u64> {
-        probe(&self.slots, hash, |s| s.key() == key, Slot::is_free).ok().map(|i| self.slots[i].count)
+        probe(&self.slots, hash, |s| s.key() == key, Slot::is_free).ok().map(|i| self.count(&self.slots[i]))
     }
 
     fn len(&self) -> usize {
@@ -130,7 +162,7 @@ impl ShortTable {
 
     /// The keys and counts held in part `part` of `parts` (`part < parts`) of the slots.
     fn iter_part(&self, part: usize, parts: usize) -> impl Iterator<Item = (u128, u64)> + '_ {
-        self.slots[slice_part(self.slots.len(), part, parts)].iter().filter(|s| !s.is_free()).map(|s| (s.key(), s.count))
+        self.slots[slice_part(self.slots.len(), part, parts)].iter().filter(|s| !s.is_free()).map(|s| (s.key(), self.count(s)))
     }
 }
 
@@ -177,7 +209,7 @@ pub(super) fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -
     slots.resize(2 * old, S::default());
     let first_free = slots[..old].iter().position(&free).unwrap_or(old);
     let wrapped: Vec<S> = slots[..first_free].iter_mut().map(std::mem::take).collect();
-    let mut put = |slots: &mut Vec<S>, slot: S| {
+    let put = |slots: &mut Vec<S>, slot: S| {
         let (Ok(i) | Err(i)) = probe(slots, hash(&slot), |_| false, &free);
         slots[i] = slot;
     };
@@ -434,6 +466,39 @@ mod tests {
             assert_eq!(table.get(key), Some(n));
         }
         assert_eq!(table.get(short_key(b"not there at all")), None);
+    }
+
+    /// Counts around `u32::MAX` (where a slot's count gives way to the side map) and past it,
+    /// up to saturation, against a map, through growth.
+    #[test]
+    fn short_table_counts_past_32_bits() {
+        let big = u64::from(u32::MAX);
+        let amounts = [1, 2, big - 2, big - 1, big, big + 1, 2 * big, u64::MAX / 3, u64::MAX];
+        let mut table = ShortTable::default();
+        let mut model = std::collections::HashMap::new();
+        let mut state = 3u64;
+        for _ in 0..60_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let key = short_key(&((state >> 33) % 10_000).to_le_bytes()[..4]);
+            // Mostly small amounts, so counts also creep up to the boundary one at a time.
+            let n = if state % 8 == 0 { amounts[(state >> 20) as usize % amounts.len()] } else { 1 };
+            table.add(key, table.hash(key), n);
+            let c = model.entry(key).or_insert(0u64);
+            *c = c.saturating_add(n);
+        }
+        // Keys held one below the boundary, then crossing it by one.
+        for k in 0..3u8 {
+            let key = short_key(&[k, 200, 201]);
+            table.add(key, table.hash(key), big - 1);
+            table.add(key, table.hash(key), u64::from(k));
+            model.insert(key, big - 1 + u64::from(k));
+        }
+        assert!(table.slots.len() > 1 << 12, "the table must have grown");
+        assert!(!table.large.is_empty() && model.values().any(|&n| n == u64::MAX));
+        assert_eq!(table.iter_part(0, 1).collect::<std::collections::HashMap<_, _>>(), model);
+        for (&key, &n) in &model {
+            assert_eq!(table.get(key), Some(n));
+        }
     }
 
     /// A slot for testing [`regrow`] with hashes chosen to collide: a key (0 when free), the

@@ -468,6 +468,31 @@ mod tests {
         assert_eq!(table.get(short_key(b"not there at all")), None);
     }
 
+    /// Seeds chosen so that most keys' homes crowd the last slots (a run that wraps round the
+    /// end, growing with the table), among keys spread at random, against a map.
+    #[test]
+    fn short_table_holds_keys_crowding_the_end() {
+        // A 4-byte span's high half is 4 << 56: with these seeds its hash is `!low half`, near
+        // the last slot for spans starting with a small byte and a zero.
+        let mut table = ShortTable { seeds: (u64::MAX, (4u64 << 56) ^ 1), ..ShortTable::default() };
+        let mut model = std::collections::HashMap::new();
+        let mut state = 9u64;
+        for _ in 0..20_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = (state >> 24) as u32;
+            let span = if state % 3 == 0 { r.to_le_bytes()[..3].to_vec() } else { vec![r as u8 % 8, 0, (r >> 8) as u8, (r >> 16) as u8 % 4] };
+            let key = short_key(&span);
+            table.add(key, table.hash(key), 1);
+            *model.entry(key).or_insert(0u64) += 1;
+        }
+        let crowded = model.keys().filter(|&&k| table.hash(k) as u16 >= u16::MAX - 8).count();
+        assert!(crowded > 5_000 && table.slots.len() >= 1 << 15, "{crowded} keys crowd {} slots", table.slots.len());
+        assert_eq!(table.iter_part(0, 1).collect::<std::collections::HashMap<_, _>>(), model);
+        for (&key, &n) in &model {
+            assert_eq!(table.get(key), Some(n));
+        }
+    }
+
     /// Counts around `u32::MAX` (where a slot's count gives way to the side map) and past it,
     /// up to saturation, against a map, through growth.
     #[test]

@@ -30,30 +30,31 @@ impl Default for Table {
 }
 
 /// A slot of a [`ShortTable`]: a key (0 if the slot is free: a key holds the span's length,
-/// which is at least 1), as two halves, and its count: 24 bytes. *Why not* a `u128` field: it
-/// is aligned to 16 bytes, which pads the slot to 32, and the tables are most of counting's
-/// memory on text with many distinct spans (a slot that straddles two cache lines costs a
-/// second prefetch, see [`ShortTable::prefetch`]).
+/// which is at least 1), as 16 bytes, and its count as 32 bits: 20 bytes. The tables are most
+/// of counting's memory on text with many distinct spans. *Why* bytes and not a `u128` field:
+/// that would align the slot to 16 and pad it to 32 (a slot that straddles two cache lines
+/// costs a second prefetch, see [`ShortTable::prefetch`]). A count that reaches `u32::MAX` is
+/// kept in the table's side map instead ([`ShortTable::large`]).
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
-    key: [u64; 2],
-    count: u64,
+    key: [u8; 16],
+    count: u32,
 }
 
 impl Slot {
     #[inline(always)]
-    fn new(key: u128, count: u64) -> Self {
-        Slot { key: [key as u64, (key >> 64) as u64], count }
+    fn new(key: u128) -> Self {
+        Slot { key: key.to_le_bytes(), count: 0 }
     }
 
     #[inline(always)]
     fn key(&self) -> u128 {
-        u128::from(self.key[0]) | (u128::from(self.key[1]) << 64)
+        u128::from_le_bytes(self.key)
     }
 
     #[inline(always)]
     fn is_free(&self) -> bool {
-        self.key == [0, 0]
+        self.key() == 0
     }
 }
 
@@ -65,11 +66,14 @@ struct ShortTable {
     slots: Vec<Slot>,
     len: usize,
     seeds: (u64, u64),
+    /// The counts of the keys whose slot's count is `u32::MAX` (spans seen 4 billion times or
+    /// more: a few, on corpora of many gigabytes).
+    large: std::collections::HashMap<u128, u64>,
 }
 
 impl Default for ShortTable {
     fn default() -> Self {
-        ShortTable { slots: vec![Slot::default(); 1 << 10], len: 0, seeds: short_seeds() }
+        ShortTable { slots: vec![Slot::default(); 1 << 10], len: 0, seeds: short_seeds(), large: Default::default() }
     }
 }
 
@@ -97,14 +101,42 @@ impl ShortTable {
     #[inline(always)]
     fn add(&mut self, key: u128, hash: u64, n: u64) {
         match probe(&self.slots, hash, |s| s.key() == key, Slot::is_free) {
-            Ok(i) => self.slots[i].count = self.slots[i].count.saturating_add(n),
+            Ok(i) => self.add_at(i, n),
             Err(i) => {
-                self.slots[i] = Slot::new(key, n);
+                self.slots[i] = Slot::new(key);
+                self.add_at(i, n);
                 self.len += 1;
                 if over_full(self.len, self.slots.len()) {
                     self.grow();
                 }
             }
+        }
+    }
+
+    /// Adds `n` to the count in slot `i` (saturating at `u64::MAX`).
+    #[inline(always)]
+    fn add_at(&mut self, i: usize, n: u64) {
+        let slot = &mut self.slots[i];
+        match u32::try_from(n).ok().and_then(|n| slot.count.checked_add(n)) {
+            Some(count) if count < u32::MAX => slot.count = count,
+            _ => self.add_large(i, n),
+        }
+    }
+
+    /// [`ShortTable::add_at`] where the count reaches `u32::MAX`: it goes to the side map.
+    #[cold]
+    fn add_large(&mut self, i: usize, n: u64) {
+        let count = self.count(&self.slots[i]).saturating_add(n);
+        self.slots[i].count = u32::MAX;
+        self.large.insert(self.slots[i].key(), count);
+    }
+
+    /// The count of a held slot.
+    #[inline(always)]
+    fn count(&self, slot: &Slot) -> u64 {
+        match slot.count {
+            u32::MAX => self.large[&slot.key()],
+            count => u64::from(count),
         }
     }
 
@@ -121,7 +153,7 @@ impl ShortTable {
     /// [`ShortTable::get`] for a key whose hash is `hash`.
     #[inline]
     fn get_hashed(&self, key: u128, hash: u64) -> Option<u64> {
-        probe(&self.slots, hash, |s| s.key() == key, Slot::is_free).ok().map(|i| self.slots[i].count)
+        probe(&self.slots, hash, |s| s.key() == key, Slot::is_free).ok().map(|i| self.count(&self.slots[i]))
     }
 
     fn len(&self) -> usize {
@@ -130,7 +162,7 @@ impl ShortTable {
 
     /// The keys and counts held in part `part` of `parts` (`part < parts`) of the slots.
     fn iter_part(&self, part: usize, parts: usize) -> impl Iterator<Item = (u128, u64)> + '_ {
-        self.slots[slice_part(self.slots.len(), part, parts)].iter().filter(|s| !s.is_free()).map(|s| (s.key(), s.count))
+        self.slots[slice_part(self.slots.len(), part, parts)].iter().filter(|s| !s.is_free()).map(|s| (s.key(), self.count(s)))
     }
 }
 
@@ -153,13 +185,42 @@ pub(super) fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, f
     }
 }
 
-/// Doubles a table's slots, putting each held slot where [`probe`] will look for it (`hash`
-/// gives a held slot's hash, `free` tells a free slot).
+/// Doubles a table's slots in place, putting each held slot where [`probe`] will look for it
+/// (`hash` gives a held slot's hash, `free` tells a free slot, and a default slot is free).
+///
+/// The array grows at its end (a mapped block grows by a remap: only the new half is new
+/// memory, the old half is not held twice), and the held slots are put again where they
+/// belong. A key's home was `hash & (n - 1)` and is now that or that plus `n` (`n` the old
+/// length). Why this keeps every key found by linear probing:
+/// - the keys from slot 0 up to the first free slot (all of them if none is free), whose
+///   probes may have wrapped round the old end, are taken out first (a few, into a small
+///   `Vec`), so each key left sits at or
+///   after its home, with every slot from its home to it held;
+/// - then the old half is visited in increasing order: each key is taken out and probed for
+///   again from its new home. A key whose home stays lands at or before its old place (now
+///   free), passing only slots already visited, which nothing frees again; a key whose home
+///   moves up lands in the upper half, which holds only keys from visited slots, and its probe
+///   never wraps round the new end: a run of held slots reaching the end from `n + s` would
+///   hold more keys with homes in `n + s..2n` than the `n - s` old slots `s..n` held;
+/// - the keys taken out first are added last, to a table where every other key is found.
 pub(super) fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -> u64, free: impl Fn(&S) -> bool) {
-    let old = std::mem::replace(slots, vec![S::default(); 2 * slots.len()]);
-    for slot in old.into_iter().filter(|s| !free(s)) {
+    let old = slots.len();
+    slots.reserve_exact(old);
+    slots.resize(2 * old, S::default());
+    let first_free = slots[..old].iter().position(&free).unwrap_or(old);
+    let wrapped: Vec<S> = slots[..first_free].iter_mut().map(std::mem::take).collect();
+    let put = |slots: &mut Vec<S>, slot: S| {
         let (Ok(i) | Err(i)) = probe(slots, hash(&slot), |_| false, &free);
         slots[i] = slot;
+    };
+    for i in first_free + 1..old {
+        if !free(&slots[i]) {
+            let slot = std::mem::take(&mut slots[i]);
+            put(slots, slot);
+        }
+    }
+    for slot in wrapped {
+        put(slots, slot);
     }
 }
 
@@ -405,6 +466,151 @@ mod tests {
             assert_eq!(table.get(key), Some(n));
         }
         assert_eq!(table.get(short_key(b"not there at all")), None);
+    }
+
+    /// Seeds chosen so that most keys' homes crowd the last slots (a run that wraps round the
+    /// end, growing with the table), among keys spread at random, against a map.
+    #[test]
+    fn short_table_holds_keys_crowding_the_end() {
+        // A 4-byte span's high half is 4 << 56: with these seeds its hash is `!low half`, near
+        // the last slot for spans starting with a small byte and a zero.
+        let mut table = ShortTable { seeds: (u64::MAX, (4u64 << 56) ^ 1), ..ShortTable::default() };
+        let mut model = std::collections::HashMap::new();
+        let mut state = 9u64;
+        for _ in 0..20_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = (state >> 24) as u32;
+            let span = if state % 3 == 0 { r.to_le_bytes()[..3].to_vec() } else { vec![r as u8 % 8, 0, (r >> 8) as u8, (r >> 16) as u8 % 4] };
+            let key = short_key(&span);
+            table.add(key, table.hash(key), 1);
+            *model.entry(key).or_insert(0u64) += 1;
+        }
+        let crowded = model.keys().filter(|&&k| table.hash(k) as u16 >= u16::MAX - 8).count();
+        assert!(crowded > 5_000 && table.slots.len() >= 1 << 15, "{crowded} keys crowd {} slots", table.slots.len());
+        assert_eq!(table.iter_part(0, 1).collect::<std::collections::HashMap<_, _>>(), model);
+        for (&key, &n) in &model {
+            assert_eq!(table.get(key), Some(n));
+        }
+    }
+
+    /// Counts around `u32::MAX` (where a slot's count gives way to the side map) and past it,
+    /// up to saturation, against a map, through growth.
+    #[test]
+    fn short_table_counts_past_32_bits() {
+        let big = u64::from(u32::MAX);
+        let amounts = [1, 2, big - 2, big - 1, big, big + 1, 2 * big, u64::MAX / 3, u64::MAX];
+        let mut table = ShortTable::default();
+        let mut model = std::collections::HashMap::new();
+        let mut state = 3u64;
+        for _ in 0..60_000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let key = short_key(&((state >> 33) % 10_000).to_le_bytes()[..4]);
+            // Mostly small amounts, so counts also creep up to the boundary one at a time.
+            let n = if state % 8 == 0 { amounts[(state >> 20) as usize % amounts.len()] } else { 1 };
+            table.add(key, table.hash(key), n);
+            let c = model.entry(key).or_insert(0u64);
+            *c = c.saturating_add(n);
+        }
+        // Keys held one below the boundary, then crossing it by one.
+        for k in 0..3u8 {
+            let key = short_key(&[k, 200, 201]);
+            table.add(key, table.hash(key), big - 1);
+            table.add(key, table.hash(key), u64::from(k));
+            model.insert(key, big - 1 + u64::from(k));
+        }
+        assert!(table.slots.len() > 1 << 12, "the table must have grown");
+        assert!(!table.large.is_empty() && model.values().any(|&n| n == u64::MAX));
+        assert_eq!(table.iter_part(0, 1).collect::<std::collections::HashMap<_, _>>(), model);
+        for (&key, &n) in &model {
+            assert_eq!(table.get(key), Some(n));
+        }
+    }
+
+    /// A slot for testing [`regrow`] with hashes chosen to collide: a key (0 when free), the
+    /// hash it is given, and a count.
+    #[derive(Debug, Clone, Copy, Default, PartialEq)]
+    struct TestSlot {
+        key: u64,
+        hash: u64,
+        count: u64,
+    }
+
+    /// Every held slot is where [`probe`] finds it: the slots from its home to it all held.
+    fn assert_found(slots: &[TestSlot], model: &std::collections::HashMap<u64, (u64, u64)>) {
+        let held: Vec<_> = slots.iter().filter(|s| s.key != 0).collect();
+        assert_eq!(held.len(), model.len(), "a key lost or held twice");
+        for (&key, &(hash, count)) in model {
+            let found = probe(slots, hash, |s| s.key == key, |s| s.key == 0);
+            assert_eq!(found.map(|i| slots[i].count), Ok(count), "key {key} of hash {hash:#x} in {} slots", slots.len());
+        }
+    }
+
+    /// Growing in place keeps every key found with its count, against a map, through many
+    /// doublings, with hashes that spread the keys, that collide on a few homes, that crowd
+    /// the last slots (so runs wrap round the end, before and after a doubling), and that
+    /// differ only in the bit a doubling adds.
+    #[test]
+    fn regrow_keeps_every_key_found() {
+        let kinds: [(&str, fn(u64, u64) -> u64); 5] = [
+            ("spread", |r, _| r),
+            ("few homes", |r, _| r % 5),
+            ("the last slots", |r, _| u64::MAX - r % 40),
+            ("last slots and spread", |r, k| if k % 3 == 0 { r } else { (1u64 << 40) - 1 - r % 9 }),
+            ("one bit apart", |r, _| ((r % 2) << 12) | ((r % 2) << 20) | 0xff0),
+        ];
+        for (name, hash_of) in kinds {
+            let mut slots = vec![TestSlot::default(); 4];
+            let mut model = std::collections::HashMap::new();
+            let (mut len, mut doublings) = (0, 0);
+            let mut state = 11u64;
+            for _ in 0..30_000 {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                // Keys repeat (a key's hash is a function of it), so counts add up.
+                let key = 1 + (state >> 33) % 20_000;
+                let hash = hash_of(key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 7, key);
+                let n = 1 + state % 3;
+                match probe(&slots, hash, |s| s.key == key, |s| s.key == 0) {
+                    Ok(i) => slots[i].count += n,
+                    Err(i) => {
+                        slots[i] = TestSlot { key, hash, count: n };
+                        len += 1;
+                    }
+                }
+                model.entry(key).or_insert((hash, 0)).1 += n;
+                if over_full(len, slots.len()) {
+                    regrow(&mut slots, |s| s.hash, |s| s.key == 0);
+                    doublings += 1;
+                    assert_found(&slots, &model);
+                }
+            }
+            assert!(doublings >= 10, "{name}: {doublings} doublings");
+            assert_found(&slots, &model);
+        }
+    }
+
+    /// Every table of 8 slots holding 6 keys whose hashes are among a few near both ends
+    /// (runs wrapping round the end, homes that stay and that move up), grown twice: every key
+    /// is found.
+    #[test]
+    fn regrow_of_every_small_table() {
+        const HASHES: [u64; 7] = [0, 1, 6, 7, 8, 14, 15];
+        for mut code in 0..HASHES.len().pow(6) {
+            let mut slots = vec![TestSlot::default(); 8];
+            let mut model = std::collections::HashMap::new();
+            for key in 1..=6 {
+                let hash = HASHES[code % HASHES.len()];
+                code /= HASHES.len();
+                let (Ok(i) | Err(i)) = probe(&slots, hash, |_| false, |s| s.key == 0);
+                slots[i] = TestSlot { key, hash, count: key * 10 };
+                model.insert(key, (hash, key * 10));
+            }
+            assert_found(&slots, &model);
+            for len in [16, 32] {
+                regrow(&mut slots, |s| s.hash, |s| s.key == 0);
+                assert_eq!(slots.len(), len);
+                assert_found(&slots, &model);
+            }
+        }
     }
 
     #[test]

@@ -136,7 +136,7 @@ struct Loop<T> {
     // Scratch space reused by every merge:
     /// The spans of the merged pair, decoded from its list (at most [`KEPT_SPANS`] kept between
     /// merges).
-    sorted_spans: Vec<u32>,
+    merged_spans: Vec<u32>,
     /// The neighbours found in the first and in the second half of the merged spans (all of
     /// them in the first when the merge is not shared).
     neighbours: [Neighbours; 2],
@@ -178,7 +178,7 @@ impl<T: TokenId> Loop<T> {
             floor,
             // No merge can touch SHARED_SPANS spans with fewer than that.
             helper: if rayon::current_num_threads() > 1 && spans >= SHARED_SPANS { Helper::start() } else { None },
-            sorted_spans: Vec::new(),
+            merged_spans: Vec::new(),
             neighbours: Default::default(),
             left: Side::default(),
             right: Side::default(),
@@ -261,9 +261,9 @@ impl<T: TokenId> Loop<T> {
     /// neighbours of the replaced occurrences in `self.neighbours`. Many spans are shared with
     /// the helper thread, which takes the later half of them; returns whether they were.
     fn replace_in_spans(&mut self, slot: PairSlot, pair: Pair, token: u32) -> bool {
-        let Loop { spans, pairs, helper, sorted_spans, neighbours: [first, second], .. } = self;
-        pairs.spans_of(slot, sorted_spans);
-        let list = increasing(sorted_spans);
+        let Loop { spans, pairs, helper, merged_spans, neighbours: [first, second], .. } = self;
+        pairs.spans_of(slot, merged_spans);
+        let list = increasing(merged_spans);
         let helper = helper.as_ref().filter(|_| list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list));
         first.clear();
         second.clear();
@@ -275,8 +275,8 @@ impl<T: TokenId> Loop<T> {
             spans.merge(list, pair, token, first);
         }
         // The list is not kept: after an unusually large merge, its room is given back.
-        if sorted_spans.capacity() > KEPT_SPANS {
-            *sorted_spans = Vec::new();
+        if merged_spans.capacity() > KEPT_SPANS {
+            *merged_spans = Vec::new();
         }
         helper.is_some()
     }

@@ -145,6 +145,16 @@ struct Loop<T> {
     right: Side,
     /// The pairs a merge made that go in the heap.
     born: Vec<Candidate>,
+    /// Pairs born counted less than this are left out of the index (pairs of two bytes, at the
+    /// start, are all kept). Counts only fall after a pair is born and the best count never
+    /// rises, so such a pair cannot be merged while a pair counted this much or more is left;
+    /// on text with many distinct spans, most pairs born are counted once.
+    keep_from: u64,
+    /// Pairs counted less than this are never merged (the run's `min_frequency`).
+    min_frequency: u64,
+    /// Whether a pair that could be merged was left out: the index then takes back every pair
+    /// ([`Loop::keep_every_pair`]) before one counted less than `keep_from` is chosen.
+    left_out: bool,
 }
 
 impl<T: TokenId> Loop<T> {
@@ -163,14 +173,7 @@ impl<T: TokenId> Loop<T> {
     /// The loop's state before the first merge, given the span table (of `spans` spans) and
     /// its pair index.
     fn start(table: SpanTable<T>, pairs: PairIndex, spans: usize) -> Self {
-        // The heap starts with the pairs counted at least half the most counted one (the floor
-        // then lets the others in when needed).
-        let floor = pairs.counted_between(0, u64::MAX).map(|(count, _, _)| count).max().unwrap_or(0) / 2;
-        let heap = pairs
-            .counted_between(floor, u64::MAX)
-            .map(|(count, pair, slot)| Candidate { count, pair, slot })
-            .collect::<Vec<_>>()
-            .into();
+        let (floor, heap) = first_heap(&pairs);
         Self {
             spans: table,
             pairs,
@@ -183,17 +186,46 @@ impl<T: TokenId> Loop<T> {
             left: Side::default(),
             right: Side::default(),
             born: Vec::new(),
+            keep_from: 0,
+            min_frequency: 0,
+            left_out: false,
         }
+    }
+
+    /// Leaves out of the index the pairs born counted less than `min_frequency` (never merged)
+    /// or once, which are most of them on text with many distinct spans (see `keep_from`).
+    fn leave_out_rare_pairs(&mut self, min_frequency: u64) {
+        self.min_frequency = min_frequency;
+        self.keep_from = min_frequency.max(2);
+    }
+
+    /// Takes back every pair left out: the index is built anew from the spans as they are now,
+    /// `tokens` tokens made so far, and so is the heap. Only a run that merges pairs counted
+    /// once gets here, once.
+    fn keep_every_pair(&mut self, tokens: u32) {
+        let ids = self.spans.ids();
+        self.pairs = PairIndex::default(); // the old index freed before the new one is built
+        let never = AtomicBool::new(false);
+        // panic-free: building the index fails only when its stop flag is set, and this one
+        // never is.
+        self.pairs = start::token_pair_index(&self.spans, &ids, tokens, &never).expect("an index built without a stop");
+        (self.floor, self.heap) = first_heap(&self.pairs);
+        (self.keep_from, self.left_out) = (0, false);
     }
 
     /// The pair with the highest current count (smallest pair among equals) among those
     /// `allowed`, as its heap entry, which holds that count. An entry of a pair not allowed is
     /// dropped when popped: the floor's invariant then holds for the allowed pairs, which is
     /// all the answer needs (lowering the floor may push such a pair again, to be dropped again).
-    fn best(&mut self, allowed: impl Fn(Pair) -> bool) -> Option<Candidate> {
+    /// `tokens` tokens are made so far.
+    fn best(&mut self, allowed: impl Fn(Pair) -> bool, tokens: u32) -> Option<Candidate> {
         loop {
             if self.heap.peek().map_or(true, |top| top.count < self.floor) {
                 if self.floor == 0 {
+                    if self.left_out {
+                        self.keep_every_pair(tokens);
+                        continue;
+                    }
                     return None;
                 }
                 self.lower_floor();
@@ -213,6 +245,8 @@ impl<T: TokenId> Loop<T> {
                 if current as u64 >= self.floor {
                     self.heap.push(Candidate { count: current as u64, ..top });
                 }
+            } else if self.left_out && top.count < self.keep_from {
+                self.keep_every_pair(tokens); // a pair left out may beat or tie it
             } else {
                 return Some(top);
             }
@@ -311,8 +345,8 @@ impl<T: TokenId> Loop<T> {
     /// neighbour `y` from its old pair to `(token, y)`. The new pairs counted at least the
     /// floor are put in `self.born`, for the heap.
     fn add_new_pairs(&mut self, a: u32, token: u32) {
-        let Loop { pairs, floor, left, right, born, .. } = self;
-        let floor = *floor;
+        let Loop { pairs, floor, left, right, born, keep_from, min_frequency, left_out, .. } = self;
+        let (floor, keep_from, min_frequency) = (*floor, *keep_from, *min_frequency);
         pairs.open_block(token);
         // The occurrences of (token, a) counted by the left neighbour `token`, which are not
         // in the index yet: the right neighbour `a` makes (token, a) with them, less these.
@@ -324,6 +358,10 @@ impl<T: TokenId> Loop<T> {
             }
             if let Some(&Some(old)) = old_pairs.next() {
                 pairs.sub(old, n);
+            }
+            if (n as u64) < keep_from {
+                *left_out |= n as u64 >= min_frequency;
+                return;
             }
             let slot = pairs.push((x, token), n, spans);
             if n as u64 >= floor {
@@ -337,7 +375,9 @@ impl<T: TokenId> Loop<T> {
             }
             let count = if y == a { n - token_then_a } else { n };
             debug_assert!(count >= 0, "a pair's count is never negative");
-            if count > 0 {
+            if count > 0 && (count as u64) < keep_from {
+                *left_out |= count as u64 >= min_frequency;
+            } else if count > 0 {
                 let slot = pairs.push((token, y), count, spans);
                 if count as u64 >= floor {
                     born.push(Candidate { count: count as u64, pair: key((token, y)), slot });
@@ -345,6 +385,14 @@ impl<T: TokenId> Loop<T> {
             }
         });
     }
+}
+
+/// The floor and the heap of a loop whose index is `pairs`: the pairs counted at least half the
+/// most counted one (the floor then lets the others in when needed).
+fn first_heap(pairs: &PairIndex) -> (u64, OctonaryHeap<Candidate>) {
+    let floor = pairs.counted_between(0, u64::MAX).map(|(count, _, _)| count).max().unwrap_or(0) / 2;
+    let heap = pairs.counted_between(floor, u64::MAX).map(|(count, pair, slot)| Candidate { count, pair, slot }).collect::<Vec<_>>().into();
+    (floor, heap)
 }
 
 /// `list`, the spans that may hold a pair, which is written once in span order and so is
@@ -409,9 +457,10 @@ fn run<T: TokenId>(
 ) -> Result<Learned, Error> {
     let mut merges = Vec::new();
     let max_length = options.max_token_length;
+    state.leave_out_rare_pairs(options.min_frequency);
     while vocab.len() < options.vocab_size {
         let fits = |(a, b): Pair| max_length.map_or(true, |max| vocab.token(a).len() + vocab.token(b).len() <= max);
-        let Some(best) = state.best(fits) else { break };
+        let Some(best) = state.best(fits, vocab.len() as u32) else { break };
         let (pair, count) = (unkey(best.pair), best.count);
         if count < options.min_frequency {
             break;
@@ -665,6 +714,29 @@ pub(crate) mod tests {
         for spans in [vec![], vec![(b"a".to_vec(), 5)]] {
             assert_eq!(learn_all(&spans, 1000), vec![]);
         }
+    }
+
+    #[test]
+    fn pairs_left_out_are_taken_back_before_a_pair_counted_once_is_merged() {
+        // Spans counted once or twice, merged until no pair is left: pairs born counted once
+        // are left out of the index until the best pair is counted once, and then every pair
+        // is taken back. With min_frequency 2 they are never needed: the merges are the
+        // naive loop's counted twice or more (a prefix, as the best count never rises).
+        let mut merged_once = 0;
+        for seed in 0..200 {
+            let mut next = crate::test_random(seed + 11);
+            let spans: Vec<(Vec<u8>, u64)> =
+                (0..1 + next(40)).map(|_| ((0..2 + next(10)).map(|_| b"abcde"[next(5) as usize]).collect(), 1 + next(4) / 3)).collect();
+            let want = naive(&spans, 70_000);
+            assert_eq!(learn_all(&spans, 70_000), want, "seed {seed}");
+            merged_once += want.iter().filter(|m| m.count == 1).count();
+            let options = LearnOptions { vocab_size: 70_000, min_frequency: 2, max_token_length: None };
+            let owned: Spans = spans.iter().map(|(b, n)| (b.as_slice(), *n)).collect();
+            let learned = learn(owned, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
+            let counted_twice: Vec<Merge> = want.iter().copied().take_while(|m| m.count >= 2).collect();
+            assert_eq!(learned.merges, counted_twice, "seed {seed}");
+        }
+        assert!(merged_once > 1000, "the corpora must merge pairs counted once: {merged_once}");
     }
 
     #[test]

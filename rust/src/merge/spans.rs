@@ -194,6 +194,9 @@ pub(super) struct SpanTable<T> {
     big: Vec<(u32, u64)>,
     /// The id of every `SPANS_PER_TASK`-th span, where parallel merges cut the table.
     blocks: Vec<u32>,
+    /// Bit `id` is set for every span's id: where the spans start, which their current lengths
+    /// no longer tell once merges have shortened them (one bit per 8 bytes of the table).
+    starts: Vec<u64>,
 }
 
 impl<T: TokenId> SpanTable<T> {
@@ -253,7 +256,8 @@ impl<T: TokenId> SpanTable<T> {
             })
             .collect();
         let blocks = ids.iter().step_by(SPANS_PER_TASK).copied().collect();
-        Ok((SpanTable { words, big: big.concat(), blocks }, ids))
+        let starts = span_starts(&ids, words.len());
+        Ok((SpanTable { words, big: big.concat(), blocks, starts }, ids))
     }
 
     /// [`SpanTable::new`] for spans already made of tokens: span `i < len` is `span(i)`, its
@@ -285,8 +289,22 @@ impl<T: TokenId> SpanTable<T> {
                 *w = T::new(t);
             }
         }
-        let ids = starts.iter().map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
-        Ok((SpanTable { words, big, blocks }, ids))
+        let ids: Vec<u32> = starts.iter().map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
+        let starts = span_starts(&ids, words.len());
+        Ok((SpanTable { words, big, blocks, starts }, ids))
+    }
+
+    /// The ids of the spans, in order.
+    pub(super) fn ids(&self) -> Vec<u32> {
+        let mut ids = Vec::new();
+        for (i, &bits) in self.starts.iter().enumerate() {
+            let mut rest = bits;
+            while rest != 0 {
+                ids.push((i * 64) as u32 + rest.trailing_zeros());
+                rest &= rest - 1;
+            }
+        }
+        ids
     }
 
     /// Whether [`SpanTable::merge`] would merge the spans `ids` in parallel blocks.
@@ -375,6 +393,16 @@ impl<T: TokenId> SpanView<'_, T> {
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
         merge_block(self.words, self.first, self.big, ids, pair, token, neighbours);
     }
+}
+
+/// The bitmap of span starts of [`SpanTable::starts`]: bit `id` set for each of `ids`, in a
+/// table of `words` words.
+fn span_starts(ids: &[u32], words: usize) -> Vec<u64> {
+    let mut starts = vec![0u64; (words >> ID_SHIFT).div_ceil(64)];
+    for &id in ids {
+        starts[id as usize / 64] |= 1 << (id % 64);
+    }
+    starts
 }
 
 /// `n` rounded up to a multiple of `1 << ID_SHIFT`.

@@ -15,10 +15,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 use super::lists::{delta_len, put_delta, Lists};
 use super::pairs::PairIndex;
 use super::spans::{SpanTable, TokenId};
+use super::Pair;
 use crate::error::stop_due;
 use crate::Error;
 
@@ -196,4 +198,73 @@ fn fill_span_lists<T: TokenId>(
         }
         debug_assert!(stop.load(std::sync::atomic::Ordering::Relaxed) || pieces.iter().zip(&filled).all(|(p, f)| p.bytes.len() == f.0), "each piece is filled exactly");
     });
+}
+
+/// A pair as the index is built: its count, its spans, the last span seen, and the bytes of
+/// its list of spans (coded, see `lists.rs`), then where the list's next span goes in
+/// [`PairIndex::span_bytes`].
+#[derive(Clone, Copy)]
+struct PairCount {
+    count: i64,
+    spans: u32,
+    last_span: u32,
+    coded: usize,
+}
+
+/// The pair index of the spans `ids` of `spans`, which hold any of `tokens` tokens (the general
+/// case of the dense table of byte pairs above): every pair is born at the start, in the block
+/// of its later token (see `pairs.rs`), and every token has a block. For a base's encoding of
+/// the spans (`extend.rs`), and for the loop's own spans when it takes back every pair it left
+/// out (see `Loop::keep_every_pair`).
+pub(super) fn token_pair_index<T: TokenId>(spans: &SpanTable<T>, ids: &[u32], tokens: u32, stop: &AtomicBool) -> Result<PairIndex, Error> {
+    let mut counted: FxHashMap<Pair, PairCount> = FxHashMap::default();
+    for (k, &id) in ids.iter().enumerate() {
+        if stop_due(k, stop) {
+            return Err(Error::Interrupted);
+        }
+        let n = spans.count(id);
+        for w in spans.tokens(id).windows(2) {
+            let c = counted.entry((w[0].get(), w[1].get())).or_insert(PairCount { count: 0, spans: 0, last_span: u32::MAX, coded: 0 });
+            c.count += n;
+            if c.last_span != id {
+                let previous = if c.spans == 0 { 0 } else { c.last_span };
+                c.coded += delta_len(previous, id);
+                (c.spans, c.last_span) = (c.spans + 1, id);
+            }
+        }
+    }
+    // The index's order: by later token `t`, (x, t) for x <= t by x, then (t, y) for y < t by y.
+    let mut found: Vec<Pair> = counted.keys().copied().collect();
+    found.sort_unstable_by_key(|&(x, y)| if x <= y { (y, 0, x) } else { (x, 1, y) });
+    let mut pairs = PairIndex::default();
+    pairs.reserve(found.len(), counted.values().map(|c| Lists::room(c.coded)).sum::<usize>());
+    let mut opened = 0;
+    for &pair in &found {
+        while opened <= pair.0.max(pair.1) {
+            pairs.open_block(opened);
+            opened += 1;
+        }
+        // panic-free: `found` holds the keys of `counted`.
+        let c = counted.get_mut(&pair).expect("a counted pair");
+        let slot = pairs.push_zeros(pair, c.count, c.coded);
+        (c.coded, c.spans, c.last_span) = (pairs.spans_at(slot), 0, u32::MAX);
+    }
+    for t in opened..tokens {
+        pairs.open_block(t);
+    }
+    check_stop(stop)?;
+    // Each pair's spans, in span order (the merge relies on increasing lists).
+    let bytes = pairs.span_bytes();
+    for &id in ids {
+        for w in spans.tokens(id).windows(2) {
+            // panic-free: the first pass counted every pair of these spans.
+            let c = counted.get_mut(&(w[0].get(), w[1].get())).expect("a counted pair");
+            if c.last_span != id {
+                let previous = if c.spans == 0 { 0 } else { c.last_span };
+                c.coded += put_delta(&mut bytes[c.coded..], previous, id);
+                (c.spans, c.last_span) = (c.spans + 1, id);
+            }
+        }
+    }
+    Ok(pairs)
 }

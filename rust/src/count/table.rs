@@ -56,6 +56,15 @@ impl Slot {
     fn is_free(&self) -> bool {
         self.key() == 0
     }
+
+    /// The count of a held slot, `large` the side map of its table ([`ShortTable::large`]).
+    #[inline(always)]
+    fn count_in(&self, large: &std::collections::HashMap<u128, u64>) -> u64 {
+        match self.count {
+            u32::MAX => large[&self.key()],
+            count => u64::from(count),
+        }
+    }
 }
 
 /// Counts of spans of up to [`SHORT`] bytes by [`short_key`]: open addressing with linear
@@ -134,10 +143,7 @@ impl ShortTable {
     /// The count of a held slot.
     #[inline(always)]
     fn count(&self, slot: &Slot) -> u64 {
-        match slot.count {
-            u32::MAX => self.large[&slot.key()],
-            count => u64::from(count),
-        }
+        slot.count_in(&self.large)
     }
 
     #[cold]

@@ -56,6 +56,15 @@ impl Slot {
     fn is_free(&self) -> bool {
         self.key() == 0
     }
+
+    /// The count of a held slot, `large` the side map of its table ([`ShortTable::large`]).
+    #[inline(always)]
+    fn count_in(&self, large: &std::collections::HashMap<u128, u64>) -> u64 {
+        match self.count {
+            u32::MAX => large[&self.key()],
+            count => u64::from(count),
+        }
+    }
 }
 
 /// Counts of spans of up to [`SHORT`] bytes by [`short_key`]: open addressing with linear
@@ -134,10 +143,7 @@ impl ShortTable {
     /// The count of a held slot.
     #[inline(always)]
     fn count(&self, slot: &Slot) -> u64 {
-        match slot.count {
-            u32::MAX => self.large[&slot.key()],
-            count => u64::from(count),
-        }
+        slot.count_in(&self.large)
     }
 
     #[cold]
@@ -194,8 +200,8 @@ pub(super) fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, f
 /// length). Why this keeps every key found by linear probing:
 /// - the keys from slot 0 up to the first free slot (all of them if none is free), whose
 ///   probes may have wrapped round the old end, are taken out first (a few, into a small
-///   `Vec`), so each key left sits at or
-///   after its home, with every slot from its home to it held;
+///   `Vec`), so each key left sits at or after its home, with every slot from its home to it
+///   held;
 /// - then the old half is visited in increasing order: each key is taken out and probed for
 ///   again from its new home. A key whose home stays lands at or before its old place (now
 ///   free), passing only slots already visited, which nothing frees again; a key whose home
@@ -505,7 +511,7 @@ mod tests {
         for _ in 0..60_000 {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
             let key = short_key(&((state >> 33) % 10_000).to_le_bytes()[..4]);
-            // Mostly small amounts, so counts also creep up to the boundary one at a time.
+            // Mostly ones, among amounts around the boundary, past it and up to saturation.
             let n = if state % 8 == 0 { amounts[(state >> 20) as usize % amounts.len()] } else { 1 };
             table.add(key, table.hash(key), n);
             let c = model.entry(key).or_insert(0u64);

@@ -26,7 +26,7 @@ from ..training import TrainedRanks, Training
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import RAY_HELP, add_ray_options
-from .report import Timings, format_report, measure_compression
+from .report import Timings, corpus_rows, format_report, measure_compression
 from .signals import ExitOnCtrlC
 
 DEFAULT_VOCAB_SIZE = 8192
@@ -416,8 +416,8 @@ def print_report(
             return 0
         try:
             report = format_report(
-                corpus_label=found.label,
-                corpus=corpus,
+                trained_on=corpus_rows(found.label, corpus, trained.stats),
+                nbytes=trained.stats.get("bytes", corpus.bytes),
                 stats=trained.stats,
                 merges=trained.merges(),
                 ranks=trained.ranks,

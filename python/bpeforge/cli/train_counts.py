@@ -20,7 +20,7 @@ from ..training import TrainedRanks
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import check_ray_options, count_on_ray, on_ray
-from .report import Timings, format_counts_report, measure_on_file
+from .report import Timings, counts_rows, format_report, measure_on_file
 from .signals import ExitOnCtrlC
 from .train import (
     HOLDOUT_EVERY,
@@ -101,10 +101,9 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
         stderr_line(f"{PROG}: warning: {w}")
     stats = dict(trained.stats, load_seconds=t_load)
     sys.stdout.write(
-        format_counts_report(
-            source=source,
-            made=made,
-            counts=counts,
+        format_report(
+            trained_on=counts_rows(source, made, counts, stats),
+            nbytes=0,
             stats=stats,
             merges=trained.merges(),
             ranks=trained.ranks,

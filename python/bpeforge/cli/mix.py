@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._core import SpanCounts
-from ..counts import count_with_figures
 from ..errors import SPLIT_FAILED, InputError
 from ..inputs import Corpus
 from ..mixing import MixRecord, checked_alpha, mix
@@ -28,8 +27,9 @@ from ..progress import ConsoleProgress, is_terminal
 from ..tokenizer import Tokenizer
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import Compression, Row, Timings, measure_compression, merge_rows, time_rows, vocabulary_rows
+from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, time_rows, vocabulary_rows
 from . import train, train_counts
+from .count import count_corpus
 from .ray import on_ray
 from .signals import ExitOnCtrlC
 from .train import (
@@ -41,7 +41,6 @@ from .train import (
     set_up_plain_training,
     stopped_early_warnings,
     train_on_counts,
-    sized_stream,
     start_progress,
 )
 
@@ -199,15 +198,7 @@ def count_source(args: argparse.Namespace, source: MixedSource, pattern: str, sh
     shown.append(progress)
     source.corpus = open_corpus(own, source.found, progress, show)
     try:
-        batches, buffer_size = sized_stream(source.corpus)
-        counted = count_with_figures(
-            batches,
-            pattern,
-            num_threads=args.threads,
-            buffer_size=buffer_size,
-            progress=progress,
-            options={"doc_cap": args.doc_cap} if args.doc_cap is not None else None,
-        )
+        counted = count_corpus(args, source.corpus, pattern, progress)
     except InputError as e:
         raise CLIError(f"--source {source.name}: {e}") from None
     except RuntimeError as e:
@@ -297,8 +288,7 @@ def run_mixed(args: argparse.Namespace) -> int:
     rows += time_rows(stats, stats["bytes"], len(trained.merges()), Timings(t_build, t_eval, t_save, time.perf_counter() - t_start))
     rows += merge_rows(trained.merges(), trained.ranks, 5)
     rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
-    width = max(len(name) for name, _ in rows)
-    sys.stdout.write("".join(f"{name:<{width}}  {value}\n" for name, value in rows))
+    sys.stdout.write(aligned(rows))
     sys.stdout.flush()
     return 0
 

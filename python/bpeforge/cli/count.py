@@ -20,7 +20,7 @@ from ..progress import ConsoleProgress
 from .arguments import CLIError, EXIT_USAGE, PROG, int_at_least, one_line, stderr_line
 from .report import Row, aligned, peak_memory, seconds
 from .ray import RAY_HELP, add_ray_options, check_ray_options, count_on_ray, on_ray
-from .signals import ExitOnCtrlC
+from .signals import ctrl_c_ends_the_process
 from .train import add_input_options, describe_pattern, find_inputs, open_corpus, sized_stream, start_progress
 
 COUNT_EPILOG = """\
@@ -68,10 +68,7 @@ def run_count(args: argparse.Namespace) -> int:
     progress, show = start_progress(args, found, "Counting")
     args.holdout, args.max_chars = 0, None  # every document is counted
     corpus = open_corpus(args, found, progress, show)
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
         try:
             counted = count_corpus(args, corpus, pattern, progress)
         except InputError as e:
@@ -84,8 +81,6 @@ def run_count(args: argparse.Namespace) -> int:
             raise CLIError("no documents to count: the inputs hold no text")
         t_count = time.perf_counter() - t_start
         t_save = save_counts(counted.counts, output)
-    finally:
-        exit_on_ctrl_c.stop()
     if args.quiet:
         return 0
     if corpus.bad_lines.count and found.stdlib_root is None:

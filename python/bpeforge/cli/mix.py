@@ -31,7 +31,7 @@ from .report import Compression, Row, Timings, aligned, measure_compression, mer
 from . import train, train_counts
 from .count import count_corpus
 from .ray import on_ray
-from .signals import ExitOnCtrlC
+from .signals import ctrl_c_ends_the_process
 from .train import (
     MERGE_LINES_AFTER,
     Inputs,
@@ -251,10 +251,7 @@ def run_mixed(args: argparse.Namespace) -> int:
         args.pattern = loaded_pattern(sources)
         training = set_up_plain_training(args)
     shown: List[ConsoleProgress] = []  # the progress displays, the last one showing
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: bool(shown) and bool(shown[-1].bars))
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: bool(shown) and bool(shown[-1].bars)):
         mixed = count_and_mix(args, sources, alpha, weights, training.pattern, shown)
         t_count = time.perf_counter() - t_start
         show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
@@ -264,11 +261,7 @@ def run_mixed(args: argparse.Namespace) -> int:
         t_build = time.perf_counter()
         tokenizer = trained.build(Tokenizer)
         t_build = time.perf_counter() - t_build
-    finally:
-        exit_on_ctrl_c.stop()
-    t_save = time.perf_counter()
-    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
-    t_save = time.perf_counter() - t_save
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     if args.quiet:
         return 0
     warnings: List[str] = stopped_early_warnings(trained, tokenizer)

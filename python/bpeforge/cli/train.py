@@ -27,7 +27,7 @@ from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, MAX_INT64, PROG, CLIError, 
 from .outputs import check_output, output_paths, save_outputs
 from .ray import RAY_HELP, add_ray_options
 from .report import Timings, corpus_rows, format_report, measure_compression
-from .signals import ExitOnCtrlC
+from .signals import ctrl_c_ends_the_process
 
 DEFAULT_VOCAB_SIZE = 8192
 HOLDOUT_EVERY = 100
@@ -361,10 +361,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     # Until the outputs are written there is nothing to clean up, so Ctrl-C may end the process
     # at once, even while the counting threads are busy with a large batch.
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
         t_build = time.perf_counter()
@@ -376,12 +373,8 @@ def run_train(args: argparse.Namespace) -> int:
         warnings: List[str] = stopped_early_warnings(trained, tokenizer)
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
-    finally:
-        exit_on_ctrl_c.stop()
 
-    t_save = time.perf_counter()
-    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
-    t_save = time.perf_counter() - t_save
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
 
     # The tokenizer is saved: from here on everything is only the report.
     if args.quiet:

@@ -21,7 +21,7 @@ from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import check_ray_options, count_on_ray, on_ray
 from .report import Timings, counts_rows, format_report, measure_on_file
-from .signals import ExitOnCtrlC
+from .signals import ctrl_c_ends_the_process
 from .train import (
     HOLDOUT_EVERY,
     HOLDOUT_MAX_BYTES,
@@ -66,10 +66,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     if args.pattern is None and args.extend is None:
         args.pattern = counts.pattern
     training = set_up_training(args)
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
         try:
             trained: TrainedRanks
             if isinstance(training, Extension):
@@ -86,11 +83,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
         t_build = time.perf_counter()
         tokenizer = trained.build(Tokenizer)
         t_build = time.perf_counter() - t_build
-    finally:
-        exit_on_ctrl_c.stop()
-    t_save = time.perf_counter()
-    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
-    t_save = time.perf_counter() - t_save
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     if args.quiet:
         return 0
     warnings: List[str] = stopped_early_warnings(trained, tokenizer)

@@ -21,7 +21,7 @@ from .checks import MAX_TOKEN_ID, as_int
 from .errors import OptionError
 from .patterns import pattern_label
 from .progress import ConsoleProgress
-from .training import ProgressCallback, ProgressOfRun, TrainedRanks
+from .training import ProgressCallback, ProgressOfRun, TrainedRanks, new_trainer
 
 
 class ExtendedRanks(TrainedRanks):
@@ -79,11 +79,7 @@ class Extension:
             )
         #: How many new tokens to learn.
         self.new_tokens = self.vocab_size - self.first_id
-        try:
-            self.trainer = _core.Trainer(base.pattern, num_threads=num_threads)
-        except ValueError as e:
-            option = "num_threads" if str(e).startswith("num_threads") else "pattern"
-            raise OptionError(option, str(e)) from None
+        self.trainer = new_trainer(base.pattern, num_threads)
 
     def run(
         self,

@@ -85,6 +85,17 @@ class ProgressOfRun:
             self.console.abort()
 
 
+def new_trainer(pattern: str, num_threads: Optional[int]) -> _core.Trainer:
+    """The compiled trainer splitting by the regex ``pattern`` on ``num_threads`` threads (None:
+    all cores). The trainer checks both; its messages name them, and each is raised as an
+    :class:`~bpeforge.errors.OptionError` naming its option."""
+    try:
+        return _core.Trainer(pattern, num_threads=num_threads)
+    except ValueError as e:
+        option = "num_threads" if str(e).startswith("num_threads") else "pattern"
+        raise OptionError(option, str(e)) from None
+
+
 class TrainedRanks:
     """What a training run gives: the ranks, the merges that made them, and the figures.
 
@@ -213,11 +224,9 @@ class Training:
             raise OptionError("special_tokens", str(e)) from None
         try:
             self.pattern: str = resolve_pattern(pattern)
-            self.trainer = _core.Trainer(self.pattern, num_threads=num_threads)
-        except ValueError as e:
-            # The trainer checks the pattern and the number of threads; its messages name them.
-            option = "num_threads" if str(e).startswith("num_threads") else "pattern"
-            raise OptionError(option, str(e)) from None
+        except ValueError as e:  # not a preset's name, nor a regex
+            raise OptionError("pattern", str(e)) from None
+        self.trainer = new_trainer(self.pattern, num_threads)
 
     def run(
         self,

@@ -23,8 +23,7 @@ from .._core import SpanCounts
 from ..errors import SPLIT_FAILED, InputError
 from ..inputs import Corpus
 from ..mixing import MixRecord, checked_alpha, mix
-from ..progress import ConsoleProgress, is_terminal
-from ..tokenizer import Tokenizer
+from ..progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, time_rows, vocabulary_rows
@@ -33,7 +32,7 @@ from .count import count_corpus
 from .ray import on_ray
 from .signals import ctrl_c_ends_the_process
 from .train import (
-    MERGE_LINES_AFTER,
+    build_tokenizer,
     Inputs,
     describe_pattern,
     find_inputs,
@@ -42,6 +41,7 @@ from .train import (
     stopped_early_warnings,
     train_on_counts,
     start_progress,
+    training_progress,
 )
 
 # How SpanCounts.load begins its message for a Parquet file that is not span counts (text, then).
@@ -254,13 +254,10 @@ def run_mixed(args: argparse.Namespace) -> int:
     with ctrl_c_ends_the_process(args, lambda: bool(shown) and bool(shown[-1].bars)):
         mixed = count_and_mix(args, sources, alpha, weights, training.pattern, shown)
         t_count = time.perf_counter() - t_start
-        show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
-        progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
+        progress, _ = training_progress(args)
         shown.append(progress)
         trained = train_on_counts(training, mixed, progress)
-        t_build = time.perf_counter()
-        tokenizer = trained.build(Tokenizer)
-        t_build = time.perf_counter() - t_build
+        tokenizer, t_build = build_tokenizer(trained)
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     if args.quiet:
         return 0

@@ -14,8 +14,6 @@ from .._core import SpanCounts
 from ..errors import NoTextError, OptionError
 from ..extending import Extension
 from ..patterns import resolve_pattern
-from ..progress import ConsoleProgress, is_terminal
-from ..tokenizer import Tokenizer
 from ..training import TrainedRanks
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
@@ -25,12 +23,13 @@ from .signals import ctrl_c_ends_the_process
 from .train import (
     HOLDOUT_EVERY,
     HOLDOUT_MAX_BYTES,
-    MERGE_LINES_AFTER,
+    build_tokenizer,
     describe_pattern,
     find_inputs,
     name_the_flag,
     set_up_training,
     start_progress,
+    training_progress,
     stopped_early_warnings,
 )
 
@@ -49,8 +48,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
             counting_pattern = early.base.pattern  # new text is counted with the base's pattern
     folder, tiktoken_file = output_paths(args.output)
     check_output(folder, tiktoken_file, args.force)
-    show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
-    progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
+    progress, show = training_progress(args)
     t_load = time.perf_counter()
     if on_ray(args):
         counts, source, made = count_inputs_on_ray(args, counting_pattern)
@@ -80,9 +78,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
             raise CLIError(name_the_flag(e), EXIT_USAGE) from None
         except NoTextError as e:
             raise CLIError(f"{args.from_counts}: {e}") from None
-        t_build = time.perf_counter()
-        tokenizer = trained.build(Tokenizer)
-        t_build = time.perf_counter() - t_build
+        tokenizer, t_build = build_tokenizer(trained)
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     if args.quiet:
         return 0

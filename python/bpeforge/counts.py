@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Optional, Union
 from . import _core
 from .patterns import resolve_pattern
 from .progress import ConsoleProgress
-from .training import ProgressCallback, progress_callback
+from .training import ProgressCallback, ProgressOfRun
 
 
 class Counted:
@@ -44,8 +44,7 @@ def count_with_figures(
     if type(texts).__name__ == "DataFrame":  # pandas, polars...: iterating gives column names
         raise TypeError("texts is a DataFrame, whose items are its column names; pass the text column, e.g. df['text']")
     regex = resolve_pattern(pattern)
-    callback, console = progress_callback(progress)
-    try:
+    with ProgressOfRun(progress) as callback:
         counts, ntexts, nbytes = _core.count_texts(
             texts,
             regex,
@@ -54,12 +53,6 @@ def count_with_figures(
             progress=callback,
             options=dict(options) if options is not None else None,
         )
-    except BaseException:
-        if console is not None:
-            console.abort()
-        raise
-    if console is not None:
-        console.close()
     return Counted(counts, ntexts, nbytes)
 
 

@@ -13,17 +13,15 @@ see docs/extend.md for why.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Optional, TypeVar, Union
+from typing import Any, Iterable, Mapping, Optional, Union
 
 from . import _core
 from .base import BaseTokenizer
 from .checks import MAX_TOKEN_ID, as_int
-from .errors import NoTextError, OptionError
+from .errors import OptionError
 from .patterns import pattern_label
 from .progress import ConsoleProgress
-from .training import ProgressCallback, TrainedRanks, progress_callback
-
-T = TypeVar("T", bound=BaseTokenizer)
+from .training import ProgressCallback, ProgressOfRun, TrainedRanks, new_trainer
 
 
 class ExtendedRanks(TrainedRanks):
@@ -43,15 +41,12 @@ class ExtendedRanks(TrainedRanks):
         refused (no spans: no new token)."""
         return None if self.from_counts else super().no_text
 
-    def build(self, tokenizer_class: type[T]) -> T:
-        """The extended tokenizer, with :attr:`stats` as its ``training_stats``. New ranks above
-        the base's special tokens need a tokenizer that takes ids with gaps, special tokens
-        anywhere; ranks that tiktoken cannot encode with raise ValueError."""
-        if self.no_text is not None:
-            raise NoTextError(self.no_text)
-        tokenizer = tokenizer_class(self.ranks, self.pattern, self.special_ids)
-        tokenizer.training_stats = dict(self.stats)
-        return tokenizer
+    def special_tokens_to_build(self) -> Union[list[str], dict[str, int]]:
+        """The special tokens with their ids, as in the base: :meth:`build` makes the extended
+        tokenizer with them. New ranks above the base's special tokens need a tokenizer that
+        takes ids with gaps, special tokens anywhere; ranks that tiktoken cannot encode with
+        make :meth:`build` raise ValueError."""
+        return self.special_ids
 
 
 class Extension:
@@ -84,11 +79,7 @@ class Extension:
             )
         #: How many new tokens to learn.
         self.new_tokens = self.vocab_size - self.first_id
-        try:
-            self.trainer = _core.Trainer(base.pattern, num_threads=num_threads)
-        except ValueError as e:
-            option = "num_threads" if str(e).startswith("num_threads") else "pattern"
-            raise OptionError(option, str(e)) from None
+        self.trainer = new_trainer(base.pattern, num_threads)
 
     def run(
         self,
@@ -110,8 +101,7 @@ class Extension:
                 f"{pattern_label(self.base.pattern)}: count the new text with the base's pattern"
             )
         base_ranks = list(self.base.mergeable_ranks.items())
-        callback, console = progress_callback(progress)
-        try:
+        with ProgressOfRun(progress) as callback:
             if isinstance(texts, (Mapping, _core.SpanCounts)):
                 self.trainer.extend_from_counts(
                     texts, base_ranks, self.first_id, self.new_tokens, min_frequency=self.min_frequency, progress=callback
@@ -120,11 +110,5 @@ class Extension:
                 self.trainer.extend_from_iterator(
                     texts, base_ranks, self.first_id, self.new_tokens, buffer_size, min_frequency=self.min_frequency, progress=callback
                 )
-        except BaseException:
-            if console is not None:
-                console.abort()
-            raise
-        if console is not None:
-            console.close()
         ranks_asked = len(base_ranks) + self.new_tokens
         return ExtendedRanks(self.trainer, self.base, ranks_asked, self.min_frequency, from_counts)

@@ -60,6 +60,42 @@ def progress_callback(
     raise TypeError(f"progress must be a bool or a callable(phase, info), got {type(progress).__name__}")
 
 
+class ProgressOfRun:
+    """The trainer's callback for a ``progress`` argument (see :func:`progress_callback`), for
+    the length of one run: a console it shows on is closed when the ``with`` block ends, or
+    aborted if it raised (Ctrl-C included).
+
+    >>> with ProgressOfRun(None) as callback:
+    ...     callback is None
+    True
+    """
+
+    def __init__(self, progress: Union[bool, ProgressCallback, ConsoleProgress, None]) -> None:
+        self.callback, self.console = progress_callback(progress)
+
+    def __enter__(self) -> Optional[ProgressCallback]:
+        return self.callback
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self.console is None:
+            return
+        if exc_type is None:
+            self.console.close()
+        else:
+            self.console.abort()
+
+
+def new_trainer(pattern: str, num_threads: Optional[int]) -> _core.Trainer:
+    """The compiled trainer splitting by the regex ``pattern`` on ``num_threads`` threads (None:
+    all cores). The trainer checks both; its messages name them, and each is raised as an
+    :class:`~bpeforge.errors.OptionError` naming its option."""
+    try:
+        return _core.Trainer(pattern, num_threads=num_threads)
+    except ValueError as e:
+        option = "num_threads" if str(e).startswith("num_threads") else "pattern"
+        raise OptionError(option, str(e)) from None
+
+
 class TrainedRanks:
     """What a training run gives: the ranks, the merges that made them, and the figures.
 
@@ -125,9 +161,14 @@ class TrainedRanks:
         command line, which reads its corpus itself, says what it found first."""
         if self.no_text is not None:
             raise NoTextError(self.no_text)
-        tokenizer = tokenizer_class(self.ranks, self.pattern, self.special_tokens)
+        tokenizer = tokenizer_class(self.ranks, self.pattern, self.special_tokens_to_build())
         tokenizer.training_stats = dict(self.stats)
         return tokenizer
+
+    def special_tokens_to_build(self) -> Union[list[str], dict[str, int]]:
+        """The special tokens as :meth:`build` gives them to the tokenizer: a list, numbered
+        after the ranks."""
+        return self.special_tokens
 
 
 class Training:
@@ -183,11 +224,9 @@ class Training:
             raise OptionError("special_tokens", str(e)) from None
         try:
             self.pattern: str = resolve_pattern(pattern)
-            self.trainer = _core.Trainer(self.pattern, num_threads=num_threads)
-        except ValueError as e:
-            # The trainer checks the pattern and the number of threads; its messages name them.
-            option = "num_threads" if str(e).startswith("num_threads") else "pattern"
-            raise OptionError(option, str(e)) from None
+        except ValueError as e:  # not a preset's name, nor a regex
+            raise OptionError("pattern", str(e)) from None
+        self.trainer = new_trainer(self.pattern, num_threads)
 
     def run(
         self,
@@ -203,8 +242,7 @@ class Training:
             raise TypeError("texts must be an iterable of str, not bytes (decode them and wrap the text in a list)")
         if type(texts).__name__ == "DataFrame":  # pandas, polars...: iterating gives column names
             raise TypeError("iterator is a DataFrame, whose items are its column names; pass the text column, e.g. df['text']")
-        callback, console = progress_callback(progress)
-        try:
+        with ProgressOfRun(progress) as callback:
             self.trainer.train_from_iterator(
                 texts,
                 self.ranks_asked,
@@ -213,12 +251,6 @@ class Training:
                 progress=callback,
                 max_token_length=self.max_token_length,
             )
-        except BaseException:
-            if console is not None:
-                console.abort()
-            raise
-        if console is not None:
-            console.close()
         return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)
 
     def run_counts(
@@ -246,17 +278,10 @@ class Training:
             )
         if len(counts) == 0:
             raise NoTextError("no spans to train on: the span counts are empty")
-        callback, console = progress_callback(progress)
-        try:
+        with ProgressOfRun(progress) as callback:
             # Mixed counts (bpeforge.mix) read min_frequency in occurrences of the mixed corpus.
             threshold = min_count(counts, self.min_frequency)
             self.trainer.train_from_counts(counts, self.ranks_asked, min_frequency=threshold, progress=callback)
-        except BaseException:
-            if console is not None:
-                console.abort()
-            raise
-        if console is not None:
-            console.close()
         return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)
 
 

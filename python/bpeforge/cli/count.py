@@ -9,15 +9,18 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
-from ..counts import count_with_figures
+from .._core import SpanCounts
+from ..counts import Counted, count_with_figures
 from ..errors import SPLIT_FAILED, InputError
+from ..inputs import Corpus
 from ..patterns import resolve_pattern
+from ..progress import ConsoleProgress
 from .arguments import CLIError, EXIT_USAGE, PROG, int_at_least, one_line, stderr_line
-from .report import peak_memory, seconds
+from .report import Row, aligned, peak_memory, seconds
 from .ray import RAY_HELP, add_ray_options, check_ray_options, count_on_ray, on_ray
-from .signals import ExitOnCtrlC
+from .signals import ctrl_c_ends_the_process
 from .train import add_input_options, describe_pattern, find_inputs, open_corpus, sized_stream, start_progress
 
 COUNT_EPILOG = """\
@@ -65,20 +68,9 @@ def run_count(args: argparse.Namespace) -> int:
     progress, show = start_progress(args, found, "Counting")
     args.holdout, args.max_chars = 0, None  # every document is counted
     corpus = open_corpus(args, found, progress, show)
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
         try:
-            batches, buffer_size = sized_stream(corpus)
-            counted = count_with_figures(
-                batches,
-                pattern,
-                num_threads=args.threads,
-                buffer_size=buffer_size,
-                progress=progress,
-                options={"doc_cap": args.doc_cap} if args.doc_cap is not None else None,
-            )
+            counted = count_corpus(args, corpus, pattern, progress)
         except InputError as e:
             raise CLIError(str(e)) from None
         except RuntimeError as e:
@@ -88,33 +80,13 @@ def run_count(args: argparse.Namespace) -> int:
         if not corpus.documents:
             raise CLIError("no documents to count: the inputs hold no text")
         t_count = time.perf_counter() - t_start
-        t_save = time.perf_counter()
-        try:
-            counted.counts.save(output)
-        except OSError as e:
-            raise CLIError(f"-o {output}: {one_line(e)}") from None
-        t_save = time.perf_counter() - t_save
-    finally:
-        exit_on_ctrl_c.stop()
+        t_save = save_counts(counted.counts, output)
     if args.quiet:
         return 0
     if corpus.bad_lines.count and found.stdlib_root is None:
         stderr_line(f"{PROG}: warning: skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
-    counts, size = counted.counts, os.path.getsize(output)
-    peak = peak_memory()
-    rows: List[Tuple[str, str]] = [
-        ("corpus", found.label),
-        ("documents", f"{corpus.documents:,}" + (f" (skipped: {corpus.bad_lines.describe()})" if corpus.bad_lines.count else "")),
-        ("bytes", f"{counted.bytes:,} ({counted.bytes / 1e6:,.1f} MB)"),
-        ("pattern", describe_pattern(args.pattern, pattern) + (f"; documents cropped to {args.doc_cap:,} characters" if args.doc_cap else "")),
-        ("distinct spans", f"{len(counts):,}"),
-        ("span occurrences", f"{counts.total:,}"),
-        ("time", f"reading + counting {seconds(t_count)}, {counted.bytes / 1e6 / max(t_count, 1e-9):,.1f} MB/s; saving {seconds(t_save)}"),
-        ("peak memory", f"{peak / 1e6:,.0f} MB (max RSS)" if peak is not None else "n/a"),
-        ("saved", f"{output} ({size:,} bytes, {size / max(len(counts), 1):.1f} bytes per distinct span)"),
-    ]
-    width = max(len(name) for name, _ in rows)
-    sys.stdout.write("".join(f"{name:<{width}}  {value}\n" for name, value in rows))
+    skipped = f" (skipped: {corpus.bad_lines.describe()})" if corpus.bad_lines.count else ""
+    sys.stdout.write(count_report(args, found.label, pattern, output, counted.counts, f"{corpus.documents:,}{skipped}", counted.bytes, (t_count, t_save)))
     sys.stdout.flush()
     return 0
 
@@ -129,34 +101,79 @@ def count_and_save_on_ray(args: argparse.Namespace, pattern: str, output: Path, 
     if not figures.texts:
         raise CLIError("no documents to count: the inputs hold no text")
     t_count = time.perf_counter() - t_start
-    t_save = time.perf_counter()
-    try:
-        counted.counts.save(output)
-    except OSError as e:
-        raise CLIError(f"-o {output}: {one_line(e)}") from None
-    t_save = time.perf_counter() - t_save
+    t_save = save_counts(counted.counts, output)
     if args.quiet:
         return 0
     note = counted.bad_lines_note()
     if note is not None:
         stderr_line(f"{PROG}: warning: skipped {note}")
-    counts, size, peak = counted.counts, os.path.getsize(output), peak_memory()
-    rows: List[Tuple[str, str]] = [
-        ("corpus", found.label),
-        ("documents", f"{figures.texts:,}" + (f" (skipped: {note.split(', e.g.')[0]})" if note else "")),
-        ("bytes", f"{figures.bytes:,} ({figures.bytes / 1e6:,.1f} MB)"),
+    skipped = f" (skipped: {note.split(', e.g.')[0]})" if note else ""
+    documents = f"{figures.texts:,}{skipped}"
+    where = f"{counted.where} ({counted.cluster})"
+    sys.stdout.write(count_report(args, found.label, pattern, output, counted.counts, documents, figures.bytes, (t_count, t_save), where))
+    sys.stdout.flush()
+    return 0
+
+
+def count_corpus(args: argparse.Namespace, corpus: Corpus, pattern: str, progress: ConsoleProgress) -> Counted:
+    """The span counts of the corpus's documents, with the texts and bytes read: counted with
+    ``--threads`` and cropped to ``--doc-cap`` (recorded in the counts). Raises what counting
+    raises; the caller says which input it was."""
+    batches, buffer_size = sized_stream(corpus)
+    return count_with_figures(
+        batches,
+        pattern,
+        num_threads=args.threads,
+        buffer_size=buffer_size,
+        progress=progress,
+        options={"doc_cap": args.doc_cap} if args.doc_cap is not None else None,
+    )
+
+
+def save_counts(counts: SpanCounts, output: Path) -> float:
+    """Saves the span counts to ``output`` (``-o``); returns the seconds it took."""
+    t_save = time.perf_counter()
+    try:
+        counts.save(output)
+    except OSError as e:
+        raise CLIError(f"-o {output}: {one_line(e)}") from None
+    return time.perf_counter() - t_save
+
+
+def count_report(
+    args: argparse.Namespace,
+    corpus_label: str,
+    pattern: str,
+    output: Path,
+    counts: SpanCounts,
+    documents: str,
+    nbytes: int,
+    times: Tuple[float, float],
+    counted_on: Optional[str] = None,
+) -> str:
+    """The report of ``bpeforge count``, names aligned: the ``documents`` counted (with those
+    skipped), the ``nbytes`` read, the counts and their file; ``times``, seconds reading and
+    counting, and saving. ``counted_on``: the Ray cluster that counted (its start is in the
+    time, and the peak memory is only this process's), None when this process counted."""
+    t_count, t_save = times
+    size, peak = os.path.getsize(output), peak_memory()
+    on_ray = counted_on is not None
+    rows: List[Row] = [
+        ("corpus", corpus_label),
+        ("documents", documents),
+        ("bytes", f"{nbytes:,} ({nbytes / 1e6:,.1f} MB)"),
         ("pattern", describe_pattern(args.pattern, pattern) + (f"; documents cropped to {args.doc_cap:,} characters" if args.doc_cap else "")),
         ("distinct spans", f"{len(counts):,}"),
         ("span occurrences", f"{counts.total:,}"),
-        ("counted on", f"{counted.where} ({counted.cluster})"),
-        ("time", f"starting + reading + counting {seconds(t_count)}, {figures.bytes / 1e6 / max(t_count, 1e-9):,.1f} MB/s; saving {seconds(t_save)}"),
-        ("peak memory", f"{peak / 1e6:,.0f} MB (max RSS of this process)" if peak is not None else "n/a"),
+    ]
+    if counted_on is not None:
+        rows.append(("counted on", counted_on))
+    rows += [
+        ("time", f"{'starting + ' if on_ray else ''}reading + counting {seconds(t_count)}, {nbytes / 1e6 / max(t_count, 1e-9):,.1f} MB/s; saving {seconds(t_save)}"),
+        ("peak memory", f"{peak / 1e6:,.0f} MB (max RSS{' of this process' if on_ray else ''})" if peak is not None else "n/a"),
         ("saved", f"{output} ({size:,} bytes, {size / max(len(counts), 1):.1f} bytes per distinct span)"),
     ]
-    width = max(len(name) for name, _ in rows)
-    sys.stdout.write("".join(f"{name:<{width}}  {value}\n" for name, value in rows))
-    sys.stdout.flush()
-    return 0
+    return aligned(rows)
 
 
 def add_count_parser(subparsers: Any) -> argparse.ArgumentParser:

@@ -20,20 +20,19 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._core import SpanCounts
-from ..counts import count_with_figures
 from ..errors import SPLIT_FAILED, InputError
 from ..inputs import Corpus
 from ..mixing import MixRecord, checked_alpha, mix
-from ..progress import ConsoleProgress, is_terminal
-from ..tokenizer import Tokenizer
+from ..progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import Compression, Row, Timings, measure_compression, merge_rows, time_rows, vocabulary_rows
+from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, time_rows, vocabulary_rows
 from . import train, train_counts
+from .count import count_corpus
 from .ray import on_ray
-from .signals import ExitOnCtrlC
+from .signals import ctrl_c_ends_the_process
 from .train import (
-    MERGE_LINES_AFTER,
+    build_tokenizer,
     Inputs,
     describe_pattern,
     find_inputs,
@@ -41,8 +40,8 @@ from .train import (
     set_up_plain_training,
     stopped_early_warnings,
     train_on_counts,
-    sized_stream,
     start_progress,
+    training_progress,
 )
 
 # How SpanCounts.load begins its message for a Parquet file that is not span counts (text, then).
@@ -199,15 +198,7 @@ def count_source(args: argparse.Namespace, source: MixedSource, pattern: str, sh
     shown.append(progress)
     source.corpus = open_corpus(own, source.found, progress, show)
     try:
-        batches, buffer_size = sized_stream(source.corpus)
-        counted = count_with_figures(
-            batches,
-            pattern,
-            num_threads=args.threads,
-            buffer_size=buffer_size,
-            progress=progress,
-            options={"doc_cap": args.doc_cap} if args.doc_cap is not None else None,
-        )
+        counted = count_corpus(args, source.corpus, pattern, progress)
     except InputError as e:
         raise CLIError(f"--source {source.name}: {e}") from None
     except RuntimeError as e:
@@ -260,24 +251,14 @@ def run_mixed(args: argparse.Namespace) -> int:
         args.pattern = loaded_pattern(sources)
         training = set_up_plain_training(args)
     shown: List[ConsoleProgress] = []  # the progress displays, the last one showing
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: bool(shown) and bool(shown[-1].bars))
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: bool(shown) and bool(shown[-1].bars)):
         mixed = count_and_mix(args, sources, alpha, weights, training.pattern, shown)
         t_count = time.perf_counter() - t_start
-        show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
-        progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
+        progress, _ = training_progress(args)
         shown.append(progress)
         trained = train_on_counts(training, mixed, progress)
-        t_build = time.perf_counter()
-        tokenizer = trained.build(Tokenizer)
-        t_build = time.perf_counter() - t_build
-    finally:
-        exit_on_ctrl_c.stop()
-    t_save = time.perf_counter()
-    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
-    t_save = time.perf_counter() - t_save
+        tokenizer, t_build = build_tokenizer(trained)
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     if args.quiet:
         return 0
     warnings: List[str] = stopped_early_warnings(trained, tokenizer)
@@ -297,8 +278,7 @@ def run_mixed(args: argparse.Namespace) -> int:
     rows += time_rows(stats, stats["bytes"], len(trained.merges()), Timings(t_build, t_eval, t_save, time.perf_counter() - t_start))
     rows += merge_rows(trained.merges(), trained.ranks, 5)
     rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
-    width = max(len(name) for name, _ in rows)
-    sys.stdout.write("".join(f"{name:<{width}}  {value}\n" for name, value in rows))
+    sys.stdout.write(aligned(rows))
     sys.stdout.flush()
     return 0
 

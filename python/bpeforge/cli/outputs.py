@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -107,10 +108,12 @@ def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
             raise CLIError(f"output file {tiktoken_file} already exists (use --force to replace it)")
 
 
-def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, force: bool, output: Optional[str] = None) -> None:
+def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, force: bool, output: Optional[str] = None) -> float:
     """Writes the tokenizer folder and the ``.tiktoken`` file, each complete or not at all:
     the folder is written under a temporary name beside it and renamed at the end. ``output``:
-    the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold."""
+    the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold. Returns the
+    seconds it took (for the report)."""
+    t_start = time.perf_counter()
     parent = folder.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -148,6 +151,7 @@ def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, fo
         shutil.rmtree(tmp, ignore_errors=True)
         if tmp_file.exists():
             tmp_file.unlink()
+    return time.perf_counter() - t_start
 
 
 def forget_cached_outputs(folder: Path, tiktoken_file: Path, output: Optional[str]) -> None:

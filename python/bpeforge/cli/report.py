@@ -229,8 +229,8 @@ def compression_rows(compression: Compression) -> List[Row]:
 
 def format_report(
     *,
-    corpus_label: str,
-    corpus: Corpus,
+    trained_on: List[Row],
+    nbytes: int,
     stats: Dict[str, Any],
     merges: Sequence[Tuple[int, int, int, int]],
     ranks: Dict[bytes, int],
@@ -242,14 +242,21 @@ def format_report(
     tiktoken_file: Path,
     show: int = 5,
 ) -> str:
-    """The training report printed on stdout: the rows of the functions above, in that order,
-    then where the outputs were saved; names aligned."""
-    rows = corpus_rows(corpus_label, corpus, stats)
+    """The training report printed on stdout: the rows on what was trained on (``trained_on``:
+    a corpus's :func:`corpus_rows`, or span counts' :func:`counts_rows`), the rows of the
+    functions above in order (``nbytes``, the bytes read, for the counting speed), then where
+    the outputs were saved; names aligned."""
+    rows = list(trained_on)
     rows += vocabulary_rows(pattern_label, len(merges), len(ranks), tokenizer)
-    rows += time_rows(stats, stats.get("bytes", corpus.bytes), len(merges), timings)
+    rows += time_rows(stats, nbytes, len(merges), timings)
     rows += merge_rows(merges, ranks, show)
     rows += compression_rows(compression)
     rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
+    return aligned(rows)
+
+
+def aligned(rows: Sequence[Row]) -> str:
+    """The rows as the commands print them: one a line, the names padded to the longest."""
     width = max(len(name) for name, _ in rows)
     return "".join(f"{name:<{width}}  {value}\n" for name, value in rows)
 
@@ -275,34 +282,12 @@ def measure_on_file(ranks: Dict[bytes, int], pattern: str, path: Optional[str], 
     return Compression("texts", note, 1, covered, tokens)
 
 
-def format_counts_report(
-    *,
-    source: str,
-    made: str = "loaded",
-    counts: Any,
-    stats: Dict[str, Any],
-    merges: Sequence[Tuple[int, int, int, int]],
-    ranks: Dict[bytes, int],
-    tokenizer: BaseTokenizer,
-    pattern_label: str,
-    compression: Compression,
-    timings: Timings,
-    folder: Path,
-    tiktoken_file: Path,
-    show: int = 5,
-) -> str:
-    """The report of ``bpeforge train --from-counts``: :func:`format_report`'s rows, with the
-    counts (``counts``, a SpanCounts ``made`` from ``source``: loaded, or counted on Ray) in
-    place of the corpus."""
-    rows: List[Row] = [
+def counts_rows(source: str, made: str, counts: Any, stats: Dict[str, Any]) -> List[Row]:
+    """The report's rows on span counts trained on, in place of the corpus's: ``counts`` (a
+    SpanCounts) ``made`` from ``source`` (loaded, or counted on Ray) in ``load_seconds`` of
+    ``stats``, its distinct spans and occurrences."""
+    return [
         ("span counts", f"{source} ({made} in {seconds(stats.get('load_seconds', 0.0))})"),
         ("distinct spans", f"{len(counts):,}"),
         ("span occurrences", f"{counts.total:,} ({counts.total_bytes:,} bytes, {counts.total_bytes / 1e6:,.1f} MB)"),
     ]
-    rows += vocabulary_rows(pattern_label, len(merges), len(ranks), tokenizer)
-    rows += time_rows(stats, 0, len(merges), timings)
-    rows += merge_rows(merges, ranks, show)
-    rows += compression_rows(compression)
-    rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
-    width = max(len(name) for name, _ in rows)
-    return "".join(f"{name:<{width}}  {value}\n" for name, value in rows)

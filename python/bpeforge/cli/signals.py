@@ -75,6 +75,21 @@ class ExitOnCtrlC:
 
 
 @contextlib.contextmanager
+def ctrl_c_ends_the_process(args: Any, bars_active: Callable[[], bool]) -> Iterator[None]:
+    """Within the ``with`` block, Ctrl-C ends the process at once (:class:`ExitOnCtrlC`, with
+    ``bars_active`` saying whether a progress bar is showing) when the command runs as the
+    program (``args.exit_on_ctrl_c``); called from Python it raises KeyboardInterrupt as
+    usual. End the block before writing anything."""
+    exit_on_ctrl_c = ExitOnCtrlC(bars_active)
+    if getattr(args, "exit_on_ctrl_c", False):
+        exit_on_ctrl_c.start()
+    try:
+        yield
+    finally:
+        exit_on_ctrl_c.stop()
+
+
+@contextlib.contextmanager
 def ctrl_c_held_back() -> Iterator[None]:
     """Holds back Ctrl-C for the duration of a few renames; raises KeyboardInterrupt after them
     if it was pressed meanwhile (and nothing else went wrong). Main thread only: elsewhere

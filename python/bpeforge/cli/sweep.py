@@ -27,7 +27,7 @@ from ..tokenizer import Tokenizer
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_parent, holds_only_a_saved_tokenizer
 from .mix import add_source_options, count_and_mix, find_source, heldout_texts, loaded_pattern, parse_sources, parse_weights
-from .signals import ExitOnCtrlC, ctrl_c_held_back
+from .signals import ctrl_c_ends_the_process, ctrl_c_held_back
 from .train import (
     HOLDOUT_EVERY,
     Inputs,
@@ -272,10 +272,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     progress, show = start_progress(args, found)
     corpus = open_corpus(args, found, progress, show)
 
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
         tokenizer = trained.build(Tokenizer)
@@ -293,8 +290,6 @@ def run_sweep(args: argparse.Namespace) -> int:
             )
         texts.update(eval_texts)
         sweep = measure_sweep(args, tokenizer, kept, texts, corpus_title(found, corpus.total_bytes), notes)
-    finally:
-        exit_on_ctrl_c.stop()
     return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
 
 
@@ -331,10 +326,7 @@ def run_sweep_from_counts(args: argparse.Namespace) -> int:
     training = set_up_plain_training(args)
     show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
     progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on_counts(training, counts, progress, args.from_counts)
         tokenizer = trained.build(Tokenizer)
         t_trained = time.perf_counter()
@@ -342,8 +334,6 @@ def run_sweep_from_counts(args: argparse.Namespace) -> int:
         kept = sizes_kept(sizes, tokenizer.n_vocab, trained.stop_reason, notes)
         title = f"span counts {Path(args.from_counts).name} ({counts.total_bytes / 1e6:,.1f} MB)"
         sweep = measure_sweep(args, tokenizer, kept, dict(eval_texts), title, notes)
-    finally:
-        exit_on_ctrl_c.stop()
     return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
 
 
@@ -368,10 +358,7 @@ def run_sweep_on_sources(args: argparse.Namespace) -> int:
         args.pattern = loaded_pattern(sources)
         training = set_up_plain_training(args)
     shown: List[ConsoleProgress] = []
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: bool(shown) and bool(shown[-1].bars))
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: bool(shown) and bool(shown[-1].bars)):
         mixed = count_and_mix(args, sources, alpha, weights, training.pattern, shown)
         show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
         progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
@@ -387,8 +374,6 @@ def run_sweep_on_sources(args: argparse.Namespace) -> int:
             raise CLIError("nothing to measure on: no source has held-out documents (--holdout 0, or span counts files); give --eval-text FILE")
         title = f"a mix of {', '.join(s.name for s in sources)} ({sum(s.counts.total_bytes for s in sources if s.counts is not None) / 1e6:,.1f} MB)"
         sweep = measure_sweep(args, tokenizer, kept, texts, title, notes)
-    finally:
-        exit_on_ctrl_c.stop()
     return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
 
 

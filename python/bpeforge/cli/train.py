@@ -26,8 +26,8 @@ from ..training import TrainedRanks, Training
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import RAY_HELP, add_ray_options
-from .report import Timings, format_report, measure_compression
-from .signals import ExitOnCtrlC
+from .report import Timings, corpus_rows, format_report, measure_compression
+from .signals import ctrl_c_ends_the_process
 
 DEFAULT_VOCAB_SIZE = 8192
 HOLDOUT_EVERY = 100
@@ -244,6 +244,16 @@ def find_inputs(args: argparse.Namespace, check_columns: bool = True) -> Inputs:
     return Inputs(sources, left_out, separator, stdlib_root, arrow)
 
 
+def training_progress(args: argparse.Namespace) -> Tuple[ConsoleProgress, bool]:
+    """The progress display on stderr, and whether it shows anything: not with ``-q``; bars on
+    a terminal, log lines there or with ``-v`` (a line per 1% of the merges with ``-v``)."""
+    show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
+    progress = ConsoleProgress(
+        file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER
+    )
+    return progress, show
+
+
 def start_progress(args: argparse.Namespace, found: Inputs, doing: str = "Training on") -> Tuple[ConsoleProgress, bool]:
     """The progress display (and whether it shows anything), with the notes said before
     reading: a file read once though named twice, the corpus (after ``doing``), with ``-v``
@@ -253,10 +263,7 @@ def start_progress(args: argparse.Namespace, found: Inputs, doing: str = "Traini
         again, first = found.left_out[0]
         more = f" (and {len(found.left_out) - 1:,} more)" if len(found.left_out) > 1 else ""
         stderr_line(f"{PROG}: note: {again.path} is the file {first.path}, read once{more}")
-    show = not quiet and (verbose or is_terminal(sys.stderr))
-    progress = ConsoleProgress(
-        file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if verbose else MERGE_LINES_AFTER
-    )
+    progress, show = training_progress(args)
     if show:
         progress.write(f"{doing} {found.label}")
         if verbose:
@@ -337,6 +344,13 @@ def train_on_counts(training: Training, counts: SpanCounts, progress: ConsolePro
         raise CLIError(f"{where}: {e}" if where else str(e)) from None
 
 
+def build_tokenizer(trained: TrainedRanks) -> Tuple[Tokenizer, float]:
+    """The tokenizer of the trained ranks, and the seconds building it took (for the report)."""
+    t_build = time.perf_counter()
+    tokenizer = trained.build(Tokenizer)
+    return tokenizer, time.perf_counter() - t_build
+
+
 def stopped_early_warnings(trained: TrainedRanks, tokenizer: Tokenizer) -> List[str]:
     """The report's warning when training made fewer ranks than asked (none otherwise)."""
     if not trained.stopped_early:
@@ -361,27 +375,18 @@ def run_train(args: argparse.Namespace) -> int:
 
     # Until the outputs are written there is nothing to clean up, so Ctrl-C may end the process
     # at once, even while the counting threads are busy with a large batch.
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
-        t_build = time.perf_counter()
         try:
-            tokenizer = trained.build(Tokenizer)  # no NoTextError: the check above ruled it out
+            tokenizer, t_build = build_tokenizer(trained)  # no NoTextError: the check above ruled it out
         except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
             raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
-        t_build = time.perf_counter() - t_build
         warnings: List[str] = stopped_early_warnings(trained, tokenizer)
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
-    finally:
-        exit_on_ctrl_c.stop()
 
-    t_save = time.perf_counter()
-    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
-    t_save = time.perf_counter() - t_save
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
 
     # The tokenizer is saved: from here on everything is only the report.
     if args.quiet:
@@ -416,8 +421,8 @@ def print_report(
             return 0
         try:
             report = format_report(
-                corpus_label=found.label,
-                corpus=corpus,
+                trained_on=corpus_rows(found.label, corpus, trained.stats),
+                nbytes=trained.stats.get("bytes", corpus.bytes),
                 stats=trained.stats,
                 merges=trained.merges(),
                 ranks=trained.ranks,

@@ -14,23 +14,22 @@ from .._core import SpanCounts
 from ..errors import NoTextError, OptionError
 from ..extending import Extension
 from ..patterns import resolve_pattern
-from ..progress import ConsoleProgress, is_terminal
-from ..tokenizer import Tokenizer
 from ..training import TrainedRanks
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import check_ray_options, count_on_ray, on_ray
-from .report import Timings, format_counts_report, measure_on_file
-from .signals import ExitOnCtrlC
+from .report import Timings, counts_rows, format_report, measure_on_file
+from .signals import ctrl_c_ends_the_process
 from .train import (
     HOLDOUT_EVERY,
     HOLDOUT_MAX_BYTES,
-    MERGE_LINES_AFTER,
+    build_tokenizer,
     describe_pattern,
     find_inputs,
     name_the_flag,
     set_up_training,
     start_progress,
+    training_progress,
     stopped_early_warnings,
 )
 
@@ -49,8 +48,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
             counting_pattern = early.base.pattern  # new text is counted with the base's pattern
     folder, tiktoken_file = output_paths(args.output)
     check_output(folder, tiktoken_file, args.force)
-    show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
-    progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show, merge_lines_after=0.0 if args.verbose else MERGE_LINES_AFTER)
+    progress, show = training_progress(args)
     t_load = time.perf_counter()
     if on_ray(args):
         counts, source, made = count_inputs_on_ray(args, counting_pattern)
@@ -66,10 +64,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     if args.pattern is None and args.extend is None:
         args.pattern = counts.pattern
     training = set_up_training(args)
-    exit_on_ctrl_c = ExitOnCtrlC(lambda: progress.bars)
-    if getattr(args, "exit_on_ctrl_c", False):
-        exit_on_ctrl_c.start()
-    try:
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
         try:
             trained: TrainedRanks
             if isinstance(training, Extension):
@@ -83,14 +78,8 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
             raise CLIError(name_the_flag(e), EXIT_USAGE) from None
         except NoTextError as e:
             raise CLIError(f"{args.from_counts}: {e}") from None
-        t_build = time.perf_counter()
-        tokenizer = trained.build(Tokenizer)
-        t_build = time.perf_counter() - t_build
-    finally:
-        exit_on_ctrl_c.stop()
-    t_save = time.perf_counter()
-    save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
-    t_save = time.perf_counter() - t_save
+        tokenizer, t_build = build_tokenizer(trained)
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     if args.quiet:
         return 0
     warnings: List[str] = stopped_early_warnings(trained, tokenizer)
@@ -101,10 +90,9 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
         stderr_line(f"{PROG}: warning: {w}")
     stats = dict(trained.stats, load_seconds=t_load)
     sys.stdout.write(
-        format_counts_report(
-            source=source,
-            made=made,
-            counts=counts,
+        format_report(
+            trained_on=counts_rows(source, made, counts, stats),
+            nbytes=0,
             stats=stats,
             merges=trained.merges(),
             ranks=trained.ranks,

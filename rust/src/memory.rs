@@ -52,6 +52,29 @@ pub fn prefetch<T>(p: *const T) {
 /// Blocks of at least this many bytes are mapped straight from the system.
 pub const LARGE: usize = 1 << 20;
 
+/// Gives the whole pages of `items` at or past address `*from` back to the system, and moves
+/// `*from` past them: for a large buffer read once, from start to end, before it is freed,
+/// called with what was read so far, so that it shrinks as it is read (a mapping's pages read
+/// as zeros after this, and are faulted in again if written). A no-op off Linux.
+///
+/// # Safety
+/// Zero bytes must make a valid `T`, and the caller must not rely on the bytes of `items`
+/// after this (they may read as zeros).
+pub unsafe fn discard<T>(items: &mut [T], from: &mut usize) {
+    #[cfg(target_os = "linux")]
+    {
+        let page = libc::sysconf(libc::_SC_PAGESIZE).max(1) as usize;
+        let start = (items.as_mut_ptr() as usize).next_multiple_of(page).max(*from);
+        let end = (items.as_mut_ptr() as usize + std::mem::size_of_val(items)) / page * page;
+        if end > start {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+            *from = end;
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (items, from);
+}
+
 /// Returns free memory held by the allocator to the operating system (glibc on Linux; a no-op
 /// elsewhere, where allocators differ).
 pub fn release() {
@@ -350,6 +373,32 @@ mod tests {
             a.dealloc(p, big);
             assert_eq!(spares(), 0, "kept outside keeping_spares");
         }
+    }
+
+    /// The pages `discard` gives back read as zeros (on Linux): only whole pages inside the
+    /// items, each once (a page before `from` is not given back again).
+    #[test]
+    fn discarded_pages_are_given_back_whole() {
+        let mut items = vec![7u64; 3 * LARGE / 8];
+        let page = 4096 / 8;
+        // Items are whole pages from the first page boundary in the buffer on.
+        let first = (items.as_ptr() as usize).next_multiple_of(4096) - items.as_ptr() as usize;
+        assert_eq!(first % 8, 0);
+        let first = first / 8;
+        let mut from = 0;
+        // SAFETY: zero is a valid u64, and the items discarded are read only to see zeros.
+        unsafe { discard(&mut items[..first + 11 * page / 2], &mut from) };
+        let linux = cfg!(target_os = "linux");
+        let zeros = |items: &[u64]| items.iter().filter(|&&x| x == 0).count();
+        assert!(items[..first].iter().all(|&x| x == 7), "a page partly outside is kept");
+        assert_eq!(zeros(&items[first..first + 5 * page]), if linux { 5 * page } else { 0 });
+        assert!(items[first + 5 * page..].iter().all(|&x| x == 7), "the half page is kept");
+        items[first..first + 5 * page].iter_mut().for_each(|x| *x = 1);
+        // SAFETY: as above.
+        unsafe { discard(&mut items[..first + 6 * page], &mut from) };
+        assert!(items[..first + 5 * page].iter().all(|&x| x != 0), "given back again");
+        assert_eq!(zeros(&items[first + 5 * page..first + 6 * page]), if linux { page } else { 0 });
+        assert!(items[first + 6 * page..].iter().all(|&x| x == 7));
     }
 
     /// Grows and shrinks blocks across the `LARGE` boundary, checking that their contents

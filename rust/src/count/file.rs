@@ -28,6 +28,7 @@ use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
 
 use super::sorted::SortedSpans;
+use super::spans::Counts;
 use super::Spans;
 use crate::sources::parquet::{catch_reader_panics, Failure, ReadError};
 
@@ -99,8 +100,7 @@ fn write(path: &Path, pattern: &str, options: &str, spans: &SortedSpans) -> std:
     let file = File::create(path)?;
     let mut writer = SerializedFileWriter::new(file, schema, Arc::new(properties)).map_err(to_io)?;
     // The spans are slices of one shared buffer (no allocation per span).
-    let all = bytes::Bytes::copy_from_slice(&spans.spans().bytes);
-    let ends = &spans.spans().ends;
+    let all = bytes::Bytes::copy_from_slice(spans.spans().bytes());
     for group in (0..spans.len()).step_by(ROWS_PER_GROUP) {
         let group_end = (group + ROWS_PER_GROUP).min(spans.len());
         let mut row_group = writer.next_row_group().map_err(to_io)?;
@@ -108,7 +108,7 @@ fn write(path: &Path, pattern: &str, options: &str, spans: &SortedSpans) -> std:
         for start in (group..group_end).step_by(ROWS_PER_WRITE) {
             let end = (start + ROWS_PER_WRITE).min(group_end);
             let values: Vec<ByteArray> =
-                (start..end).map(|i| ByteArray::from(all.slice(crate::item_range(ends, i)))).collect();
+                (start..end).map(|i| ByteArray::from(all.slice(spans.spans().range(i)))).collect();
             column.typed::<ByteArrayType>().write_batch(&values, None, None).map_err(to_io)?;
         }
         column.close().map_err(to_io)?;
@@ -116,7 +116,7 @@ fn write(path: &Path, pattern: &str, options: &str, spans: &SortedSpans) -> std:
         for start in (group..group_end).step_by(ROWS_PER_WRITE) {
             let end = (start + ROWS_PER_WRITE).min(group_end);
             // Parquet's unsigned 64-bit integers are stored in int64, bit for bit.
-            let values: Vec<i64> = spans.spans().counts[start..end].iter().map(|&n| n as i64).collect();
+            let values: Vec<i64> = (start..end).map(|i| spans.spans().count(i) as i64).collect();
             column.typed::<Int64Type>().write_batch(&values, None, None).map_err(to_io)?;
         }
         column.close().map_err(to_io)?;
@@ -188,7 +188,7 @@ pub fn load(path: &Path) -> Result<CountsFile, ReadError> {
         if spans.len() != counts.len() {
             return Err(ReadError::Format(format!("{} spans but {} counts", spans.len(), counts.len())));
         }
-        let spans = Spans { counts, ..spans };
+        let spans = spans.with_counts(counts);
         let sorted = SortedSpans::from_sorted(spans).map_err(|e| ReadError::Format(format!("row {}: {}", e.row, e.why)))?;
         if sorted.len() as u128 != distinct {
             return Err(ReadError::Format(format!("{} rows, the metadata says {distinct}", sorted.len())));
@@ -222,7 +222,7 @@ pub fn read_foreign(path: &Path, span: &str, count: &str) -> Result<SortedSpans,
         if spans.len() != counts.len() {
             return Err(ReadError::Format(format!("{} spans but {} counts", spans.len(), counts.len())));
         }
-        let spans = Spans { counts, ..spans };
+        let spans = spans.with_counts(counts);
         if let Some(row) = (0..spans.len()).find(|&i| spans.get(i).0.is_empty()) {
             return Err(ReadError::Format(format!("row {row}: an empty span")));
         }
@@ -293,8 +293,7 @@ fn read_spans(file: &SerializedFileReader<File>, leaf: usize, max_def: i16) -> R
     let rows = file.metadata().file_metadata().num_rows().max(0) as usize;
     let mut spans = Spans::with_capacity(rows.min(1 << 24), 0);
     read_column::<ByteArrayType>(file, leaf, max_def, "span", |_, value| {
-        spans.bytes.extend_from_slice(value.data());
-        spans.ends.push(spans.bytes.len());
+        spans.push_bytes(value.data());
         Ok(())
     })?;
     Ok(spans)
@@ -302,14 +301,14 @@ fn read_spans(file: &SerializedFileReader<File>, leaf: usize, max_def: i16) -> R
 
 /// The counts of an integer column, in file order. Unsigned 64-bit integers are stored in
 /// int64 bit for bit; other integers must not be negative.
-fn read_counts(file: &SerializedFileReader<File>, leaf: usize, max_def: i16, own: bool) -> Result<Vec<u64>, ReadError> {
+fn read_counts(file: &SerializedFileReader<File>, leaf: usize, max_def: i16, own: bool) -> Result<Counts, ReadError> {
     let descr = file.metadata().file_metadata().schema_descr().column(leaf);
     let unsigned = matches!(descr.logical_type_ref(), Some(LogicalType::Integer { is_signed: false, .. }))
         || matches!(descr.converted_type(), parquet::basic::ConvertedType::UINT_64 | parquet::basic::ConvertedType::UINT_32);
     if own && !unsigned {
         return Err(ReadError::Format("the count column is not uint64".into()));
     }
-    let mut counts = Vec::new();
+    let mut counts = Counts::default();
     let negative = |row: usize, n: i64| ReadError::Format(format!("row {row}: a negative count ({n})"));
     match descr.physical_type() {
         PhysicalType::INT32 => read_column::<Int32Type>(file, leaf, max_def, "count", |row, &n| {

@@ -95,6 +95,27 @@ impl LongTable {
         let slots = &self.slots[slice_part(self.slots.len(), part, parts)];
         slots.iter().filter(|s| s.len != 0).map(|s| (&self.bytes[s.start..s.start + s.len], s.hash, s.count))
     }
+
+    /// Number of slots (held or free): the positions [`LongTable::iter_part_at`] and
+    /// [`LongTable::find_hashed`] give are below it.
+    pub(super) fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// [`LongTable::iter_part`] with where each span sits in the slots.
+    pub(super) fn iter_part_at(&self, part: usize, parts: usize) -> impl Iterator<Item = (usize, &[u8], u64, u64)> + '_ {
+        let range = slice_part(self.slots.len(), part, parts);
+        let first = range.start;
+        self.slots[range].iter().enumerate().filter(|(_, s)| s.len != 0).map(move |(i, s)| (first + i, &self.bytes[s.start..s.start + s.len], s.hash, s.count))
+    }
+
+    /// Where `span` (of hash `hash`) sits in the slots, and its count, if this table holds it.
+    pub(super) fn find_hashed(&self, span: &[u8], hash: u64) -> Option<(usize, u64)> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        self.find(span, hash).ok().map(|i| (i, self.slots[i].count))
+    }
 }
 
 #[cfg(test)]

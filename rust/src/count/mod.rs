@@ -3,7 +3,7 @@
 //! - [`Counter`] (`counter.rs`) counts a stream of texts, cut into batches (`batch.rs`) and
 //!   handed to a worker through a queue (`queue.rs`), while the caller feeds it;
 //! - [`SpanCounts`] (here) holds the counts, one table per thread (`table.rs`, `long.rs`),
-//!   joined at the end into [`Spans`] for the merge loop.
+//!   joined at the end (`table/join.rs`) into [`Spans`] (`spans.rs`) for the merge loop.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::AtomicBool;
@@ -19,6 +19,7 @@ mod batch;
 mod counter;
 mod long;
 mod queue;
+mod spans;
 mod table;
 // Span counts as an artifact: sorted (`sorted.rs`), packed into bytes (`packed.rs`), saved as
 // Parquet (`file.rs`).
@@ -29,7 +30,8 @@ pub mod sorted;
 pub use batch::{Batch, BufferError, TextSink};
 pub use counter::{CallerLock, Counted, Counter, NoLock, Progress};
 pub use sorted::{Overflow, SortedSpans, WeightedOverflow};
-use table::{short_len, Table};
+pub use spans::Spans;
+use table::Table;
 #[cfg(test)]
 use table::SHORT;
 
@@ -186,118 +188,24 @@ impl SpanCounts {
 
     /// The spans and their counts, in no particular order (it may change from run to run with
     /// the hash seed): for the merge loop, whose results do not depend on the order of the
-    /// spans. The threads' tables are joined in parallel on the current pool, each thread taking
-    /// one part of every table's slots (or in one part, when one table holds nearly all the
-    /// spans): a span is written by the first table that holds it, with the later tables' counts
-    /// added (the tables are only read, and share their hash seeds).
+    /// spans. The threads' tables are joined one after the other, each in parts of its slots in
+    /// parallel on the current pool (or in one part, when one table holds nearly all the
+    /// spans), and each gives its memory back as it is read (see `table/join.rs`): a span is
+    /// written by the first table that holds it, with the later tables' counts added.
     ///
-    /// Setting `stop` makes it give up soon (within [`STOP_EVERY`](crate::error::STOP_EVERY)
-    /// spans of each part) with [`Error::Interrupted`]: joining millions of spans takes seconds.
+    /// Setting `stop` makes it give up soon with [`Error::Interrupted`]: joining millions of
+    /// spans takes seconds.
     pub fn into_spans(self, stop: &AtomicBool) -> Result<Spans, Error> {
-        let mut owned = self.tables;
-        owned.iter_mut().for_each(Table::settle);
-        let tables = &owned[..];
-        // Most of a join's cost is looking spans up in the other tables, a cache miss each in a
+        let mut tables = self.tables;
+        tables.iter_mut().for_each(Table::settle);
+        // Most of a join's cost is looking spans up in the later tables, a cache miss each in a
         // large table: that is worth sharing out. When one table holds nearly all the spans (as
         // after a thread counted alone while its caller fed it), there is little to look up, and
         // parts would only add the copy that puts them together: one part then.
         let largest = tables.iter().map(Table::len).max().unwrap_or(0);
         let others = tables.iter().map(Table::len).sum::<usize>() - largest;
         let parts = if others < largest / 8 { 1 } else { rayon::current_num_threads().max(1) };
-        let parts: Option<Vec<Spans>> = (0..parts)
-            .into_par_iter()
-            .map(|part| {
-                let mut out = Spans::with_capacity(largest / parts, 8 * largest / parts);
-                for (i, table) in tables.iter().enumerate() {
-                    if table.join_part(&tables[..i], &tables[i + 1..], (part, parts), &mut out, stop).is_break() {
-                        return None;
-                    }
-                }
-                Some(out)
-            })
-            .collect();
-        drop(owned); // read no more: freed before the parts are put together
-        parts.map(Spans::concat).ok_or(Error::Interrupted)
-    }
-}
-
-/// Distinct spans and their counts, stored end to end in one buffer (as [`SpanCounts::into_spans`]
-/// gives them: in no particular order, no empty span, no zero count).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Spans {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
-    counts: Vec<u64>,
-}
-
-impl Spans {
-    fn with_capacity(spans: usize, bytes: usize) -> Self {
-        Spans { bytes: Vec::with_capacity(bytes), ends: Vec::with_capacity(spans), counts: Vec::with_capacity(spans) }
-    }
-
-    /// Appends a span.
-    pub fn push(&mut self, span: &[u8], count: u64) {
-        self.bytes.extend_from_slice(span);
-        self.ends.push(self.bytes.len());
-        self.counts.push(count);
-    }
-
-    /// Appends the span a short key packs (see `table.rs`): its 16 bytes in one store, then cut
-    /// to its length.
-    fn push_short(&mut self, key: u128, count: u64) {
-        let end = self.bytes.len() + short_len(key);
-        self.bytes.extend_from_slice(&key.to_le_bytes());
-        self.bytes.truncate(end);
-        self.ends.push(end);
-        self.counts.push(count);
-    }
-
-    /// The spans of `parts`, one part after the other: the first part grown in place (a large
-    /// buffer is remapped, not copied) and each later one appended, then freed, so that the
-    /// spans are held once plus the part being appended (with two parts, 1.5 times), not twice.
-    fn concat(parts: Vec<Spans>) -> Spans {
-        let (spans, bytes) = parts.iter().fold((0, 0), |(n, b), part| (n + part.len(), b + part.bytes.len()));
-        let mut parts = parts.into_iter();
-        let mut all = parts.next().unwrap_or_default();
-        all.bytes.reserve_exact(bytes - all.bytes.len());
-        all.ends.reserve_exact(spans - all.len());
-        all.counts.reserve_exact(spans - all.len());
-        for part in parts {
-            let base = all.bytes.len();
-            all.bytes.extend_from_slice(&part.bytes);
-            all.ends.extend(part.ends.iter().map(|&end| base + end));
-            all.counts.extend_from_slice(&part.counts);
-        }
-        all
-    }
-
-    /// Number of spans.
-    pub fn len(&self) -> usize {
-        self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
-    }
-
-    /// Span `i` and its count.
-    pub fn get(&self, i: usize) -> (&[u8], u64) {
-        (&self.bytes[crate::item_range(&self.ends, i)], self.counts[i])
-    }
-
-    /// The spans and their counts, in order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], u64)> + '_ {
-        (0..self.len()).map(|i| self.get(i))
-    }
-}
-
-impl<B: AsRef<[u8]>> FromIterator<(B, u64)> for Spans {
-    fn from_iter<I: IntoIterator<Item = (B, u64)>>(iter: I) -> Self {
-        let mut spans = Spans::default();
-        for (span, n) in iter {
-            spans.push(span.as_ref(), n);
-        }
-        spans
+        table::join(tables, parts, stop).map(Spans::concat)
     }
 }
 

@@ -10,6 +10,7 @@
 //! span.
 
 use super::sorted::SortedSpans;
+use super::spans::{Counts, Ends};
 use super::Spans;
 
 const MAGIC: &[u8; 4] = b"BPSC";
@@ -45,7 +46,7 @@ pub fn pack(pattern: &str, options: &str, spans: &SortedSpans) -> Vec<u8> {
         put(&mut out, span.len() as u64);
         put(&mut out, n);
     }
-    out.extend_from_slice(&spans.spans().bytes);
+    out.extend_from_slice(spans.spans().bytes());
     let crc = crc32fast::hash(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -74,8 +75,8 @@ pub fn unpack(data: &[u8]) -> Result<Unpacked, String> {
     let n = usize::try_from(n).ok().filter(|&n| n <= (body.len() - reader.at) / 2).ok_or("packed span counts claim more spans than they hold")?;
     // Read straight into the spans' own vectors (their ends, their counts, then their bytes,
     // which lie end to end): unpacking takes no more memory than the counts it makes.
-    let mut ends = Vec::with_capacity(n);
-    let mut counts = Vec::with_capacity(n);
+    let mut ends = Ends::with_capacity(n);
+    let mut counts = Counts::with_capacity(n);
     let mut end = 0usize;
     for i in 0..n {
         let len = reader.int("a span's length")?;
@@ -84,7 +85,7 @@ pub fn unpack(data: &[u8]) -> Result<Unpacked, String> {
         ends.push(end);
     }
     let bytes = reader.bytes(end as u64, "the spans' bytes")?.to_vec();
-    let spans = Spans { bytes, ends, counts };
+    let spans = Spans::from_parts(bytes, ends, counts);
     if reader.at != body.len() {
         return Err(format!("packed span counts have {} bytes too many", body.len() - reader.at));
     }

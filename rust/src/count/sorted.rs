@@ -112,7 +112,7 @@ impl SortedSpans {
 
     /// The spans of `spans` in the order `order`, the counts of equal neighbours added.
     fn summed<I: SpanIndex>(spans: &Spans, order: &[I]) -> Result<Self, Overflow> {
-        let mut summed = Spans::with_capacity(spans.len(), spans.bytes.len());
+        let mut summed = Spans::with_capacity(spans.len(), spans.bytes().len());
         let mut k = 0;
         while k < order.len() {
             let (span, mut n) = spans.get(order[k].at());
@@ -153,7 +153,7 @@ impl SortedSpans {
 
     /// The spans of `spans` in the order `order`, skipping zero counts and empty spans.
     fn gathered<I: SpanIndex>(spans: &Spans, order: &[I]) -> Self {
-        let mut sorted = Spans::with_capacity(spans.len(), spans.bytes.len());
+        let mut sorted = Spans::with_capacity(spans.len(), spans.bytes().len());
         for &i in order {
             let (span, n) = spans.get(i.at());
             if n > 0 && !span.is_empty() {
@@ -204,7 +204,7 @@ impl SortedSpans {
 
     /// Bytes of the spans end to end (each distinct span once).
     pub fn distinct_bytes(&self) -> usize {
-        self.spans.bytes.len()
+        self.spans.bytes().len()
     }
 
     /// Span `i` (in sorted order) and its count.
@@ -380,7 +380,7 @@ fn order_by_bytes<I: SpanIndex>(spans: &Spans, stable: bool) -> Vec<I> {
 fn merge_two(a: &Spans, wa: u64, b: &Spans, wb: u64) -> Result<Spans, Overflow> {
     // Checked by the caller: no count times its weight passes u64::MAX, so the products are exact.
     let (scale_a, scale_b) = (|n: u64| n.saturating_mul(wa), |m: u64| m.saturating_mul(wb));
-    let mut out = Spans::with_capacity(a.len() + b.len(), a.bytes.len() + b.bytes.len());
+    let mut out = Spans::with_capacity(a.len() + b.len(), a.bytes().len() + b.bytes().len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
         let ((x, n), (y, m)) = (a.get(i), b.get(j));
@@ -417,7 +417,7 @@ fn scaled(spans: &Spans, weight: u64) -> Spans {
     if weight == 1 {
         return spans.clone();
     }
-    Spans { bytes: spans.bytes.clone(), ends: spans.ends.clone(), counts: spans.counts.iter().map(|&n| n.saturating_mul(weight)).collect() }
+    spans.map_counts(|n| n.saturating_mul(weight))
 }
 
 /// Spans the merge loop owns (and frees once it holds them)...

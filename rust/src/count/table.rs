@@ -7,8 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use super::long::LongTable;
-use super::{Batch, Spans};
-use crate::error::stop_due;
+
+mod join;
+pub(super) use join::join;
+use super::Batch;
 use crate::{Error, Splitter};
 
 /// One thread's counts. Spans of up to 15 bytes, most of them, are keys packed in one `u128`
@@ -355,23 +357,6 @@ impl Table {
             }
         }
         ControlFlow::Continue(())
-    }
-
-    /// Appends to `out` the spans of part `part` of `parts` of this table that none of the
-    /// `earlier` tables holds (those are appended with the earlier table), each with its count
-    /// in the `later` tables added. It gives up, with `Break`, soon after `stop` is set.
-    pub(super) fn join_part(&self, earlier: &[Table], later: &[Table], part: (usize, usize), out: &mut Spans, stop: &AtomicBool) -> ControlFlow<()> {
-        self.for_each_first(earlier, part, |span, hash, n| {
-            let n = later.iter().fold(n, |sum, t| sum.saturating_add(t.get_hashed(span, hash).unwrap_or(0)));
-            match span {
-                ShortOrLong::Short(key) => out.push_short(key, n),
-                ShortOrLong::Long(bytes) => out.push(bytes, n),
-            }
-            if stop_due(out.len(), stop) {
-                return ControlFlow::Break(());
-            }
-            ControlFlow::Continue(())
-        })
     }
 }
 

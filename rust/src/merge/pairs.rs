@@ -13,12 +13,17 @@
 //! A pair that no longer occurs keeps its place with count 0; its spans are left in the arena
 //! of lists until the next compaction drops them.
 
+use rustc_hash::FxHashMap;
+
 use super::lists::{ListAt, Lists, EMPTY};
 use crate::memory::prefetch;
 use super::{key, Pair, PairKey};
 
 /// Where a pair lives in the index; it never moves.
 pub(super) type PairSlot = usize;
+
+/// What [`PairIndex`] holds for a count of this or more, which it keeps apart.
+const BIG_COUNT: u32 = u32::MAX;
 
 /// A token's pairs: `left` pairs `(x, t)` from `start`, then `right` pairs `(t, y)`.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +43,12 @@ pub(super) struct PairIndex {
     // By slot:
     /// The pair's other token: `x` of `(x, t)`, `y` of `(t, y)`.
     others: Vec<u32>,
-    counts: Vec<i64>,
+    /// The pair's count, or [`BIG_COUNT`] for a count of that or more, which is in `big`: late
+    /// in a run most of the index is pairs born with a few occurrences, and 32 bits instead of
+    /// 64 are a fifth of what each takes.
+    counts: Vec<u32>,
+    /// The counts of [`BIG_COUNT`] or more, by slot.
+    big: FxHashMap<PairSlot, i64>,
     /// Meaningful while the count is positive; the list is dropped when it reaches 0.
     spans: Vec<ListAt>,
     lists: Lists,
@@ -86,7 +96,8 @@ impl PairIndex {
         };
         debug_assert!(part < 2 || self.others.last() < Some(&other), "each part of a block is sorted");
         self.others.push(other);
-        self.counts.push(count);
+        self.counts.push(0);
+        self.set_count(slot, count);
         self.spans.push(list);
         slot
     }
@@ -163,15 +174,45 @@ impl PairIndex {
     }
 
     pub(super) fn count(&self, slot: PairSlot) -> i64 {
-        self.counts[slot]
+        self.count_of(slot, self.counts[slot])
+    }
+
+    /// The count of the pair at `slot`, whose entry in `counts` is `small`.
+    #[inline(always)]
+    fn count_of(&self, slot: PairSlot, small: u32) -> i64 {
+        if small == BIG_COUNT {
+            // panic-free: a count is BIG_COUNT only for a slot in `big`.
+            self.big[&slot]
+        } else {
+            i64::from(small)
+        }
+    }
+
+    /// Sets the count of the pair at `slot` to `count`, in `counts` or in `big`.
+    fn set_count(&mut self, slot: PairSlot, count: i64) {
+        if self.counts[slot] == BIG_COUNT {
+            self.big.remove(&slot);
+        }
+        self.counts[slot] = if count >= i64::from(BIG_COUNT) {
+            self.big.insert(slot, count);
+            BIG_COUNT
+        } else {
+            count as u32
+        };
     }
 
     /// Takes `n` occurrences away from the pair at `slot`. Once it has none left, its spans are
     /// dropped (by the next compaction): it can never occur again.
     #[inline]
     pub(super) fn sub(&mut self, slot: PairSlot, n: i64) {
-        self.counts[slot] -= n;
-        debug_assert!(self.counts[slot] >= 0, "pair counts are exact, so never negative");
+        let small = self.counts[slot];
+        if small == BIG_COUNT {
+            self.set_count(slot, self.count_of(slot, small) - n);
+        } else {
+            // A count below BIG_COUNT loses at most itself.
+            debug_assert!(n >= 0 && n <= i64::from(small), "pair counts are exact, so never negative");
+            self.counts[slot] = small - n as u32;
+        }
     }
 
     /// Puts the spans that may hold the pair at `slot` in `out` (emptied first).
@@ -187,7 +228,7 @@ impl PairIndex {
     /// Removes the pair at `slot` (it was merged): its count becomes 0, and its spans go at
     /// the next compaction.
     pub(super) fn remove(&mut self, slot: PairSlot) {
-        self.counts[slot] = 0;
+        self.set_count(slot, 0);
     }
 
     /// The pairs counted at least `low` (and at least 1) and less than `high`, with their
@@ -206,8 +247,11 @@ impl PairIndex {
         self.counts
             .iter()
             .enumerate()
-            .filter(move |&(_, &c)| (c as u64).wrapping_sub(low) < width)
-            .map(move |(slot, &c)| {
+            .filter_map(move |(slot, &small)| {
+                let c = if small == BIG_COUNT { self.count_of(slot, small) as u64 } else { u64::from(small) };
+                (c.wrapping_sub(low) < width).then_some((slot, c))
+            })
+            .map(move |(slot, c)| {
                 // The block holding `slot` is the last to start at or before it (blocks with
                 // no pairs start where the next one does).
                 while self.blocks.get(t + 1).is_some_and(|next| next.start <= slot) {
@@ -216,7 +260,7 @@ impl PairIndex {
                 let block = &self.blocks[t];
                 let other = self.others[slot];
                 let pair = if slot < block.start + block.left as usize { (other, t as u32) } else { (t as u32, other) };
-                (c as u64, key(pair), slot)
+                (c, key(pair), slot)
             })
     }
 
@@ -226,7 +270,7 @@ impl PairIndex {
             // Lists were pushed in slot order, so the slots give them in order. A pair counted
             // 0 no longer occurs: its list goes.
             for (list, &count) in self.spans.iter_mut().zip(&self.counts) {
-                if count <= 0 {
+                if count == 0 {
                     *list = EMPTY;
                 }
             }
@@ -315,6 +359,51 @@ mod tests {
                 .collect();
             assert_eq!(index.counted_between(low, high).collect::<Vec<_>>(), want, "[{low}, {high})");
         }
+    }
+
+    #[test]
+    fn counts_past_32_bits_are_exact_as_they_fall() {
+        // Counts near and past the 32 bits `counts` holds, taken down by random amounts across
+        // that line and to 0, against a model: every count, and every range listed.
+        let mut index = PairIndex::default();
+        let mut model: BTreeMap<PairSlot, (u64, Pair)> = BTreeMap::new();
+        let mut next = crate::test_random(9);
+        let line = u64::from(BIG_COUNT);
+        let starts = [1, 7, line - 2, line - 1, line, line + 1, 1 << 40, 1 << 62];
+        for t in 0..200u32 {
+            index.open_block(t);
+            for pair in random_block(t, 10, &mut next) {
+                let count = starts[next(starts.len() as u64) as usize] + next(3);
+                let slot = index.push(pair, count as i64, &[]);
+                model.insert(slot, (count, pair));
+            }
+        }
+        let wanted = |model: &BTreeMap<PairSlot, (u64, Pair)>, low: u64, high: u64| -> Vec<(u64, PairKey, PairSlot)> {
+            model.iter().filter(|(_, &(c, _))| c > 0 && c >= low && c < high).map(|(&slot, &(c, pair))| (c, key(pair), slot)).collect()
+        };
+        for round in 0..20 {
+            for (&slot, (count, _)) in model.iter_mut() {
+                let n = match next(4) {
+                    0 => 0,
+                    1 => next(*count + 1),
+                    2 => count.saturating_sub(line - 1 - next(3)),
+                    _ => *count,
+                };
+                if round % 2 == 0 && slot % 3 == 0 {
+                    index.sub(slot, n as i64);
+                    *count -= n;
+                }
+                assert_eq!(index.count(slot), *count as i64, "slot {slot}");
+            }
+            for (low, high) in [(0, u64::MAX), (line - 1, line + 1), (line, u64::MAX), (1, line), (5, 1 << 41)] {
+                assert_eq!(index.counted_between(low, high).collect::<Vec<_>>(), wanted(&model, low, high), "[{low}, {high})");
+            }
+        }
+        // Counts that fell below the line left the big ones.
+        assert_eq!(index.big.len(), model.values().filter(|(c, _)| *c >= line).count());
+        let slot = *model.keys().next().unwrap();
+        index.remove(slot);
+        assert_eq!(index.count(slot), 0);
     }
 
     #[test]

@@ -103,15 +103,25 @@ struct Piece<'a> {
     after: u32,
 }
 
+/// A part's piece of a byte pair's list, before it is cut: its size in bytes, and the span its
+/// first span is coded after (see [`Piece`]).
+type PieceSize = (usize, u32);
+
+/// A byte pair's list as [`index_byte_pairs`] makes room for it: where its coded spans start in
+/// [`PairIndex::span_bytes`], and its pieces by part.
+struct ByteList {
+    pair: BytePair,
+    ids_at: usize,
+    pieces: Vec<PieceSize>,
+}
+
 /// The pair index of the byte pairs counted, token by token (see `pairs.rs`): `(x, t)` for
 /// `x <= t`, then `(t, y)` for `y < t`, each with a list of zeros of exactly its coded size.
-/// Also the pairs in the index's order, each with where its list's coded spans start in
-/// [`PairIndex::span_bytes`] and, by part, the size of the part's piece of it and the span the
-/// piece's first is coded after (see [`Piece`]).
-fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<(BytePair, usize, Vec<(usize, u32)>)>) {
+/// Also the pairs' lists in the index's order.
+fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<ByteList>) {
     // The dense tables are read in their order once, and the pairs found put in the index's
-    // order: (place in the index, pair, count, pieces' sizes and previous spans).
-    let mut found: Vec<(u32, BytePair, i64, Vec<(usize, u32)>)> = Vec::new();
+    // order: (place in the index, pair, count, pieces).
+    let mut found: Vec<(u32, BytePair, i64, Vec<PieceSize>)> = Vec::new();
     for at in 0..1 << 16 {
         let count = counted.iter().map(|d| d[at].count).sum::<i64>();
         if count > 0 {
@@ -133,7 +143,7 @@ fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<(BytePair, us
         }
     }
     found.sort_unstable_by_key(|f| f.0);
-    let coded = |pieces: &[(usize, u32)]| pieces.iter().map(|p| p.0).sum::<usize>();
+    let coded = |pieces: &[PieceSize]| pieces.iter().map(|p| p.0).sum::<usize>();
     let mut pairs = PairIndex::default();
     pairs.reserve(found.len(), found.iter().map(|f| Lists::room(coded(&f.3))).sum());
     let mut lists = Vec::with_capacity(found.len());
@@ -144,7 +154,7 @@ fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<(BytePair, us
             opened += 1;
         }
         let slot = pairs.push_zeros(((at >> 8) as u32, (at & 0xff) as u32), count, coded(&pieces));
-        lists.push((at, pairs.spans_at(slot), pieces));
+        lists.push(ByteList { pair: at, ids_at: pairs.spans_at(slot), pieces });
     }
     for t in opened..256 {
         pairs.open_block(t);
@@ -159,20 +169,20 @@ fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<(BytePair, us
 fn fill_span_lists<T: TokenId>(
     spans: &SpanTable<T>,
     parts: &[&[u32]],
-    lists: &[(BytePair, usize, Vec<(usize, u32)>)],
+    lists: &[ByteList],
     pairs: &mut PairIndex,
     stop: &AtomicBool,
 ) {
     let mut list_of = vec![0u32; 1 << 16];
-    for (k, &(at, _, _)) in lists.iter().enumerate() {
-        list_of[at] = k as u32;
+    for (k, list) in lists.iter().enumerate() {
+        list_of[list.pair] = k as u32;
     }
     let mut pieces: Vec<Vec<Piece>> = (0..parts.len()).map(|_| Vec::with_capacity(lists.len())).collect();
     let (mut rest, mut at_byte) = (pairs.span_bytes(), 0);
-    for (_, ids_at, sizes) in lists {
-        rest = &mut std::mem::take(&mut rest)[ids_at - at_byte..];
-        at_byte = *ids_at;
-        for (part_pieces, &(size, after)) in pieces.iter_mut().zip(sizes) {
+    for list in lists {
+        rest = &mut std::mem::take(&mut rest)[list.ids_at - at_byte..];
+        at_byte = list.ids_at;
+        for (part_pieces, &(size, after)) in pieces.iter_mut().zip(&list.pieces) {
             let (bytes, later) = std::mem::take(&mut rest).split_at_mut(size);
             part_pieces.push(Piece { bytes, after });
             (rest, at_byte) = (later, at_byte + size);

@@ -43,11 +43,11 @@ const INLINE_BYTES: usize = 7;
 const MIN_COMPACT: usize = 4 << 20;
 
 /// The arena is compacted once it holds this many times what was live at the last compaction
-/// (as a fraction: 5/4). The lists are most of the merge loop's memory on text with many
+/// (as a fraction: 9/8). The lists are most of the merge loop's memory on text with many
 /// distinct spans (one or two bytes per span and pair it holds at the start), so the arena's
 /// slack is what its peak grows by; a smaller one costs more compactions, each a pass over the
 /// live lists, which stays a small part of the loop's time (benches/README.md, span memory).
-const GROWTH: (usize, usize) = (5, 4);
+const GROWTH: (usize, usize) = (9, 8);
 
 /// [`GROWTH`] times `bytes`.
 fn grown(bytes: usize) -> usize {

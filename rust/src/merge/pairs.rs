@@ -264,7 +264,7 @@ impl PairIndex {
             })
     }
 
-    /// Reclaims the dropped span lists once the arena has grown by a quarter since it last did.
+    /// Reclaims the dropped span lists once the arena has grown by an eighth since it last did.
     pub(super) fn compact_if_due(&mut self) {
         if self.lists.wants_compacting() {
             // Lists were pushed in slot order, so the slots give them in order. A pair counted

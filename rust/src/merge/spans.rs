@@ -147,9 +147,11 @@ impl TokenId for u32 {
     }
 }
 
-/// Span ids are word offsets in [`SpanTable`] divided by this: every span starts at a multiple
-/// of `1 << ID_SHIFT` words, so 32-bit ids reach 2^34 words.
-const ID_SHIFT: u32 = 2;
+/// Span ids are word offsets in [`SpanTable`] divided by `1 << shift`, every span starting at a
+/// multiple of that many words: 2 words (4 bytes of 16-bit tokens) while the table has fewer
+/// than 2^33 words, else 4, so that 32-bit ids reach 2^34 words. The padding to 4 words costs
+/// two bytes per span on average, a tenth of a span table of short words.
+const ID_SHIFTS: [u32; 2] = [1, 2];
 
 /// Header words of a span: its current length (32 bits) then its count (32 bits), split into
 /// token-sized words, lowest first. A count of [`BIG_COUNT`] or more is kept in the table's list
@@ -184,7 +186,7 @@ fn span_count<T: TokenId>(span: &[T], id: u32, big: &[(u32, u64)]) -> i64 {
 }
 
 /// The spans with at least one pair, each with its count, one after the other in one array of
-/// token-sized words: span `id` starts at word `id << ID_SHIFT` with its header (length and
+/// token-sized words: span `id` starts at word `id << shift` with its header (length and
 /// count), then its tokens, then padding to the next span. A span's id is where it lives, so
 /// visiting it touches one place in memory. Merges only shorten spans, in place, so the tokens
 /// of spans that are merged together lie close together in memory.
@@ -197,12 +199,14 @@ pub(super) struct SpanTable<T> {
     /// Bit `id` is set for every span's id: where the spans start, which their current lengths
     /// no longer tell once merges have shortened them (one bit per 8 bytes of the table).
     starts: Vec<u64>,
+    /// Span `id` starts at word `id << shift` (see [`ID_SHIFTS`]).
+    shift: u32,
 }
 
 impl<T: TokenId> SpanTable<T> {
     /// The table, and the ids of its spans in order (which is increasing). Spans shorter than
     /// two bytes hold no pair and are left out. Fails if the table would pass the ids' reach
-    /// (more than 2^34 words, see [`ID_SHIFT`]).
+    /// (more than 2^34 words, see [`ID_SHIFTS`]).
     ///
     /// Built in two passes over groups of consecutive spans, in parallel: the words and the
     /// spans each group keeps, then each group writes its spans and their ids into its own
@@ -213,17 +217,20 @@ impl<T: TokenId> SpanTable<T> {
         let kept = |(bytes, n): (&[u8], u64)| bytes.len() >= 2 && n > 0;
         let per_group = spans.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 12);
         let groups: Vec<std::ops::Range<usize>> = (0..spans.len()).step_by(per_group).map(|at| at..spans.len().min(at + per_group)).collect();
-        // Per group: (words, spans kept).
-        let sizes: Vec<(usize, usize)> = groups
+        // Per group: (words with each of ID_SHIFTS, spans kept).
+        let sizes: Vec<([usize; 2], usize)> = groups
             .par_iter()
             .map(|group| {
-                group.clone().map(|i| spans.get(i)).filter(|&s| kept(s)).fold((0, 0), |(words, n), (bytes, _)| (words + padded(h + bytes.len()), n + 1))
+                group.clone().map(|i| spans.get(i)).filter(|&s| kept(s)).fold(([0, 0], 0), |([a, b], n), (bytes, _)| {
+                    ([a + padded(h + bytes.len(), ID_SHIFTS[0]), b + padded(h + bytes.len(), ID_SHIFTS[1])], n + 1)
+                })
             })
             .collect();
-        let (total, count) = sizes.iter().fold((0, 0), |(w, n), &(words, kept)| (w + words, n + kept));
-        if total >> ID_SHIFT >= u32::MAX as usize {
-            return Err(total);
-        }
+        let totals = sizes.iter().fold([0, 0], |[a, b], &([x, y], _)| [a + x, b + y]);
+        let which = pick_shift(totals)?;
+        let (shift, total) = (ID_SHIFTS[which], totals[which]);
+        let count = sizes.iter().map(|&(_, kept)| kept).sum();
+        let sizes: Vec<(usize, usize)> = sizes.iter().map(|&(words, kept)| (words[which], kept)).collect();
         let mut words = vec![T::new(0); total];
         let mut ids = vec![0u32; count];
         let mut stretches = Vec::with_capacity(groups.len());
@@ -240,7 +247,7 @@ impl<T: TokenId> SpanTable<T> {
                 let (mut at, mut next_id, mut big) = (0, ids.iter_mut(), Vec::new());
                 for (bytes, n) in group.map(|i| spans.get(i)).filter(|&s| kept(s)) {
                     let span = &mut words[at..];
-                    let id = ((first + at) >> ID_SHIFT) as u32;
+                    let id = ((first + at) >> shift) as u32;
                     if write_header(span, bytes.len(), n) {
                         big.push((id, n));
                     }
@@ -250,48 +257,45 @@ impl<T: TokenId> SpanTable<T> {
                     if let Some(slot) = next_id.next() {
                         *slot = id;
                     }
-                    at += padded(h + bytes.len());
+                    at += padded(h + bytes.len(), shift);
                 }
                 big
             })
             .collect();
         let blocks = ids.iter().step_by(SPANS_PER_TASK).copied().collect();
-        let starts = span_starts(&ids, words.len());
-        Ok((SpanTable { words, big: big.concat(), blocks, starts }, ids))
+        let starts = span_starts(&ids, words.len(), shift);
+        Ok((SpanTable { words, big: big.concat(), blocks, starts, shift }, ids))
     }
 
     /// [`SpanTable::new`] for spans already made of tokens: span `i < len` is `span(i)`, its
     /// tokens and count (a base's encoding of the spans, see `extend.rs`).
     pub(super) fn from_tokens<'a>(len: usize, span: impl Fn(usize) -> (&'a [u32], u64)) -> Result<(Self, Vec<u32>), usize> {
         let h = header_words::<T>();
-        let mut starts: Vec<(usize, usize)> = Vec::with_capacity(len);
+        let kept: Vec<usize> = (0..len).filter(|&i| span(i).0.len() >= 2 && span(i).1 > 0).collect();
+        let totals = ID_SHIFTS.map(|shift| kept.iter().map(|&i| padded(h + span(i).0.len(), shift)).sum::<usize>());
+        let shift = ID_SHIFTS[pick_shift(totals)?];
+        let mut starts: Vec<(usize, usize)> = Vec::with_capacity(kept.len());
         let mut total = 0;
-        for i in 0..len {
-            let (tokens, n) = span(i);
-            if tokens.len() >= 2 && n > 0 {
-                starts.push((i, total));
-                total += padded(h + tokens.len());
-            }
+        for i in kept {
+            starts.push((i, total));
+            total += padded(h + span(i).0.len(), shift);
         }
-        if total >> ID_SHIFT >= u32::MAX as usize {
-            return Err(total);
-        }
-        let blocks = starts.iter().step_by(SPANS_PER_TASK).map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
+        let blocks = starts.iter().step_by(SPANS_PER_TASK).map(|&(_, at)| (at >> shift) as u32).collect();
         let mut words = vec![T::new(0); total];
         let mut big = Vec::new();
         for &(i, at) in &starts {
             let (tokens, n) = span(i);
             if write_header(&mut words[at..], tokens.len(), n) {
-                big.push(((at >> ID_SHIFT) as u32, n));
+                big.push(((at >> shift) as u32, n));
             }
             let words = &mut words[at..];
             for (w, &t) in words[h..h + tokens.len()].iter_mut().zip(tokens) {
                 *w = T::new(t);
             }
         }
-        let ids: Vec<u32> = starts.iter().map(|&(_, at)| (at >> ID_SHIFT) as u32).collect();
-        let starts = span_starts(&ids, words.len());
-        Ok((SpanTable { words, big, blocks, starts }, ids))
+        let ids: Vec<u32> = starts.iter().map(|&(_, at)| (at >> shift) as u32).collect();
+        let starts = span_starts(&ids, words.len(), shift);
+        Ok((SpanTable { words, big, blocks, starts, shift }, ids))
     }
 
     /// The ids of the spans, in order.
@@ -315,14 +319,15 @@ impl<T: TokenId> SpanTable<T> {
     /// The table cut before span `id`: the spans before it, and the spans from it on, each
     /// to be merged on its own.
     pub(super) fn split_at(&mut self, id: u32) -> (SpanView<'_, T>, SpanView<'_, T>) {
-        let (below, above) = self.words.split_at_mut((id as usize) << ID_SHIFT);
-        (SpanView { words: below, first: 0, big: &self.big }, SpanView { words: above, first: id, big: &self.big })
+        let (below, above) = self.words.split_at_mut((id as usize) << self.shift);
+        let (big, shift) = (&self.big[..], self.shift);
+        (SpanView { words: below, first: 0, big, shift }, SpanView { words: above, first: id, big, shift })
     }
 
     /// Asks for the headers of the spans `ids`.
     pub(super) fn prefetch(&self, ids: &[u32]) {
         for &id in ids {
-            prefetch(self.words.as_ptr().wrapping_add((id as usize) << ID_SHIFT));
+            prefetch(self.words.as_ptr().wrapping_add((id as usize) << self.shift));
         }
     }
 
@@ -331,13 +336,13 @@ impl<T: TokenId> SpanTable<T> {
     }
 
     pub(super) fn tokens(&self, id: u32) -> &[T] {
-        let at = (id as usize) << ID_SHIFT;
+        let at = (id as usize) << self.shift;
         let start = at + header_words::<T>();
         &self.words[start..start + self.span_len(at)]
     }
 
     pub(super) fn count(&self, id: u32) -> i64 {
-        span_count(&self.words[(id as usize) << ID_SHIFT..], id, &self.big)
+        span_count(&self.words[(id as usize) << self.shift..], id, &self.big)
     }
 
     /// Merges `pair` into `token` in the spans `ids` (increasing, no repeats), recording the
@@ -347,14 +352,14 @@ impl<T: TokenId> SpanTable<T> {
     /// thread through [`SpanTable::split_at`] instead).
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
         if !self.merges_in_parallel(ids) {
-            merge_block(&mut self.words, 0, &self.big, ids, pair, token, neighbours);
+            merge_block(&mut self.words, 0, self.shift, &self.big, ids, pair, token, neighbours);
             return;
         }
         let mut blocks = Vec::with_capacity(self.blocks.len());
-        let (mut rest, big) = (&mut self.words[..], &self.big[..]);
+        let (mut rest, big, shift) = (&mut self.words[..], &self.big[..], self.shift);
         for (i, &first) in self.blocks.iter().enumerate() {
             let end = self.blocks.get(i + 1).map_or(u32::MAX, |&next| next);
-            let cut = self.blocks.get(i + 1).map_or(rest.len(), |&next| ((next - first) as usize) << ID_SHIFT);
+            let cut = self.blocks.get(i + 1).map_or(rest.len(), |&next| ((next - first) as usize) << self.shift);
             let (block, later) = rest.split_at_mut(cut);
             blocks.push((first, end, block));
             rest = later;
@@ -368,7 +373,7 @@ impl<T: TokenId> SpanTable<T> {
                     return None;
                 }
                 let mut block_neighbours = Neighbours::default();
-                merge_block(block, first, big, &ids[start..stop], pair, token, &mut block_neighbours);
+                merge_block(block, first, shift, big, &ids[start..stop], pair, token, &mut block_neighbours);
                 Some(block_neighbours)
             })
             .collect::<Vec<_>>();
@@ -385,29 +390,37 @@ pub(super) struct SpanView<'a, T> {
     first: u32,
     /// The table's big counts.
     big: &'a [(u32, u64)],
+    /// The table's [`SpanTable::shift`].
+    shift: u32,
 }
 
 impl<T: TokenId> SpanView<'_, T> {
     /// [`SpanTable::merge`] for spans `ids` of this stretch (increasing, no repeats), on this
     /// thread.
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
-        merge_block(self.words, self.first, self.big, ids, pair, token, neighbours);
+        merge_block(self.words, self.first, self.shift, self.big, ids, pair, token, neighbours);
     }
 }
 
 /// The bitmap of span starts of [`SpanTable::starts`]: bit `id` set for each of `ids`, in a
-/// table of `words` words.
-fn span_starts(ids: &[u32], words: usize) -> Vec<u64> {
-    let mut starts = vec![0u64; (words >> ID_SHIFT).div_ceil(64)];
+/// table of `words` words whose ids are offsets divided by `1 << shift`.
+fn span_starts(ids: &[u32], words: usize, shift: u32) -> Vec<u64> {
+    let mut starts = vec![0u64; (words >> shift).div_ceil(64)];
     for &id in ids {
         starts[id as usize / 64] |= 1 << (id % 64);
     }
     starts
 }
 
-/// `n` rounded up to a multiple of `1 << ID_SHIFT`.
-fn padded(n: usize) -> usize {
-    n.next_multiple_of(1 << ID_SHIFT)
+/// `n` rounded up to a multiple of `1 << shift`.
+fn padded(n: usize, shift: u32) -> usize {
+    n.next_multiple_of(1 << shift)
+}
+
+/// Which of [`ID_SHIFTS`] a table of `words[k]` words with each of them takes: the first whose
+/// ids fit 32 bits, else the error of the largest table.
+fn pick_shift(words: [usize; 2]) -> Result<usize, usize> {
+    (0..ID_SHIFTS.len()).find(|&k| words[k] >> ID_SHIFTS[k] < u32::MAX as usize).ok_or(words[ID_SHIFTS.len() - 1])
 }
 
 /// Reads `bits` bits written by [`write_bits`] at the start of `words`.
@@ -432,9 +445,10 @@ fn write_bits<T: TokenId>(words: &mut [T], value: u64, bits: u32) {
 /// starts with span `first` (`0` for the whole table), `big` being the table's big counts. It prefetches the span `ids[i + AHEAD]`
 /// (its header and first tokens) while merging span `ids[i]`, so that the visits, which are
 /// scattered over the table, do not wait on memory one after the other.
-fn merge_block<T: TokenId>(words: &mut [T], first: u32, big: &[(u32, u64)], ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
+#[allow(clippy::too_many_arguments)]
+fn merge_block<T: TokenId>(words: &mut [T], first: u32, shift: u32, big: &[(u32, u64)], ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
     let h = header_words::<T>();
-    let at = |id: u32| ((id - first) as usize) << ID_SHIFT;
+    let at = |id: u32| ((id - first) as usize) << shift;
     for (i, &id) in ids.iter().enumerate() {
         if let Some(&next) = ids.get(i + AHEAD) {
             prefetch(words.as_ptr().wrapping_add(at(next)));
@@ -618,6 +632,27 @@ mod tests {
                 T::new(if x % 2 == 0 { x } else { T::MAX - x })
             })
             .collect()
+    }
+
+    #[test]
+    fn spans_start_every_two_words_while_the_ids_reach_and_every_four_past_it() {
+        let reach = |shift: u32| (u32::MAX as usize) << shift; // the first table too large
+        assert_eq!(pick_shift([1000, 1200]), Ok(0));
+        assert_eq!(pick_shift([reach(1) - 2, reach(2) - 4]), Ok(0));
+        assert_eq!(pick_shift([reach(1), reach(2) - 4]), Ok(1));
+        assert_eq!(pick_shift([reach(1) + 2, reach(2)]), Err(reach(2)));
+        // A table of spans of every length from 2 to 40 bytes: padded to two words, every span
+        // at an even word, its tokens and count read back through its id.
+        let spans: crate::count::Spans = (2..40usize).map(|len| (vec![b'a' + len as u8; len], len as u64)).collect();
+        let (table, ids) = SpanTable::<u16>::new(&spans).unwrap();
+        assert_eq!(table.shift, 1);
+        assert_eq!(table.ids(), ids);
+        let h = header_words::<u16>();
+        assert_eq!(table.words.len(), (2..40usize).map(|len| (h + len).next_multiple_of(2)).sum::<usize>());
+        for (&id, len) in ids.iter().zip(2..40usize) {
+            assert_eq!(table.tokens(id), &vec![u16::from(b'a' + len as u8); len][..]);
+            assert_eq!(table.count(id), len as i64);
+        }
     }
 
     #[test]

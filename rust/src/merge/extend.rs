@@ -194,9 +194,9 @@ pub fn extend<'a>(
     let encoded = base.encode(&spans, stop)?;
     drop(spans); // encoded now: not kept while the pair index is built (if owned)
     if options.vocab_size <= 1 << 16 {
-        run(start::<u16>(&encoded, base.len(), stop)?, base.vocab.clone(), options, on_merge)
+        run(start::<u16>(&encoded, base.len(), stop)?, base.vocab.clone(), options, stop, on_merge)
     } else {
-        run(start::<u32>(&encoded, base.len(), stop)?, base.vocab.clone(), options, on_merge)
+        run(start::<u32>(&encoded, base.len(), stop)?, base.vocab.clone(), options, stop, on_merge)
     }
 }
 

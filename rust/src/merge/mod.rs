@@ -201,37 +201,36 @@ impl<T: TokenId> Loop<T> {
 
     /// Takes back every pair left out: the index is built anew from the spans as they are now,
     /// `tokens` tokens made so far, and so is the heap. Only a run that merges pairs counted
-    /// once gets here, once.
-    fn keep_every_pair(&mut self, tokens: u32) {
+    /// once gets here, once. Setting `stop` makes it give up with [`Error::Interrupted`].
+    fn keep_every_pair(&mut self, tokens: u32, stop: &AtomicBool) -> Result<(), Error> {
         let ids = self.spans.ids();
         self.pairs = PairIndex::default(); // the old index freed before the new one is built
-        let never = AtomicBool::new(false);
-        // panic-free: building the index fails only when its stop flag is set, and this one
-        // never is.
-        self.pairs = start::token_pair_index(&self.spans, &ids, tokens, &never).expect("an index built without a stop");
+        self.pairs = start::token_pair_index(&self.spans, &ids, tokens, stop)?;
         (self.floor, self.heap) = first_heap(&self.pairs);
         (self.keep_from, self.left_out) = (0, false);
+        Ok(())
     }
 
     /// The pair with the highest current count (smallest pair among equals) among those
     /// `allowed`, as its heap entry, which holds that count. An entry of a pair not allowed is
     /// dropped when popped: the floor's invariant then holds for the allowed pairs, which is
     /// all the answer needs (lowering the floor may push such a pair again, to be dropped again).
-    /// `tokens` tokens are made so far.
-    fn best(&mut self, allowed: impl Fn(Pair) -> bool, tokens: u32) -> Option<Candidate> {
+    /// `tokens` tokens are made so far. Fails only with [`Error::Interrupted`], if `stop` is set
+    /// while the index takes back the pairs it left out (a pass over the spans).
+    fn best(&mut self, allowed: impl Fn(Pair) -> bool, tokens: u32, stop: &AtomicBool) -> Result<Option<Candidate>, Error> {
         loop {
             if self.heap.peek().map_or(true, |top| top.count < self.floor) {
                 if self.floor == 0 {
                     if self.left_out {
-                        self.keep_every_pair(tokens);
+                        self.keep_every_pair(tokens, stop)?;
                         continue;
                     }
-                    return None;
+                    return Ok(None);
                 }
                 self.lower_floor();
                 continue;
             }
-            let top = self.heap.pop()?;
+            let Some(top) = self.heap.pop() else { return Ok(None) };
             if !allowed(unkey(top.pair)) {
                 continue;
             }
@@ -246,9 +245,9 @@ impl<T: TokenId> Loop<T> {
                     self.heap.push(Candidate { count: current as u64, ..top });
                 }
             } else if self.left_out && top.count < self.keep_from {
-                self.keep_every_pair(tokens); // a pair left out may beat or tie it
+                self.keep_every_pair(tokens, stop)?; // a pair left out may beat or tie it
             } else {
-                return Some(top);
+                return Ok(Some(top));
             }
         }
     }
@@ -415,7 +414,9 @@ fn too_many_words(words: usize) -> Error {
 /// vocabulary so far; returning `ControlFlow::Break` stops the loop early (the result then holds
 /// the merges made so far). Setting `stop` before the first merge makes it give up soon with
 /// [`Error::Interrupted`] (getting to the first merge takes seconds for tens of millions of
-/// spans); after it, `on_merge` is the way to stop.
+/// spans), and so does setting it while the pair index takes back the pairs it left out (a
+/// pass over the spans, in a run that comes to merge pairs counted once); otherwise `on_merge`
+/// is the way to stop.
 ///
 /// Its parallel parts run on the current Rayon pool (call it inside `ThreadPool::install` to
 /// choose the threads) and, when that pool has two threads or more, on a helper thread of its
@@ -440,19 +441,21 @@ pub fn learn<'a>(
         Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
     } else if options.vocab_size <= 1 << 16 {
         // Token ids are below vocab_size: 2^16 of them fit in a u16.
-        run(Loop::<u16>::new(spans, stop)?, Vocab::bytes(), options, on_merge)
+        run(Loop::<u16>::new(spans, stop)?, Vocab::bytes(), options, stop, on_merge)
     } else {
-        run(Loop::<u32>::new(spans, stop)?, Vocab::bytes(), options, on_merge)
+        run(Loop::<u32>::new(spans, stop)?, Vocab::bytes(), options, stop, on_merge)
     }
 }
 
 /// The merge loop from `state`, whose tokens are `vocab`, until the vocabulary is full, the best
 /// pair (of those that make a token of at most `options.max_token_length` bytes) is counted less
-/// than `options.min_frequency`, no pair is left, or `on_merge` breaks.
+/// than `options.min_frequency`, no pair is left, or `on_merge` breaks; or until `stop` is set
+/// while the pair index takes back the pairs it left out ([`Error::Interrupted`]).
 fn run<T: TokenId>(
     mut state: Loop<T>,
     mut vocab: Vocab,
     options: &LearnOptions,
+    stop: &AtomicBool,
     mut on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
     let mut merges = Vec::new();
@@ -460,7 +463,7 @@ fn run<T: TokenId>(
     state.leave_out_rare_pairs(options.min_frequency);
     while vocab.len() < options.vocab_size {
         let fits = |(a, b): Pair| max_length.map_or(true, |max| vocab.token(a).len() + vocab.token(b).len() <= max);
-        let Some(best) = state.best(fits, vocab.len() as u32) else { break };
+        let Some(best) = state.best(fits, vocab.len() as u32, stop)? else { break };
         let (pair, count) = (unkey(best.pair), best.count);
         if count < options.min_frequency {
             break;
@@ -643,8 +646,8 @@ pub(crate) mod tests {
             })
             .collect();
         let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None };
-        let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, |_, _| ControlFlow::Continue(())).unwrap();
-        let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, |_, _| ControlFlow::Continue(())).unwrap();
+        let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
+        let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(small.merges.len(), (1 << 16) - 256);
         assert!(small.merges.iter().any(|m| m.pair.0 > 65_000 || m.pair.1 > 65_000), "late ids are merged again");
         assert_eq!(small.merges, big.merges);
@@ -737,6 +740,30 @@ pub(crate) mod tests {
             assert_eq!(learned.merges, counted_twice, "seed {seed}");
         }
         assert!(merged_once > 1000, "the corpora must merge pairs counted once: {merged_once}");
+    }
+
+    #[test]
+    fn a_stop_set_before_the_pairs_left_out_are_taken_back_gives_up() {
+        // Distinct spans counted once: the pairs born are left out, and taken back (a pass over
+        // the spans) once the best pair is counted once, which a stop set before gives up.
+        let spans: Spans = (0..200u32).map(|i| (format!("x{i:03}yz{}", i * 7 % 13), 1)).map(|(s, n)| (s.into_bytes().into_boxed_slice(), n)).collect();
+        let options = LearnOptions { vocab_size: 70_000, min_frequency: 1, max_token_length: None };
+        let stop = AtomicBool::new(false);
+        let mut before_stop = 0;
+        let result = learn(&spans, &options, &stop, |merge, _| {
+            if merge.count == 2 || stop.load(std::sync::atomic::Ordering::Relaxed) {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed); // as Ctrl-C sets it
+                before_stop += 1;
+            }
+            ControlFlow::Continue(())
+        });
+        assert!(matches!(result, Err(Error::Interrupted)), "{:?}", result.map(|l| l.merges.len()));
+        assert!(before_stop > 0);
+        // Not stopped, the same run merges pairs counted once, exactly.
+        let corpus: Vec<(Vec<u8>, u64)> = spans.iter().map(|(b, n)| (b.to_vec(), n)).collect();
+        let learned = learn(&spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
+        assert_eq!(learned.merges, naive(&corpus, 70_000));
+        assert!(learned.merges.iter().any(|m| m.count == 1));
     }
 
     #[test]

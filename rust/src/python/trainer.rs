@@ -159,19 +159,8 @@ impl Trainer {
             Some(p) => splitter_arg(p)?,
             None => self.state().splitter.clone(),
         };
-        if iterator.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err(
-                "expected an iterable of texts, got a str (which would be read as one text per character); pass [text]",
-            ));
-        }
-        let iterator = iterator
-            .try_iter()
-            .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
         let pool = self.threads()?;
-        let started = Instant::now();
-        let Counted { counts, texts, bytes } =
-            count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
-        let count_seconds = started.elapsed().as_secs_f64();
+        let (Counted { counts, texts, bytes }, count_seconds) = count_texts(py, iterator, &splitter, &pool, buffer_size, progress.as_ref())?;
         let options = LearnOptions { vocab_size, min_frequency, max_token_length };
         let run = learn_from(py, &pool, SpansToLearn::Counted(counts), options, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
@@ -204,24 +193,14 @@ impl Trainer {
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
-        let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
-        let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
+        let (first_id, new_tokens) = extension_args(first_id, new_tokens)?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         let min_frequency = min_frequency_arg(min_frequency)?;
         let progress = progress_arg(py, progress)?;
         let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
-        if iterator.is_instance_of::<PyString>() {
-            return Err(PyTypeError::new_err("expected an iterable of texts, got a str (which would be read as one text per character); pass [text]"));
-        }
-        let iterator = iterator
-            .try_iter()
-            .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
         let splitter = self.state().splitter.clone();
         let pool = self.threads()?;
-        let started = Instant::now();
-        let Counted { counts, texts, bytes } =
-            count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
-        let count_seconds = started.elapsed().as_secs_f64();
+        let (Counted { counts, texts, bytes }, count_seconds) = count_texts(py, iterator, &splitter, &pool, buffer_size, progress.as_ref())?;
         let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length: None };
         let run = extend_from(py, &pool, SpansToLearn::Counted(counts), &base, options, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
@@ -248,8 +227,7 @@ impl Trainer {
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
-        let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
-        let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
+        let (first_id, new_tokens) = extension_args(first_id, new_tokens)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
         let progress = progress_arg(py, progress)?;
         let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
@@ -376,6 +354,36 @@ impl Trainer {
     }
 }
 
+
+/// Counts the texts of `iterator`, an iterable of the items `train_from_iterator` takes (a str
+/// is refused: it would be read as one text per character), split by `splitter` on `pool`: the
+/// counts, texts and bytes, and the seconds it took.
+fn count_texts(
+    py: Python<'_>,
+    iterator: &Bound<'_, PyAny>,
+    splitter: &Splitter,
+    pool: &Arc<rayon::ThreadPool>,
+    buffer_size: usize,
+    progress: Option<&Py<PyAny>>,
+) -> PyResult<(Counted, f64)> {
+    if iterator.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err("expected an iterable of texts, got a str (which would be read as one text per character); pass [text]"));
+    }
+    let iterator = iterator
+        .try_iter()
+        .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
+    let started = Instant::now();
+    let counted = count_iterator(py, iterator, splitter, Arc::clone(pool), buffer_size, progress)?;
+    Ok((counted, started.elapsed().as_secs_f64()))
+}
+
+/// An extension's `first_id` (the id of its first new token) and `new_tokens` (how many), both
+/// checked to fit the 32-bit ids.
+fn extension_args(first_id: &Bound<'_, PyAny>, new_tokens: &Bound<'_, PyAny>) -> PyResult<(u32, usize)> {
+    let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
+    let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
+    Ok((first_id, new_tokens))
+}
 
 /// The spans and counts of `train_from_counts`'s `counts`: a mapping (dict, Counter, any
 /// Mapping) gives its items (as a view, read as it goes: a dict's list of items would be made

@@ -221,8 +221,8 @@ impl<T: TokenId> SpanTable<T> {
         let sizes: Vec<([usize; 2], usize)> = groups
             .par_iter()
             .map(|group| {
-                group.clone().map(|i| spans.get(i)).filter(|&s| kept(s)).fold(([0, 0], 0), |([a, b], n), (bytes, _)| {
-                    ([a + padded(h + bytes.len(), ID_SHIFTS[0]), b + padded(h + bytes.len(), ID_SHIFTS[1])], n + 1)
+                group.clone().map(|i| spans.get(i)).filter(|&s| kept(s)).fold(([0, 0], 0), |(words, n), (bytes, _)| {
+                    (add_padded(words, h + bytes.len()), n + 1)
                 })
             })
             .collect();
@@ -271,16 +271,21 @@ impl<T: TokenId> SpanTable<T> {
     /// tokens and count (a base's encoding of the spans, see `extend.rs`).
     pub(super) fn from_tokens<'a>(len: usize, span: impl Fn(usize) -> (&'a [u32], u64)) -> Result<(Self, Vec<u32>), usize> {
         let h = header_words::<T>();
-        let kept: Vec<usize> = (0..len).filter(|&i| span(i).0.len() >= 2 && span(i).1 > 0).collect();
-        let totals = ID_SHIFTS.map(|shift| kept.iter().map(|&i| padded(h + span(i).0.len(), shift)).sum::<usize>());
+        // The length of span `i` if it is kept (two tokens or more, counted).
+        let kept = |i: usize| {
+            let (tokens, n) = span(i);
+            (tokens.len() >= 2 && n > 0).then_some(tokens.len())
+        };
+        let totals = (0..len).filter_map(kept).fold([0, 0], |words, n| add_padded(words, h + n));
         let shift = ID_SHIFTS[pick_shift(totals)?];
-        let mut starts: Vec<(usize, usize)> = Vec::with_capacity(kept.len());
+        let mut starts: Vec<(usize, usize)> = Vec::new();
         let mut total = 0;
-        for i in kept {
-            starts.push((i, total));
-            total += padded(h + span(i).0.len(), shift);
+        for i in 0..len {
+            if let Some(n) = kept(i) {
+                starts.push((i, total));
+                total += padded(h + n, shift);
+            }
         }
-        let blocks = starts.iter().step_by(SPANS_PER_TASK).map(|&(_, at)| (at >> shift) as u32).collect();
         let mut words = vec![T::new(0); total];
         let mut big = Vec::new();
         for &(i, at) in &starts {
@@ -294,6 +299,7 @@ impl<T: TokenId> SpanTable<T> {
             }
         }
         let ids: Vec<u32> = starts.iter().map(|&(_, at)| (at >> shift) as u32).collect();
+        let blocks = ids.iter().step_by(SPANS_PER_TASK).copied().collect();
         let starts = span_starts(&ids, words.len(), shift);
         Ok((SpanTable { words, big, blocks, starts, shift }, ids))
     }
@@ -415,6 +421,12 @@ fn span_starts(ids: &[u32], words: usize, shift: u32) -> Vec<u64> {
 /// `n` rounded up to a multiple of `1 << shift`.
 fn padded(n: usize, shift: u32) -> usize {
     n.next_multiple_of(1 << shift)
+}
+
+/// `words`, a table's size with each of [`ID_SHIFTS`], with a span of `n` words (header and
+/// tokens) added.
+fn add_padded([a, b]: [usize; 2], n: usize) -> [usize; 2] {
+    [a + padded(n, ID_SHIFTS[0]), b + padded(n, ID_SHIFTS[1])]
 }
 
 /// Which of [`ID_SHIFTS`] a table of `words[k]` words with each of them takes: the first whose

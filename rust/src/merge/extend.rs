@@ -211,8 +211,8 @@ fn start<T: TokenId>(encoded: &EncodedSpans, tokens: usize, stop: &AtomicBool) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::merge::{learn, merge_in_span, Pair};
-    use std::collections::BTreeMap;
+    use crate::merge::learn;
+    use crate::merge::tests::naive_from;
 
     fn spans_of(corpus: &[(Vec<u8>, u64)]) -> Spans {
         corpus.iter().map(|(b, n)| (b.clone(), *n)).collect()
@@ -231,8 +231,7 @@ mod tests {
     /// then every pair recounted before every merge.
     fn naive_extend(corpus: &[(Vec<u8>, u64)], ranks: &[Vec<u8>], vocab_size: usize) -> Vec<Merge> {
         let encoder = Encoder::new(ranks.iter().enumerate().map(|(i, t)| (t.clone(), i as u32))).unwrap();
-        let mut vocab = Vocab::from_tokens(ranks.iter().map(|t| &t[..]));
-        let mut words: Vec<(Vec<u32>, u64)> = corpus
+        let words = corpus
             .iter()
             .map(|(b, n)| {
                 let mut w = Vec::new();
@@ -240,23 +239,7 @@ mod tests {
                 (w, *n)
             })
             .collect();
-        let mut merges = Vec::new();
-        while vocab.len() < vocab_size {
-            let mut counts: BTreeMap<Pair, u64> = BTreeMap::new();
-            for (w, n) in &words {
-                for p in w.windows(2) {
-                    *counts.entry((p[0], p[1])).or_default() += n;
-                }
-            }
-            let Some((&pair, &count)) = counts.iter().rev().max_by_key(|(_, &c)| c) else { break };
-            let token = vocab.push_merge(pair.0, pair.1);
-            for (w, _) in &mut words {
-                let len = merge_in_span(w, pair, token, |_| {});
-                w.truncate(len);
-            }
-            merges.push(Merge { pair, token, count });
-        }
-        merges
+        naive_from(words, Vocab::from_tokens(ranks.iter().map(|t| &t[..])), vocab_size, usize::MAX)
     }
 
     fn corpus(seed: u64, alphabet: &[u8]) -> Vec<(Vec<u8>, u64)> {

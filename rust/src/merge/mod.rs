@@ -519,9 +519,14 @@ pub(crate) mod tests {
 
     /// [`naive`], choosing only among pairs whose token has at most `max_length` bytes.
     fn naive_limited(spans: &[(Vec<u8>, u64)], vocab_size: usize, max_length: usize) -> Vec<Merge> {
-        let mut vocab = Vocab::bytes();
-        let mut words: Vec<(Vec<u32>, u64)> =
-            spans.iter().map(|(b, n)| (b.iter().map(|&x| x as u32).collect(), *n)).collect();
+        let words = spans.iter().map(|(b, n)| (b.iter().map(|&x| x as u32).collect(), *n)).collect();
+        naive_from(words, Vocab::bytes(), vocab_size, max_length)
+    }
+
+    /// The specification from `words` (spans as tokens of `vocab`, with their counts): recount
+    /// every pair before every merge, merge the most counted (the smallest among equals) of
+    /// those making a token of at most `max_length` bytes, until `vocab_size` tokens.
+    pub(crate) fn naive_from(mut words: Vec<(Vec<u32>, u64)>, mut vocab: Vocab, vocab_size: usize, max_length: usize) -> Vec<Merge> {
         let mut merges = Vec::new();
         while vocab.len() < vocab_size {
             let mut counts: BTreeMap<Pair, u64> = BTreeMap::new();

@@ -16,8 +16,13 @@
 //!
 //! The counting tables, the span table and the pair index are read at random places, tens of
 //! megabytes of them: with 4 KiB pages most of those reads would also miss the TLB, and
-//! faulting the pages in one by one costs a trap each. So mappings of 2 MiB or more ask for
-//! transparent huge pages (`madvise`; the system may decline, which changes nothing else).
+//! faulting the pages in one by one costs a trap each. So blocks mapped at 2 MiB or more ask
+//! for transparent huge pages (`madvise`; the system may decline, which changes nothing else).
+//! A block grown by appending (a `Vec` pushed to) asks only once it reaches [`HUGE_GROWN`]: the
+//! first write into a huge page faults in all 2 MiB of it, so the last, partly written page of
+//! each growing array holds up to 2 MiB more than it uses, which weighs on small runs (several
+//! growing arrays in the merge loop). A block written whole when it grows, as the counting
+//! tables are, asks for itself ([`prefer_huge_pages`]).
 //!
 //! A fresh mapping costs a fault and the zeroing of each of its pages when first written. The
 //! Parquet reader maps and unmaps two buffers of megabytes per page (compressed and
@@ -51,6 +56,30 @@ pub fn prefetch<T>(p: *const T) {
 
 /// Blocks of at least this many bytes are mapped straight from the system.
 pub const LARGE: usize = 1 << 20;
+
+/// A block mapped at this size or more asks for huge pages (see the module doc)...
+const HUGE: usize = 2 << 20;
+
+/// ... and a block grown to this size or more: its last huge page, partly written, then holds
+/// at most a sixteenth more than the block.
+const HUGE_GROWN: usize = 32 << 20;
+
+/// Asks for transparent huge pages on the room of `block` (its capacity), which is about to be
+/// written whole (see the module doc); a no-op off Linux, and on a refusal.
+pub fn prefer_huge_pages<T>(block: &mut Vec<T>) {
+    #[cfg(target_os = "linux")]
+    {
+        let start = block.as_mut_ptr() as usize;
+        let end = start + block.capacity() * std::mem::size_of::<T>();
+        let (start, end) = (start.next_multiple_of(4096), end / 4096 * 4096);
+        if end >= start + HUGE {
+            // SAFETY: advice on whole pages of a block we hold mutably; it changes no byte.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = block;
+}
 
 /// Gives the whole pages of `items` at or past address `*from` back to the system, and moves
 /// `*from` past them: for a large buffer read once, from start to end, before it is freed,
@@ -181,7 +210,7 @@ unsafe fn map_reusing(size: usize) -> *mut u8 {
                 libc::munmap(p.cast(), len);
                 break;
             }
-            huge(q, size);
+            huge(q, size, HUGE);
             return q.cast();
         }
     }
@@ -224,16 +253,16 @@ unsafe fn map(size: usize) -> *mut u8 {
     if p == libc::MAP_FAILED {
         std::ptr::null_mut()
     } else {
-        huge(p, size);
+        huge(p, size, HUGE);
         p.cast()
     }
 }
 
-/// Asks for transparent huge pages on a mapping of at least 2 MiB (see the module doc). A
-/// refusal is no error: the block works the same with small pages.
+/// Asks for transparent huge pages on a mapping of `size` bytes if it is at least `from` (see
+/// the module doc). A refusal is no error: the block works the same with small pages.
 #[cfg(target_os = "linux")]
-unsafe fn huge(p: *mut libc::c_void, size: usize) {
-    if size >= 2 << 20 {
+unsafe fn huge(p: *mut libc::c_void, size: usize, from: usize) {
+    if size >= from {
         libc::madvise(p, size, libc::MADV_HUGEPAGE);
     }
 }
@@ -283,7 +312,7 @@ unsafe impl GlobalAlloc for Allocator {
                 if p == libc::MAP_FAILED {
                     std::ptr::null_mut()
                 } else {
-                    huge(p, new_size);
+                    huge(p, new_size, HUGE_GROWN);
                     p.cast()
                 }
             }

@@ -214,6 +214,7 @@ pub(super) fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, f
 pub(super) fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -> u64, free: impl Fn(&S) -> bool) {
     let old = slots.len();
     slots.reserve_exact(old);
+    crate::memory::prefer_huge_pages(slots); // written whole just below (see the memory module)
     slots.resize(2 * old, S::default());
     let first_free = slots[..old].iter().position(&free).unwrap_or(old);
     let wrapped: Vec<S> = slots[..first_free].iter_mut().map(std::mem::take).collect();

@@ -46,6 +46,14 @@ impl Documents {
             Documents::Jsonl(j) => &j.bad,
         }
     }
+
+    /// Gives back the buffer and closes the file, once nothing more is read.
+    fn close(&mut self) {
+        match self {
+            Documents::Text(t) => t.close(),
+            Documents::Jsonl(j) => j.close(),
+        }
+    }
 }
 
 struct Reading {
@@ -78,6 +86,9 @@ impl Reading {
         };
         let more = matches!(read, Ok(true)) && !self.selection.stopped;
         self.done = !more;
+        if self.done {
+            self.documents.close();
+        }
         read.map(|_| more)
     }
 }

@@ -115,6 +115,13 @@ impl JsonlTexts {
         }
     }
 
+    /// Gives back the buffer and closes the input: nothing more is read (see
+    /// [`TextDocuments::close`](super::text::TextDocuments::close)).
+    pub fn close(&mut self) {
+        (self.buf, self.pos, self.searched, self.eof) = (Vec::new(), 0, 0, true);
+        self.input = Box::new(std::io::empty());
+    }
+
     /// Calls `take` on each non-empty text in turn until it returns false or the input ends;
     /// returns whether texts may remain. `judge(line, number)` says what the lines serde_json
     /// does not take hold (see the module's comment).

@@ -694,6 +694,28 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn spans_around_the_headers_longest_length_merge_as_the_others() {
+        // A header holds lengths below 255 tokens; longer spans keep theirs after it, also
+        // once merges have made them shorter than that (see spans.rs). Random spans of lengths
+        // around it, beside short ones, on u16 and u32 ids, merged far enough to shorten them.
+        let mut next = crate::test_random(11);
+        for corpus in 0..40 {
+            let spans: Vec<(Vec<u8>, u64)> = (0..30)
+                .map(|i| {
+                    let len = if i % 3 == 0 { 250 + next(12) as usize } else { 2 + next(8) as usize };
+                    ((0..len).map(|_| b'a' + next(3 + corpus % 4) as u8).collect(), 1 + next(4))
+                })
+                .collect();
+            let want = naive(&spans, 300);
+            assert_eq!(learn_all(&spans, 300), want, "corpus {corpus}");
+            let table: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
+            let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
+            let wide = run(Loop::<u32>::new(table, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
+            assert_eq!(wide.merges, want, "corpus {corpus}, u32 ids");
+        }
+    }
+
+    #[test]
     fn counts_beyond_32_bits_are_exact() {
         let big = 3_000_000_000u64;
         let merges = learn_all(&[(b"ab".to_vec(), big), (b"abab".to_vec(), big)], 257);
@@ -701,13 +723,13 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn counts_around_the_headers_32_bits_are_exact() {
-        // A span's header holds 32 bits of its count, larger counts being listed apart (see
-        // spans.rs): counts just below, at and past that, in spans spread over the groups the
-        // table is built in, on one thread and two.
-        let around = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), 1 << 32, 1 << 40];
+    fn counts_around_the_headers_24_bits_are_exact() {
+        // A span's header holds 24 bits of its count, larger counts being listed apart (see
+        // spans.rs): counts just below, at and past that, and past 32 bits, in spans spread
+        // over the groups the table is built in, on one thread and two.
+        let around = [(1 << 24) - 2, (1 << 24) - 1, 1 << 24, u64::from(u32::MAX), 1 << 40];
         let spans: Vec<(Vec<u8>, u64)> = (0..12_000u64)
-            .map(|i| (format!("ab{}a{}", i % 89, i).into_bytes(), if i % 97 == 3 { around[(i / 97 % 4) as usize] } else { 1 + i % 5 }))
+            .map(|i| (format!("ab{}a{}", i % 89, i).into_bytes(), if i % 97 == 3 { around[(i / 97 % 5) as usize] } else { 1 + i % 5 }))
             .collect();
         let want = naive(&spans, 275);
         assert!(want.iter().any(|m| m.count > 1 << 40), "big counts must be merged");

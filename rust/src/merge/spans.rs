@@ -153,30 +153,71 @@ impl TokenId for u32 {
 /// two bytes per span on average, a tenth of a span table of short words.
 const ID_SHIFTS: [u32; 2] = [1, 2];
 
-/// Header words of a span: its current length (32 bits) then its count (32 bits), split into
-/// token-sized words, lowest first. A count of [`BIG_COUNT`] or more is kept in the table's list
-/// of big counts, the header holding [`BIG_COUNT`]: such counts are rare (a span seen four
-/// billion times), and a 64-bit count in every header would take four more bytes per span.
+/// A span's header is 32 bits, split into token-sized words, lowest first: its current length
+/// in the low [`LEN_BITS`] bits and its count in the others. A span of [`LONG`] tokens or more
+/// holds [`LONG`] there, its length being in the 32 bits after the header (and staying there
+/// as merges shorten it); a count of [`BIG_COUNT`] or more is kept in the table's list of big
+/// counts, the header holding [`BIG_COUNT`]. Both are rare (a pre-token of hundreds of bytes, a
+/// span seen sixteen million times), and a header of 64 bits would take four more bytes per
+/// span: a seventh of a span table of short words.
 fn header_words<T: TokenId>() -> usize {
-    64 / T::BITS as usize
+    32 / T::BITS as usize
 }
 
-/// The count a header holds for a count of this or more, which is in the list of big counts.
-const BIG_COUNT: u64 = u32::MAX as u64;
+/// The bits of a header holding the span's length.
+const LEN_BITS: u32 = 8;
 
-/// Writes the header of a span of `len` tokens counted `n` at the start of `span`; returns
-/// whether `n` goes in the list of big counts.
+/// The length a header holds for a span of this many tokens or more, whose length follows it.
+const LONG: u64 = (1 << LEN_BITS) - 1;
+
+/// The count a header holds for a count of this or more, which is in the list of big counts.
+const BIG_COUNT: u64 = (1 << (32 - LEN_BITS)) - 1;
+
+/// The words before the tokens of a span of `len` tokens: its header, and its length after it
+/// if it is long.
+fn prefix_words<T: TokenId>(len: usize) -> usize {
+    header_words::<T>() * if len as u64 >= LONG { 2 } else { 1 }
+}
+
+/// Writes the header (and, if it is long, the length) of a span of `len` tokens counted `n` at
+/// the start of `span`; returns whether `n` goes in the list of big counts.
 fn write_header<T: TokenId>(span: &mut [T], len: usize, n: u64) -> bool {
-    write_bits(span, len as u64, 32);
-    write_bits(&mut span[32 / T::BITS as usize..], n.min(BIG_COUNT), 32);
+    let long = len as u64 >= LONG;
+    write_bits(span, if long { LONG } else { len as u64 } | n.min(BIG_COUNT) << LEN_BITS, 32);
+    if long {
+        write_bits(&mut span[header_words::<T>()..], len as u64, 32);
+    }
     n >= BIG_COUNT
+}
+
+/// The current length of the span whose header starts `span`, and where its tokens start.
+#[inline(always)]
+fn span_extent<T: TokenId>(span: &[T]) -> (usize, usize) {
+    let h = header_words::<T>();
+    let len = read_bits(span, 32) & LONG;
+    if len < LONG {
+        (len as usize, h)
+    } else {
+        (read_bits(&span[h..], 32) as usize, 2 * h)
+    }
+}
+
+/// Sets the length of the span whose header starts `span` to `len` (no more than it was).
+#[inline(always)]
+fn set_span_len<T: TokenId>(span: &mut [T], len: usize) {
+    let header = read_bits(span, 32);
+    if header & LONG < LONG {
+        write_bits(span, header & !LONG | len as u64, 32);
+    } else {
+        write_bits(&mut span[header_words::<T>()..], len as u64, 32);
+    }
 }
 
 /// The count of span `id`, whose header starts `span`, given the table's big counts (see
 /// [`header_words`]).
 #[inline(always)]
 fn span_count<T: TokenId>(span: &[T], id: u32, big: &[(u32, u64)]) -> i64 {
-    let n = read_bits(&span[32 / T::BITS as usize..], 32);
+    let n = read_bits(span, 32) >> LEN_BITS;
     if n < BIG_COUNT {
         return n as i64;
     }
@@ -213,7 +254,6 @@ impl<T: TokenId> SpanTable<T> {
     /// stretch of the table and of the ids. Nothing per span is held besides the table and
     /// the ids (a list of where each span goes would take more memory than the ids).
     pub(super) fn new(spans: &Spans) -> Result<(Self, Vec<u32>), usize> {
-        let h = header_words::<T>();
         let kept = |(bytes, n): (&[u8], u64)| bytes.len() >= 2 && n > 0;
         let per_group = spans.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 12);
         let groups: Vec<std::ops::Range<usize>> = (0..spans.len()).step_by(per_group).map(|at| at..spans.len().min(at + per_group)).collect();
@@ -222,7 +262,7 @@ impl<T: TokenId> SpanTable<T> {
             .par_iter()
             .map(|group| {
                 group.clone().map(|i| spans.get(i)).filter(|&s| kept(s)).fold(([0, 0], 0), |(words, n), (bytes, _)| {
-                    (add_padded(words, h + bytes.len()), n + 1)
+                    (add_padded(words, prefix_words::<T>(bytes.len()) + bytes.len()), n + 1)
                 })
             })
             .collect();
@@ -251,13 +291,14 @@ impl<T: TokenId> SpanTable<T> {
                     if write_header(span, bytes.len(), n) {
                         big.push((id, n));
                     }
-                    for (w, &b) in span[h..h + bytes.len()].iter_mut().zip(bytes) {
+                    let p = prefix_words::<T>(bytes.len());
+                    for (w, &b) in span[p..p + bytes.len()].iter_mut().zip(bytes) {
                         *w = T::new(u32::from(b));
                     }
                     if let Some(slot) = next_id.next() {
                         *slot = id;
                     }
-                    at += padded(h + bytes.len(), shift);
+                    at += padded(p + bytes.len(), shift);
                 }
                 big
             })
@@ -270,20 +311,19 @@ impl<T: TokenId> SpanTable<T> {
     /// [`SpanTable::new`] for spans already made of tokens: span `i < len` is `span(i)`, its
     /// tokens and count (a base's encoding of the spans, see `extend.rs`).
     pub(super) fn from_tokens<'a>(len: usize, span: impl Fn(usize) -> (&'a [u32], u64)) -> Result<(Self, Vec<u32>), usize> {
-        let h = header_words::<T>();
         // The length of span `i` if it is kept (two tokens or more, counted).
         let kept = |i: usize| {
             let (tokens, n) = span(i);
             (tokens.len() >= 2 && n > 0).then_some(tokens.len())
         };
-        let totals = (0..len).filter_map(kept).fold([0, 0], |words, n| add_padded(words, h + n));
+        let totals = (0..len).filter_map(kept).fold([0, 0], |words, n| add_padded(words, prefix_words::<T>(n) + n));
         let shift = ID_SHIFTS[pick_shift(totals)?];
         let mut starts: Vec<(usize, usize)> = Vec::new();
         let mut total = 0;
         for i in 0..len {
             if let Some(n) = kept(i) {
                 starts.push((i, total));
-                total += padded(h + n, shift);
+                total += padded(prefix_words::<T>(n) + n, shift);
             }
         }
         let mut words = vec![T::new(0); total];
@@ -293,8 +333,8 @@ impl<T: TokenId> SpanTable<T> {
             if write_header(&mut words[at..], tokens.len(), n) {
                 big.push(((at >> shift) as u32, n));
             }
-            let words = &mut words[at..];
-            for (w, &t) in words[h..h + tokens.len()].iter_mut().zip(tokens) {
+            let p = at + prefix_words::<T>(tokens.len());
+            for (w, &t) in words[p..p + tokens.len()].iter_mut().zip(tokens) {
                 *w = T::new(t);
             }
         }
@@ -337,14 +377,10 @@ impl<T: TokenId> SpanTable<T> {
         }
     }
 
-    fn span_len(&self, at: usize) -> usize {
-        read_bits(&self.words[at..], 32) as usize
-    }
-
     pub(super) fn tokens(&self, id: u32) -> &[T] {
-        let at = (id as usize) << self.shift;
-        let start = at + header_words::<T>();
-        &self.words[start..start + self.span_len(at)]
+        let span = &self.words[(id as usize) << self.shift..];
+        let (len, start) = span_extent(span);
+        &span[start..start + len]
     }
 
     pub(super) fn count(&self, id: u32) -> i64 {
@@ -459,7 +495,6 @@ fn write_bits<T: TokenId>(words: &mut [T], value: u64, bits: u32) {
 /// scattered over the table, do not wait on memory one after the other.
 #[allow(clippy::too_many_arguments)]
 fn merge_block<T: TokenId>(words: &mut [T], first: u32, shift: u32, big: &[(u32, u64)], ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
-    let h = header_words::<T>();
     let at = |id: u32| ((id - first) as usize) << shift;
     for (i, &id) in ids.iter().enumerate() {
         if let Some(&next) = ids.get(i + AHEAD) {
@@ -467,11 +502,11 @@ fn merge_block<T: TokenId>(words: &mut [T], first: u32, shift: u32, big: &[(u32,
             prefetch(words.as_ptr().wrapping_add(at(next) + 64 / std::mem::size_of::<T>()));
         }
         let span = &mut words[at(id)..];
-        let len = read_bits(span, 32) as usize;
+        let (len, start) = span_extent(span);
         let n = span_count(span, id, big);
-        let merged = neighbours.merge_span(&mut span[h..h + len], n, id, pair, token);
+        let merged = neighbours.merge_span(&mut span[start..start + len], n, id, pair, token);
         if merged != len {
-            write_bits(span, merged as u64, 32);
+            set_span_len(span, merged);
         }
     }
 }
@@ -659,8 +694,7 @@ mod tests {
         let (table, ids) = SpanTable::<u16>::new(&spans).unwrap();
         assert_eq!(table.shift, 1);
         assert_eq!(table.ids(), ids);
-        let h = header_words::<u16>();
-        assert_eq!(table.words.len(), (2..40usize).map(|len| (h + len).next_multiple_of(2)).sum::<usize>());
+        assert_eq!(table.words.len(), (2..40usize).map(|len| (header_words::<u16>() + len).next_multiple_of(2)).sum::<usize>());
         for (&id, len) in ids.iter().zip(2..40usize) {
             assert_eq!(table.tokens(id), &vec![u16::from(b'a' + len as u8); len][..]);
             assert_eq!(table.count(id), len as i64);

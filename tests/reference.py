@@ -131,9 +131,11 @@ def extend(
     new_tokens: int,
     pattern: str = GPT4_PATTERN,
     min_frequency: int = 1,
+    max_token_length: Optional[int] = None,
 ):
     """Continued BPE, naively: ``base_ranks`` (``{bytes: id}``, ids may have gaps) extended by up
-    to ``new_tokens`` tokens numbered from ``first_id`` on. Each distinct span starts as
+    to ``new_tokens`` tokens numbered from ``first_id`` on, none longer than
+    ``max_token_length`` bytes (if given). Each distinct span starts as
     tiktoken encodes it with the base's ranks (tiktoken, not bpeforge, encodes), then every pair
     is recounted before every merge, by the rule of :func:`train_from_counts` on the ids as they
     are. Returns ``(ranks, merges)`` as :func:`train` does, ranks sorted by id. A merge whose
@@ -147,6 +149,8 @@ def extend(
     merges: List[Tuple[int, int, int, int]] = []
     while len(vocab) < len(base_ranks) + new_tokens:
         pairs = count_pairs(words)
+        if max_token_length is not None:
+            pairs = Counter({p: n for p, n in pairs.items() if len(vocab[p[0]]) + len(vocab[p[1]]) <= max_token_length})
         if not pairs:
             break
         best = min(pairs, key=lambda p: (-pairs[p], p))

@@ -51,6 +51,31 @@ def test_extending_equals_the_reference(a, b, short, new, specials):
 
 
 @settings(max_examples=60, deadline=None)
+@given(a=corpora(), b=corpora(), short=st.integers(256, 300), new=st.integers(0, 60), longest=st.integers(2, 6), counts=st.booleans())
+def test_extending_with_a_longest_token_equals_the_reference(a, b, short, new, longest, counts):
+    # The base may hold tokens longer than the limit: they stay, and pairs with them are never merged.
+    base = trained(a + ["x"], short)
+    extension = Extension(base, base.n_vocab + new, max_token_length=longest)
+    extended = extension.run(bpeforge.count(b, pattern=base.pattern) if counts else b)
+    want, merges = reference.extend(b, base.mergeable_ranks, base.n_vocab, new, base.pattern, max_token_length=longest)
+    assert ranks_in_order(extended.ranks) == want
+    assert extended.merges() == [tuple(m) for m in merges]
+    assert all(len(t) <= longest for t, i in extended.ranks.items() if i >= base.n_vocab)
+
+
+def test_extend_passes_the_longest_token_on():
+    base = trained(["the cat sat on the mat"] * 5, 262)
+    texts = ["catastrophe catamaran catalogue"] * 5
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the small text runs out of pairs
+        limited = base.extend(texts, 300, max_token_length=3)
+        unlimited = base.extend(texts, 300)
+    new = lambda tok: [t for t, i in tok.mergeable_ranks.items() if i >= base.n_vocab]  # noqa: E731
+    assert new(limited) and all(len(t) <= 3 for t in new(limited))
+    assert any(len(t) > 3 for t in new(unlimited))
+
+
+@settings(max_examples=60, deadline=None)
 @given(a=st.one_of(corpora(), repeated_words_corpus("abc")), short=st.integers(256, 290), more=st.integers(0, 40), specials=st.booleans())
 def test_extending_with_the_same_corpus_is_training_longer(a, short, more, specials):
     a = a + ["x"]
@@ -155,6 +180,8 @@ def test_bad_options_are_refused():
         Extension(tiktoken.Encoding("x", pat_str=r"\w+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}), 300)
     with pytest.raises(bpeforge.errors.NoTextError):
         Extension(base, 270).run([]).build(bpeforge.Tokenizer)
+    with pytest.raises(OptionError, match="max_token_length must be at least 2 bytes"):
+        Extension(base, 270, max_token_length=1)
 
 
 @settings(max_examples=30, deadline=None)

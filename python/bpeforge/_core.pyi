@@ -88,6 +88,7 @@ class Trainer:
         *,
         min_frequency: int = 1,
         progress: Optional[_ProgressCallback] = None,
+        max_token_length: Optional[int] = None,
     ) -> None:
         """Extends the ranks `base_ranks` (a list of `(bytes, id)`; ids may have gaps) with tokens
         learned from `iterator` (as `train_from_iterator` reads it), numbered from `first_id` on,
@@ -96,6 +97,8 @@ class Trainer:
         the same rule until `new_tokens` tokens are made. A base with a token that merging its
         bytes does not make (ranks not made by BPE training) is refused with a ValueError naming
         it. The ranks afterwards are the base's with their ids, then the new tokens.
+        `max_token_length` as for `train_from_iterator` (a base's longer tokens are kept, and
+        never merged further).
         """
     def extend_from_counts(
         self,
@@ -106,6 +109,7 @@ class Trainer:
         *,
         min_frequency: int = 1,
         progress: Optional[_ProgressCallback] = None,
+        max_token_length: Optional[int] = None,
     ) -> None:
         """`extend_from_iterator` from already counted spans, read as `train_from_counts` reads
         them (each span taken whole, not split: count them with the base's pattern).

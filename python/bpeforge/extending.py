@@ -21,7 +21,7 @@ from .checks import MAX_TOKEN_ID, as_int
 from .errors import OptionError
 from .patterns import pattern_label
 from .progress import ConsoleProgress
-from .training import ProgressCallback, ProgressOfRun, TrainedRanks, new_trainer
+from .training import ProgressCallback, ProgressOfRun, TrainedRanks, max_token_length_option, new_trainer
 
 
 class ExtendedRanks(TrainedRanks):
@@ -53,8 +53,10 @@ class Extension:
     """An extension of ``base`` set up: every option checked, no text read.
 
     ``vocab_size`` is the final vocabulary (``n_vocab``: the largest id plus one, special tokens
-    included), at least the base's; new tokens are numbered from the base's ``n_vocab`` on. A
-    bad value raises :class:`~bpeforge.errors.OptionError` (a ValueError naming the option) or
+    included), at least the base's; new tokens are numbered from the base's ``n_vocab`` on.
+    ``max_token_length`` (bytes, 2 or more; ``None`` for no limit) skips every merge whose token
+    would be longer, as in training; the base's tokens are kept whatever their length. A bad
+    value raises :class:`~bpeforge.errors.OptionError` (a ValueError naming the option) or
     TypeError; a base that cannot be extended raises ValueError when :meth:`run` starts.
 
     >>> base = BaseTokenizer({bytes([i]): i for i in range(256)})
@@ -63,12 +65,21 @@ class Extension:
     [(b'el', 256), (b'hel', 257)]
     """
 
-    def __init__(self, base: BaseTokenizer, vocab_size: int, *, min_frequency: int = 1, num_threads: Optional[int] = None) -> None:
+    def __init__(
+        self,
+        base: BaseTokenizer,
+        vocab_size: int,
+        *,
+        min_frequency: int = 1,
+        num_threads: Optional[int] = None,
+        max_token_length: Optional[int] = None,
+    ) -> None:
         if not isinstance(base, BaseTokenizer):
             raise TypeError(f"the base must be a bpeforge tokenizer, got {type(base).__name__} (load it first, e.g. Tokenizer.load)")
         self.base = base
         self.vocab_size = as_int(vocab_size, "vocab_size")
         self.min_frequency = as_int(min_frequency, "min_frequency")
+        self.max_token_length = max_token_length_option(max_token_length)
         #: The id of the first new token: the base's ``n_vocab``, above all its ids.
         self.first_id = base.n_vocab
         if not self.first_id <= self.vocab_size <= MAX_TOKEN_ID:
@@ -104,11 +115,24 @@ class Extension:
         with ProgressOfRun(progress) as callback:
             if isinstance(texts, (Mapping, _core.SpanCounts)):
                 self.trainer.extend_from_counts(
-                    texts, base_ranks, self.first_id, self.new_tokens, min_frequency=self.min_frequency, progress=callback
+                    texts,
+                    base_ranks,
+                    self.first_id,
+                    self.new_tokens,
+                    min_frequency=self.min_frequency,
+                    progress=callback,
+                    max_token_length=self.max_token_length,
                 )
             else:
                 self.trainer.extend_from_iterator(
-                    texts, base_ranks, self.first_id, self.new_tokens, buffer_size, min_frequency=self.min_frequency, progress=callback
+                    texts,
+                    base_ranks,
+                    self.first_id,
+                    self.new_tokens,
+                    buffer_size,
+                    min_frequency=self.min_frequency,
+                    progress=callback,
+                    max_token_length=self.max_token_length,
                 )
         ranks_asked = len(base_ranks) + self.new_tokens
         return ExtendedRanks(self.trainer, self.base, ranks_asked, self.min_frequency, from_counts)

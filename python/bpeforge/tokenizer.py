@@ -120,6 +120,7 @@ class Tokenizer(BaseTokenizer):
         min_frequency: int = 1,
         buffer_size: int = 8192,
         num_threads: Optional[int] = None,
+        max_token_length: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
     ) -> "Tokenizer":
         """A new tokenizer: this one's ranks and special tokens with their ids, and new tokens
@@ -127,7 +128,8 @@ class Tokenizer(BaseTokenizer):
         spans, split with this tokenizer's pattern, to counts) numbered from ``n_vocab`` on, up
         to ``vocab_size`` ids in all. Continued BPE: each distinct span of
         the texts starts as this tokenizer encodes it, and merging goes on by training's rule,
-        so a text that needs no new token encodes exactly as before. Ranks not made by BPE
+        so a text that needs no new token encodes exactly as before. ``max_token_length`` skips
+        every merge whose token would be longer, as in training. Ranks not made by BPE
         training (a token that merging its bytes does not make) are refused with a ValueError;
         see docs/extend.md. Stops early, with a warning, as training does.
 
@@ -136,7 +138,7 @@ class Tokenizer(BaseTokenizer):
         >>> tok.n_vocab, tok.encode("low lower") == base.encode("low lower")
         (262, True)
         """
-        extension = Extension(self, vocab_size, min_frequency=min_frequency, num_threads=num_threads)
+        extension = Extension(self, vocab_size, min_frequency=min_frequency, num_threads=num_threads, max_token_length=max_token_length)
         extended = extension.run(texts, buffer_size, progress)
         tokenizer = extended.build(type(self))
         if extended.stopped_early:

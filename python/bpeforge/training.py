@@ -171,6 +171,23 @@ class TrainedRanks:
         return self.special_tokens
 
 
+def max_token_length_option(value: Optional[int]) -> Optional[int]:
+    """``max_token_length`` checked: None (no limit) or an int of at least 2 bytes, else an
+    :class:`~bpeforge.errors.OptionError` (or TypeError).
+
+    >>> max_token_length_option(1)
+    Traceback (most recent call last):
+    ...
+    bpeforge.errors.OptionError: max_token_length must be at least 2 bytes (the shortest merged token), got 1
+    """
+    if value is None:
+        return None
+    length = as_int(value, "max_token_length")
+    if length < 2:
+        raise OptionError("max_token_length", f"max_token_length must be at least 2 bytes (the shortest merged token), got {length}")
+    return length
+
+
 class Training:
     """A training run, set up: every option checked, no text read yet.
 
@@ -210,12 +227,7 @@ class Training:
                 f"vocab_size must be at least 256 + {n_special} special tokens = {256 + n_special} "
                 f"and at most {MAX_TOKEN_ID}, got {self.vocab_size}",
             )
-        self.max_token_length = None if max_token_length is None else as_int(max_token_length, "max_token_length")
-        if self.max_token_length is not None and self.max_token_length < 2:
-            raise OptionError(
-                "max_token_length",
-                f"max_token_length must be at least 2 bytes (the shortest merged token), got {self.max_token_length}",
-            )
+        self.max_token_length = max_token_length_option(max_token_length)
         #: The ranks to train: ``vocab_size`` minus the special tokens.
         self.ranks_asked = self.vocab_size - n_special
         try:

@@ -32,6 +32,25 @@ def test_extend_keeps_every_id_and_equals_the_api(tmp_path):
     assert tok.mergeable_ranks == api.mergeable_ranks
 
 
+def test_extend_takes_the_longest_token_as_the_api_does(tmp_path):
+    english = write(tmp_path / "en.txt", ["the cat sat on the mat"] * 20)
+    code = write(tmp_path / "code.txt", ["catastrophe catamaran catalogue"] * 20)
+    r = run("train", english, "--vocab-size", 262, "--special-tokens", "none", "--holdout", 0, "-o", tmp_path / "en")
+    assert r.returncode == 0, r.stderr
+    base = bpeforge.Tokenizer.load(tmp_path / "en")
+    out = tmp_path / "ext"
+    r = run("train", "--extend", tmp_path / "en", "--vocab-size", 300, "--max-token-length", 3, "--holdout", 0, "-o", out, code)
+    assert r.returncode == 0, r.stderr
+    tok = check_saved(out)
+    new = [t for t, i in tok.mergeable_ranks.items() if i >= base.n_vocab]
+    assert new and all(len(t) <= 3 for t in new)
+    with pytest.warns(UserWarning, match="no pair is left"):
+        api = base.extend(code.read_text().splitlines(), vocab_size=300, max_token_length=3)
+    assert tok.mergeable_ranks == api.mergeable_ranks
+    r = run("train", "--extend", tmp_path / "en", "--vocab-size", 300, "--max-token-length", 1, "-o", tmp_path / "o", code)
+    assert r.returncode == 2 and "--max-token-length" in r.stderr
+
+
 def test_extend_errors_are_one_line(tmp_path):
     text = write(tmp_path / "t.txt", ["abcd abce"] * 5)
     r = run("train", "--extend", tmp_path / "missing", "-o", tmp_path / "o", text)

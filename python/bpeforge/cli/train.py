@@ -172,7 +172,9 @@ def set_up_extension(args: argparse.Namespace) -> Extension:
     except (OSError, ValueError) as e:
         raise CLIError(f"--extend {args.extend}: cannot read the base tokenizer: {one_line(e)}") from None
     try:
-        return Extension(base, args.vocab_size, min_frequency=args.min_frequency, num_threads=args.threads)
+        return Extension(
+            base, args.vocab_size, min_frequency=args.min_frequency, num_threads=args.threads, max_token_length=args.max_token_length
+        )
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
 

@@ -230,6 +230,11 @@ mod tests {
     /// Continued BPE run naively: each span encoded with `ranks` (dense, as tiktoken would),
     /// then every pair recounted before every merge.
     fn naive_extend(corpus: &[(Vec<u8>, u64)], ranks: &[Vec<u8>], vocab_size: usize) -> Vec<Merge> {
+        naive_extend_limited(corpus, ranks, vocab_size, usize::MAX)
+    }
+
+    /// [`naive_extend`], choosing only among pairs whose token has at most `max_length` bytes.
+    fn naive_extend_limited(corpus: &[(Vec<u8>, u64)], ranks: &[Vec<u8>], vocab_size: usize, max_length: usize) -> Vec<Merge> {
         let encoder = Encoder::new(ranks.iter().enumerate().map(|(i, t)| (t.clone(), i as u32))).unwrap();
         let words = corpus
             .iter()
@@ -239,7 +244,7 @@ mod tests {
                 (w, *n)
             })
             .collect();
-        naive_from(words, Vocab::from_tokens(ranks.iter().map(|t| &t[..])), vocab_size, usize::MAX)
+        naive_from(words, Vocab::from_tokens(ranks.iter().map(|t| &t[..])), vocab_size, max_length)
     }
 
     fn corpus(seed: u64, alphabet: &[u8]) -> Vec<(Vec<u8>, u64)> {
@@ -289,9 +294,28 @@ mod tests {
     }
 
     #[test]
+    fn extending_with_a_longest_token_equals_the_naive_continued_loop() {
+        // The base's tokens may be longer than the limit: pairs with them are never merged.
+        let mut limited = 0;
+        for seed in 0..200 {
+            let base = trained(&corpus(seed, b"abc d"), 270);
+            let b = corpus(seed + 1000, b"bcd e");
+            for max_length in [2, 3, 5] {
+                let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: Some(max_length) };
+                let learned = extend(spans_of(&b), &base_of(&base, 270), &options, &no_stop(), |_, _| ControlFlow::Continue(())).unwrap();
+                let want = naive_extend_limited(&b, &base, 300, max_length);
+                assert_eq!(learned.merges, want, "seed {seed}, at most {max_length} bytes");
+                limited += usize::from(want != naive_extend(&b, &base, 300));
+            }
+        }
+        assert!(limited > 200, "the limit must change the merges of many extensions ({limited})");
+    }
+
+    #[test]
     fn extending_keeps_counts_past_32_bits_exact() {
-        // Spans counted around the span header's 32 bits (see spans.rs), encoded by a base.
-        let around = [u64::from(u32::MAX) - 1, u64::from(u32::MAX), 1 << 32, 1 << 40, 1, 2];
+        // Spans counted around the span header's 24 bits (see spans.rs) and past 32 bits,
+        // encoded by a base.
+        let around = [(1 << 24) - 2, (1 << 24) - 1, 1 << 24, u64::from(u32::MAX), 1 << 32, 1 << 40, 1, 2];
         for seed in 0..50 {
             let base = trained(&corpus(seed, b"abc d"), 262);
             let b: Vec<(Vec<u8>, u64)> = corpus(seed + 1000, b"bcd e").into_iter().enumerate().map(|(i, (span, _))| (span, around[i % around.len()])).collect();

@@ -175,9 +175,11 @@ impl Trainer {
     /// the same rule until `new_tokens` tokens are made. A base with a token that merging its
     /// bytes does not make (ranks not made by BPE training) is refused with a ValueError naming
     /// it. The ranks afterwards are the base's with their ids, then the new tokens.
+    /// `max_token_length` as for `train_from_iterator` (a base's longer tokens are kept, and
+    /// never merged further).
     #[pyo3(
-        signature = (iterator, base_ranks, first_id, new_tokens, buffer_size=None, *, min_frequency=None, progress=None),
-        text_signature = "(self, iterator, base_ranks, first_id, new_tokens, buffer_size=8192, *, min_frequency=1, progress=None)"
+        signature = (iterator, base_ranks, first_id, new_tokens, buffer_size=None, *, min_frequency=None, progress=None, max_token_length=None),
+        text_signature = "(self, iterator, base_ranks, first_id, new_tokens, buffer_size=8192, *, min_frequency=1, progress=None, max_token_length=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn extend_from_iterator(
@@ -190,10 +192,12 @@ impl Trainer {
         buffer_size: Option<&Bound<'_, PyAny>>,
         min_frequency: Option<&Bound<'_, PyAny>>,
         progress: Option<Py<PyAny>>,
+        max_token_length: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
         let (first_id, new_tokens) = extension_args(first_id, new_tokens)?;
+        let max_token_length = max_token_length_arg(max_token_length)?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         let min_frequency = min_frequency_arg(min_frequency)?;
         let progress = progress_arg(py, progress)?;
@@ -201,7 +205,7 @@ impl Trainer {
         let splitter = self.state().splitter.clone();
         let pool = self.threads()?;
         let (Counted { counts, texts, bytes }, count_seconds) = count_texts(py, iterator, &splitter, &pool, buffer_size, progress.as_ref())?;
-        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length: None };
+        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length };
         let run = extend_from(py, &pool, SpansToLearn::Counted(counts), &base, options, progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
         *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids: Some(base.ids().clone()) };
@@ -211,8 +215,8 @@ impl Trainer {
     /// `extend_from_iterator` from already counted spans, read as `train_from_counts` reads
     /// them (each span taken whole, not split: count them with the base's pattern).
     #[pyo3(
-        signature = (counts, base_ranks, first_id, new_tokens, *, min_frequency=None, progress=None),
-        text_signature = "(self, counts, base_ranks, first_id, new_tokens, *, min_frequency=1, progress=None)"
+        signature = (counts, base_ranks, first_id, new_tokens, *, min_frequency=None, progress=None, max_token_length=None),
+        text_signature = "(self, counts, base_ranks, first_id, new_tokens, *, min_frequency=1, progress=None, max_token_length=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn extend_from_counts(
@@ -224,16 +228,18 @@ impl Trainer {
         new_tokens: &Bound<'_, PyAny>,
         min_frequency: Option<&Bound<'_, PyAny>>,
         progress: Option<Py<PyAny>>,
+        max_token_length: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
         let (first_id, new_tokens) = extension_args(first_id, new_tokens)?;
         let min_frequency = min_frequency_arg(min_frequency)?;
+        let max_token_length = max_token_length_arg(max_token_length)?;
         let progress = progress_arg(py, progress)?;
         let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
         let (spans, _) = self.spans_to_learn(py, counts)?;
         let pool = self.threads()?;
-        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length: None };
+        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length };
         let run = extend_from(py, &pool, spans, &base, options, progress.as_ref())?;
         let mut state = self.state();
         state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };

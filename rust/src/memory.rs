@@ -65,16 +65,18 @@ const HUGE: usize = 2 << 20;
 const HUGE_GROWN: usize = 32 << 20;
 
 /// Asks for transparent huge pages on the room of `block` (its capacity), which is about to be
-/// written whole (see the module doc); a no-op off Linux, and on a refusal.
+/// written whole (see the module doc); a no-op off Linux, for a block of less than 2 MiB, and
+/// on a refusal.
 pub fn prefer_huge_pages<T>(block: &mut Vec<T>) {
     #[cfg(target_os = "linux")]
     {
-        let start = block.as_mut_ptr() as usize;
-        let end = start + block.capacity() * std::mem::size_of::<T>();
-        let (start, end) = (start.next_multiple_of(4096), end / 4096 * 4096);
-        if end >= start + HUGE {
-            // SAFETY: advice on whole pages of a block we hold mutably; it changes no byte.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        let size = block.capacity() * std::mem::size_of::<T>();
+        if size >= HUGE {
+            // SAFETY: a block this large is a mapping of its own (see `mapped`), so the advice
+            // covers the whole mapping, its last page included: advice on part of a mapping
+            // would split it in two, which a later `mremap` of the whole cannot grow. It
+            // changes no byte of the block.
+            unsafe { huge(block.as_mut_ptr().cast(), size, HUGE) };
         }
     }
     #[cfg(not(target_os = "linux"))]
@@ -193,7 +195,7 @@ pub fn drop_spares() {
 #[cfg(target_os = "linux")]
 unsafe fn map_reusing(size: usize) -> *mut u8 {
     if size > SPARE_MAX {
-        return map(size);
+        return map(size, HUGE);
     }
     let best = SPARES
         .iter()
@@ -214,7 +216,7 @@ unsafe fn map_reusing(size: usize) -> *mut u8 {
             return q.cast();
         }
     }
-    map(size)
+    map(size, HUGE)
 }
 
 /// Keeps a freed mapping as a spare if it is small enough and a slot is free, else unmaps it.
@@ -240,8 +242,9 @@ fn mapped(layout: &Layout) -> bool {
     layout.size() >= LARGE && layout.align() <= 4096
 }
 
+/// A new mapping of `size` bytes, asking for huge pages if it is at least `huge_from`.
 #[cfg(target_os = "linux")]
-unsafe fn map(size: usize) -> *mut u8 {
+unsafe fn map(size: usize, huge_from: usize) -> *mut u8 {
     let p = libc::mmap(
         std::ptr::null_mut(),
         size,
@@ -253,7 +256,7 @@ unsafe fn map(size: usize) -> *mut u8 {
     if p == libc::MAP_FAILED {
         std::ptr::null_mut()
     } else {
-        huge(p, size, HUGE);
+        huge(p, size, huge_from);
         p.cast()
     }
 }
@@ -277,7 +280,7 @@ unsafe fn huge(p: *mut libc::c_void, size: usize, from: usize) {
 unsafe impl GlobalAlloc for Allocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         if mapped(&layout) {
-            if keeping() { map_reusing(layout.size()) } else { map(layout.size()) }
+            if keeping() { map_reusing(layout.size()) } else { map(layout.size(), HUGE) }
         } else {
             System.alloc(layout)
         }
@@ -285,7 +288,7 @@ unsafe impl GlobalAlloc for Allocator {
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if mapped(&layout) {
-            map(layout.size()) // anonymous mappings are zero-filled
+            map(layout.size(), HUGE) // anonymous mappings are zero-filled
         } else {
             System.alloc_zeroed(layout)
         }
@@ -309,14 +312,30 @@ unsafe impl GlobalAlloc for Allocator {
             (false, false) => System.realloc(ptr, layout, new_size),
             (true, true) => {
                 let p = libc::mremap(ptr.cast(), layout.size(), new_size, libc::MREMAP_MAYMOVE);
-                if p == libc::MAP_FAILED {
-                    std::ptr::null_mut()
-                } else {
+                if p != libc::MAP_FAILED {
                     huge(p, new_size, HUGE_GROWN);
-                    p.cast()
+                    return p.cast();
                 }
+                // A remap fails where the system refuses (or if the mapping were split): a new
+                // mapping and a copy, as glibc does.
+                let moved = map(new_size, HUGE_GROWN);
+                if !moved.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
+                    libc::munmap(ptr.cast(), layout.size());
+                }
+                moved
             }
-            _ => {
+            (false, true) => {
+                // A block grown past `LARGE` into a mapping of its own: grown, so huge pages
+                // only from `HUGE_GROWN` (or a spare, under `keeping_spares`).
+                let moved = if keeping() { map_reusing(new_size) } else { map(new_size, HUGE_GROWN) };
+                if !moved.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
+                    System.dealloc(ptr, layout);
+                }
+                moved
+            }
+            (true, false) => {
                 let moved = self.alloc(new_layout);
                 if !moved.is_null() {
                     std::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
@@ -350,6 +369,38 @@ unsafe impl GlobalAlloc for Allocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A mapping with huge pages asked on all of it grows past [`HUGE_GROWN`] and keeps its
+    /// bytes; one split by advice on part of it, which a remap of the whole cannot grow, is
+    /// moved instead (see [`blocks_keep_their_bytes_across_sizes`] for the other moves).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn advised_and_split_mappings_grow() {
+        let a = Allocator;
+        let byte = |i: usize| (i * 31 % 251) as u8;
+        // SAFETY: each block is used within its layout, and given back once with it.
+        unsafe {
+            let fill = |p: *mut u8, from: usize, to: usize| (from..to).for_each(|i| *p.add(i) = byte(i));
+            let check = |p: *const u8, len: usize| assert!((0..len).all(|i| *p.add(i) == byte(i)), "bytes lost");
+            let mut layout = Layout::from_size_align(512 << 10, 8).unwrap();
+            let mut p = a.alloc(layout);
+            fill(p, 0, layout.size());
+            for (size, split) in [(3 << 20, false), ((40 << 20) + 100, false), ((41 << 20) + 7, true), (5 << 20, false), (100 << 10, false)] {
+                if split {
+                    // Other advice on its first pages: two mappings with different flags.
+                    libc::madvise(p.cast(), 64 << 10, libc::MADV_NOHUGEPAGE);
+                } else if mapped(&layout) {
+                    libc::madvise(p.cast(), layout.size(), libc::MADV_HUGEPAGE);
+                }
+                let q = a.realloc(p, layout, size);
+                assert!(!q.is_null(), "realloc to {size} failed");
+                check(q, layout.size().min(size));
+                fill(q, layout.size().min(size), size);
+                (p, layout) = (q, Layout::from_size_align(size, 8).unwrap());
+            }
+            a.dealloc(p, layout);
+        }
+    }
 
     /// Under `keeping_spares`, a freed mapped block is made into the next one (at the same
     /// address when it is no longer), with all its bytes usable; elsewhere, and for zeroed

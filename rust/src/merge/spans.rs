@@ -238,7 +238,8 @@ pub(super) struct SpanTable<T> {
     /// The id of every `SPANS_PER_TASK`-th span, where parallel merges cut the table.
     blocks: Vec<u32>,
     /// Bit `id` is set for every span's id: where the spans start, which their current lengths
-    /// no longer tell once merges have shortened them (one bit per 8 bytes of the table).
+    /// no longer tell once merges have shortened them (one bit per id: per `1 << shift`
+    /// words of the table).
     starts: Vec<u64>,
     /// Span `id` starts at word `id << shift` (see [`ID_SHIFTS`]).
     shift: u32,
@@ -699,6 +700,37 @@ mod tests {
             assert_eq!(table.tokens(id), &vec![u16::from(b'a' + len as u8); len][..]);
             assert_eq!(table.count(id), len as i64);
         }
+    }
+
+    /// Headers of every length around [`LONG`] and count around [`BIG_COUNT`], on both id
+    /// widths: written, read back, shortened (a long span keeps its length after the header,
+    /// whatever it becomes), the count unchanged.
+    fn headers_round_trip<T: TokenId>() {
+        let big = |id: u32, n: u64| if n >= BIG_COUNT { vec![(id, n)] } else { Vec::new() };
+        for len in [2usize, 254, 255, 256, 70_000] {
+            for n in [1, BIG_COUNT - 1, BIG_COUNT, BIG_COUNT + 1, u64::from(u32::MAX) + 9] {
+                let mut span = vec![T::new(0); 2 * header_words::<T>() + len];
+                assert_eq!(write_header(&mut span, len, n), n >= BIG_COUNT, "{len} {n}");
+                assert_eq!(prefix_words::<T>(len), header_words::<T>() * if len >= 255 { 2 } else { 1 });
+                assert_eq!(span_extent(&span), (len, prefix_words::<T>(len)));
+                assert_eq!(span_count(&span, 3, &big(3, n)), n as i64);
+                for shorter in [len - 1, 3, 2].into_iter().filter(|&k| k <= len) {
+                    set_span_len(&mut span, shorter);
+                    assert_eq!(span_extent(&span), (shorter, prefix_words::<T>(len)), "{len} -> {shorter}");
+                    assert_eq!(span_count(&span, 3, &big(3, n)), n as i64, "{len} -> {shorter}, counted {n}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn headers_round_trip_u16() {
+        headers_round_trip::<u16>();
+    }
+
+    #[test]
+    fn headers_round_trip_u32() {
+        headers_round_trip::<u32>();
     }
 
     #[test]

@@ -48,7 +48,8 @@ class UnknownTokenIdError(ValueError, KeyError):
 
 class OptionError(ValueError):
     """A training option that cannot be used. ``option`` names it as the API spells it
-    (``vocab_size``, ``pattern``, ``special_tokens``, ``num_threads``, ``min_frequency``), so
+    (``vocab_size``, ``pattern``, ``special_tokens``, ``num_threads``, ``min_frequency``,
+    ``max_token_length``), so
     that the command line can name its own flag for it."""
 
     def __init__(self, option: str, message: str) -> None:

@@ -28,8 +28,16 @@ class ExtendedRanks(TrainedRanks):
     """What an extension gives: the base's ranks with their ids, then the new tokens, and the
     base's special tokens with their ids."""
 
-    def __init__(self, trainer: _core.Trainer, base: BaseTokenizer, ranks_asked: int, min_frequency: int, from_counts: bool) -> None:
-        super().__init__(trainer, base.pattern, list(base.special_tokens), ranks_asked, min_frequency)
+    def __init__(
+        self,
+        trainer: _core.Trainer,
+        base: BaseTokenizer,
+        ranks_asked: int,
+        min_frequency: int,
+        from_counts: bool,
+        max_token_length: Optional[int] = None,
+    ) -> None:
+        super().__init__(trainer, base.pattern, list(base.special_tokens), ranks_asked, min_frequency, max_token_length)
         #: The special tokens and their ids, as in the base.
         self.special_ids: dict[str, int] = dict(base.special_tokens)
         #: Whether the new tokens were learned from span counts rather than texts.
@@ -135,4 +143,4 @@ class Extension:
                     max_token_length=self.max_token_length,
                 )
         ranks_asked = len(base_ranks) + self.new_tokens
-        return ExtendedRanks(self.trainer, self.base, ranks_asked, self.min_frequency, from_counts)
+        return ExtendedRanks(self.trainer, self.base, ranks_asked, self.min_frequency, from_counts, self.max_token_length)

@@ -29,13 +29,17 @@ T = TypeVar("T", bound=BaseTokenizer)
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 
 
-def early_stop_reason(min_frequency: int) -> str:
-    """Why training made fewer ranks than asked, given its ``min_frequency``.
+def early_stop_reason(min_frequency: int, max_token_length: Optional[int] = None) -> str:
+    """Why training made fewer ranks than asked, given its ``min_frequency`` and
+    ``max_token_length``.
 
     >>> early_stop_reason(1), early_stop_reason(5)
     ('no pair is left', 'no pair occurs 5 times or more')
+    >>> early_stop_reason(1, 3)
+    'no pair making a token of at most 3 bytes is left'
     """
-    return "no pair is left" if min_frequency <= 1 else f"no pair occurs {min_frequency} times or more"
+    pairs = "no pair" if max_token_length is None else f"no pair making a token of at most {max_token_length} bytes"
+    return f"{pairs} is left" if min_frequency <= 1 else f"{pairs} occurs {min_frequency} times or more"
 
 
 def progress_callback(
@@ -109,6 +113,7 @@ class TrainedRanks:
         special_tokens: list[str],
         ranks_asked: int,
         min_frequency: int,
+        max_token_length: Optional[int] = None,
     ) -> None:
         self.trainer = trainer
         #: Token bytes -> rank: the 256 single bytes, then the learned tokens in order.
@@ -120,6 +125,7 @@ class TrainedRanks:
         #: How many ranks were asked for: ``vocab_size`` minus the special tokens.
         self.ranks_asked = ranks_asked
         self.min_frequency = min_frequency
+        self.max_token_length = max_token_length
 
     def merges(self) -> list[tuple[int, int, int, int]]:
         """Every merge in order as ``(left_id, right_id, token_id, count)`` (asked of the
@@ -134,7 +140,7 @@ class TrainedRanks:
     @property
     def stop_reason(self) -> str:
         """Why training stopped early (see :attr:`stopped_early`)."""
-        return early_stop_reason(self.min_frequency)
+        return early_stop_reason(self.min_frequency, self.max_token_length)
 
     @property
     def no_text(self) -> Optional[str]:
@@ -263,7 +269,9 @@ class Training:
                 progress=callback,
                 max_token_length=self.max_token_length,
             )
-        return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)
+        return TrainedRanks(
+            self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency, self.max_token_length
+        )
 
     def run_counts(
         self,
@@ -294,7 +302,9 @@ class Training:
             # Mixed counts (bpeforge.mix) read min_frequency in occurrences of the mixed corpus.
             threshold = min_count(counts, self.min_frequency)
             self.trainer.train_from_counts(counts, self.ranks_asked, min_frequency=threshold, progress=callback)
-        return TrainedRanks(self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency)
+        return TrainedRanks(
+            self.trainer, self.pattern, list(self.special_tokens), self.ranks_asked, self.min_frequency, self.max_token_length
+        )
 
 
 def pattern_name(regex: str) -> str:

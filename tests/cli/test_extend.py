@@ -44,7 +44,7 @@ def test_extend_takes_the_longest_token_as_the_api_does(tmp_path):
     tok = check_saved(out)
     new = [t for t, i in tok.mergeable_ranks.items() if i >= base.n_vocab]
     assert new and all(len(t) <= 3 for t in new)
-    with pytest.warns(UserWarning, match="no pair is left"):
+    with pytest.warns(UserWarning, match="no pair making a token of at most 3 bytes is left"):
         api = base.extend(code.read_text().splitlines(), vocab_size=300, max_token_length=3)
     assert tok.mergeable_ranks == api.mergeable_ranks
     r = run("train", "--extend", tmp_path / "en", "--vocab-size", 300, "--max-token-length", 1, "-o", tmp_path / "o", code)

@@ -71,13 +71,11 @@ pub fn prefer_huge_pages<T>(block: &mut Vec<T>) {
     #[cfg(target_os = "linux")]
     {
         let size = block.capacity() * std::mem::size_of::<T>();
-        if size >= HUGE {
-            // SAFETY: a block this large is a mapping of its own (see `mapped`), so the advice
-            // covers the whole mapping, its last page included: advice on part of a mapping
-            // would split it in two, which a later `mremap` of the whole cannot grow. It
-            // changes no byte of the block.
-            unsafe { huge(block.as_mut_ptr().cast(), size, HUGE) };
-        }
+        // SAFETY: advice is asked only on a block of `HUGE` bytes or more, a mapping of its own
+        // (see `mapped`), so it covers the whole mapping, its last page included: advice on
+        // part of a mapping would split it in two, which a later `mremap` of the whole cannot
+        // grow. It changes no byte of the block.
+        unsafe { huge(block.as_mut_ptr().cast(), size, HUGE) };
     }
     #[cfg(not(target_os = "linux"))]
     let _ = block;
@@ -270,6 +268,18 @@ unsafe fn huge(p: *mut libc::c_void, size: usize, from: usize) {
     }
 }
 
+/// `moved`, a new block of `new_size` bytes (null if none could be made), given the first
+/// bytes of the block of `size` bytes at `ptr`, which `free` then gives back; `ptr` is kept if
+/// `moved` is null, as `realloc` must.
+#[cfg(target_os = "linux")]
+unsafe fn move_block<R>(ptr: *const u8, size: usize, moved: *mut u8, new_size: usize, free: impl FnOnce() -> R) -> *mut u8 {
+    if !moved.is_null() {
+        std::ptr::copy_nonoverlapping(ptr, moved, size.min(new_size));
+        free();
+    }
+    moved
+}
+
 // SAFETY: every block is either from `System` (and goes back to it) or a private anonymous
 // mapping of at least its size (and is unmapped, remapped or kept as a spare as a whole; a spare
 // is in one slot at a time, taken out by a swap before it is made a block again, and a block
@@ -319,30 +329,15 @@ unsafe impl GlobalAlloc for Allocator {
                 // A remap fails where the system refuses (or if the mapping were split): a new
                 // mapping and a copy, as glibc does.
                 let moved = map(new_size, HUGE_GROWN);
-                if !moved.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
-                    libc::munmap(ptr.cast(), layout.size());
-                }
-                moved
+                move_block(ptr, layout.size(), moved, new_size, || libc::munmap(ptr.cast(), layout.size()))
             }
             (false, true) => {
                 // A block grown past `LARGE` into a mapping of its own: grown, so huge pages
                 // only from `HUGE_GROWN` (or a spare, under `keeping_spares`).
                 let moved = if keeping() { map_reusing(new_size) } else { map(new_size, HUGE_GROWN) };
-                if !moved.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
-                    System.dealloc(ptr, layout);
-                }
-                moved
+                move_block(ptr, layout.size(), moved, new_size, || System.dealloc(ptr, layout))
             }
-            (true, false) => {
-                let moved = self.alloc(new_layout);
-                if !moved.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
-                    self.dealloc(ptr, layout);
-                }
-                moved
-            }
+            (true, false) => move_block(ptr, layout.size(), self.alloc(new_layout), new_size, || self.dealloc(ptr, layout)),
         }
     }
 }

@@ -196,17 +196,14 @@ impl Trainer {
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
-        let (first_id, new_tokens) = extension_args(first_id, new_tokens)?;
-        let max_token_length = max_token_length_arg(max_token_length)?;
+        let args = ExtensionArgs::new(first_id, new_tokens, min_frequency, max_token_length)?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
-        let min_frequency = min_frequency_arg(min_frequency)?;
         let progress = progress_arg(py, progress)?;
-        let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
+        let base = py.detach(|| ExtendBase::new(base_ranks, args.first_id)).map_err(super::to_py)?;
         let splitter = self.state().splitter.clone();
         let pool = self.threads()?;
         let (Counted { counts, texts, bytes }, count_seconds) = count_texts(py, iterator, &splitter, &pool, buffer_size, progress.as_ref())?;
-        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length };
-        let run = extend_from(py, &pool, SpansToLearn::Counted(counts), &base, options, progress.as_ref())?;
+        let run = extend_from(py, &pool, SpansToLearn::Counted(counts), &base, args.options(&base), progress.as_ref())?;
         let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
         *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids: Some(base.ids().clone()) };
         Ok(())
@@ -232,15 +229,12 @@ impl Trainer {
     ) -> PyResult<()> {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
-        let (first_id, new_tokens) = extension_args(first_id, new_tokens)?;
-        let min_frequency = min_frequency_arg(min_frequency)?;
-        let max_token_length = max_token_length_arg(max_token_length)?;
+        let args = ExtensionArgs::new(first_id, new_tokens, min_frequency, max_token_length)?;
         let progress = progress_arg(py, progress)?;
-        let base = py.detach(|| ExtendBase::new(base_ranks, first_id)).map_err(super::to_py)?;
+        let base = py.detach(|| ExtendBase::new(base_ranks, args.first_id)).map_err(super::to_py)?;
         let (spans, _) = self.spans_to_learn(py, counts)?;
         let pool = self.threads()?;
-        let options = LearnOptions { vocab_size: base.len() + new_tokens, min_frequency, max_token_length };
-        let run = extend_from(py, &pool, spans, &base, options, progress.as_ref())?;
+        let run = extend_from(py, &pool, spans, &base, args.options(&base), progress.as_ref())?;
         let mut state = self.state();
         state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
         (state.vocab, state.merges, state.ids) = (run.vocab, run.merges, Some(base.ids().clone()));
@@ -383,12 +377,36 @@ fn count_texts(
     Ok((counted, started.elapsed().as_secs_f64()))
 }
 
-/// An extension's `first_id` (the id of its first new token) and `new_tokens` (how many), both
-/// checked to fit the 32-bit ids.
-fn extension_args(first_id: &Bound<'_, PyAny>, new_tokens: &Bound<'_, PyAny>) -> PyResult<(u32, usize)> {
-    let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
-    let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
-    Ok((first_id, new_tokens))
+/// An extension's arguments, checked: both ways of extending take them.
+struct ExtensionArgs {
+    /// The id of the first new token.
+    first_id: u32,
+    /// How many new tokens to make at most.
+    new_tokens: usize,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
+}
+
+impl ExtensionArgs {
+    /// `first_id` and `new_tokens` checked to fit the 32-bit ids, and the options as training
+    /// checks them.
+    fn new(
+        first_id: &Bound<'_, PyAny>,
+        new_tokens: &Bound<'_, PyAny>,
+        min_frequency: Option<&Bound<'_, PyAny>>,
+        max_token_length: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
+        let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
+        let min_frequency = min_frequency_arg(min_frequency)?;
+        let max_token_length = max_token_length_arg(max_token_length)?;
+        Ok(ExtensionArgs { first_id, new_tokens, min_frequency, max_token_length })
+    }
+
+    /// The merge loop's options for extending `base`.
+    fn options(&self, base: &ExtendBase) -> LearnOptions {
+        LearnOptions { vocab_size: base.len() + self.new_tokens, min_frequency: self.min_frequency, max_token_length: self.max_token_length }
+    }
 }
 
 /// The spans and counts of `train_from_counts`'s `counts`: a mapping (dict, Counter, any

@@ -5,6 +5,7 @@ need no new token encoded as before by tiktoken, and the policy on bases BPE cou
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import tiktoken
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 import bpeforge
 import reference
 from bpeforge.errors import OptionError
-from bpeforge.extending import Extension
+from bpeforge.extending import extension_recipe
+from bpeforge.training import Recipe, Training
 from ranks import hand_ranks
 from strategies import corpora, repeated_words_corpus, texts
 
@@ -28,6 +30,15 @@ def trained(corpus, vocab_size, special_tokens=()):
         return bpeforge.Tokenizer.train_from_iterator(corpus, vocab_size, special_tokens=list(special_tokens))
 
 
+def extend(base, vocab_size, learn_from, **options):
+    """The extension of ``base`` to ``vocab_size`` learned from texts or span counts (a mapping
+    or SpanCounts), through the one training path."""
+    training = Training(extension_recipe(base, vocab_size, **options), base=base)
+    if isinstance(learn_from, (dict, bpeforge.SpanCounts)):
+        return training.run(counts=learn_from)
+    return training.run(learn_from)
+
+
 def ranks_in_order(ranks):
     return sorted(ranks.items(), key=lambda r: r[1])
 
@@ -35,7 +46,7 @@ def ranks_in_order(ranks):
 def tiktoken_of(extended):
     """The extended ranks as a tiktoken encoding, special tokens with their ids."""
     return tiktoken.Encoding(
-        "extended", pat_str=extended.pattern, mergeable_ranks=extended.ranks, special_tokens=extended.special_ids
+        "extended", pat_str=extended.pattern, mergeable_ranks=extended.ranks, special_tokens=extended.special_tokens_to_build()
     )
 
 
@@ -44,7 +55,7 @@ def tiktoken_of(extended):
 def test_extending_equals_the_reference(a, b, short, new, specials):
     a = a + ["x"]  # training refuses no text at all
     base = trained(a, short + 2 * specials, SPECIALS if specials else ())
-    extended = Extension(base, base.n_vocab + new).run(b)
+    extended = extend(base, base.n_vocab + new, b)
     want, merges = reference.extend(b, base.mergeable_ranks, base.n_vocab, new, base.pattern)
     assert ranks_in_order(extended.ranks) == want
     assert extended.merges() == [tuple(m) for m in merges]
@@ -55,8 +66,7 @@ def test_extending_equals_the_reference(a, b, short, new, specials):
 def test_extending_with_a_longest_token_equals_the_reference(a, b, short, new, longest, counts):
     # The base may hold tokens longer than the limit: they stay, and pairs with them are never merged.
     base = trained(a + ["x"], short)
-    extension = Extension(base, base.n_vocab + new, max_token_length=longest)
-    extended = extension.run(bpeforge.count(b, pattern=base.pattern) if counts else b)
+    extended = extend(base, base.n_vocab + new, bpeforge.count(b, pattern=base.pattern) if counts else b, max_token_length=longest)
     want, merges = reference.extend(b, base.mergeable_ranks, base.n_vocab, new, base.pattern, max_token_length=longest)
     assert ranks_in_order(extended.ranks) == want
     assert extended.merges() == [tuple(m) for m in merges]
@@ -81,7 +91,7 @@ def test_extending_with_the_same_corpus_is_training_longer(a, short, more, speci
     a = a + ["x"]
     special_tokens = SPECIALS if specials else ()
     base = trained(a, short + len(special_tokens), special_tokens)
-    extended = Extension(base, base.n_vocab + more).run(a)
+    extended = extend(base, base.n_vocab + more, a)
     longer = trained(a, len(base.mergeable_ranks) + more + len(special_tokens), special_tokens)
     # The same tokens in the same order; with special tokens the new ids start after them.
     assert [t for t, _ in ranks_in_order(extended.ranks)] == [t for t, _ in ranks_in_order(longer.mergeable_ranks)]
@@ -94,10 +104,10 @@ def test_extending_with_the_same_corpus_is_training_longer(a, short, more, speci
 def test_base_ids_stay_and_texts_needing_no_new_token_encode_as_before(a, b, probes, specials):
     a = a + ["x"]
     base = trained(a, 280 + 2 * specials, SPECIALS if specials else ())
-    extended = Extension(base, base.n_vocab + 30).run(b)
+    extended = extend(base, base.n_vocab + 30, b)
     for token, rank in base.mergeable_ranks.items():
         assert extended.ranks[token] == rank
-    assert extended.special_ids == base.special_tokens
+    assert extended.special_tokens_to_build() == base.special_tokens
     enc = tiktoken_of(extended)  # loads in tiktoken, with its gaps and special tokens
     for text in probes + a + b:
         ids = enc.encode_ordinary(text)
@@ -173,15 +183,21 @@ def test_why_such_a_base_is_refused():
 def test_bad_options_are_refused():
     base = trained(["the cat sat"] * 3, 262, SPECIALS)
     with pytest.raises(OptionError, match="at least the base's 262 ids"):
-        Extension(base, 261)
+        base.extend(["the cat"], 261)
     with pytest.raises(TypeError, match="iterable of str"):
-        Extension(base, 270).run("the cat")
+        extend(base, 270, "the cat")
     with pytest.raises(TypeError, match="a bpeforge tokenizer"):
-        Extension(tiktoken.Encoding("x", pat_str=r"\w+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}), 300)
+        extension_recipe(tiktoken.Encoding("x", pat_str=r"\w+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}), 300)
+    with pytest.raises(TypeError, match="a bpeforge tokenizer"):
+        Training(Recipe(300), base="out/tok")
     with pytest.raises(bpeforge.errors.NoTextError):
-        Extension(base, 270).run([]).build(bpeforge.Tokenizer)
+        extend(base, 270, []).build(bpeforge.Tokenizer)
     with pytest.raises(OptionError, match="max_token_length must be at least 2 bytes"):
-        Extension(base, 270, max_token_length=1)
+        extension_recipe(base, 270, max_token_length=1)
+    with pytest.raises(OptionError, match="an extension keeps the base's"):
+        Training(Recipe(270, special_tokens=["<|bos|>"]), base=base).run(["the cat"])
+    with pytest.raises(OptionError, match="an extension keeps the base's pattern"):
+        Training(Recipe(270, pattern="gpt2", special_tokens=SPECIALS), base=base).run(["the cat"])
 
 
 @settings(max_examples=30, deadline=None)
@@ -189,25 +205,29 @@ def test_bad_options_are_refused():
 def test_extending_from_span_counts_is_extending_from_the_texts(a, b, new):
     base = trained(a + ["x"], 280)
     counts = reference.count_spans(b, base.pattern)
-    from_texts = Extension(base, base.n_vocab + new).run(b)
-    from_counts = Extension(base, base.n_vocab + new).run(dict(counts))
+    from_texts = extend(base, base.n_vocab + new, b)
+    from_counts = extend(base, base.n_vocab + new, dict(counts))
     assert from_counts.ranks == from_texts.ranks and from_counts.merges() == from_texts.merges()
     assert from_counts.no_text is None
     span_counts = bpeforge.count(b, pattern=base.pattern)
-    from_span_counts = Extension(base, base.n_vocab + new).run(span_counts)
+    from_span_counts = extend(base, base.n_vocab + new, span_counts)
     assert from_span_counts.ranks == from_texts.ranks and from_span_counts.merges() == from_texts.merges()
 
 
 def test_span_counts_of_another_pattern_are_refused():
     base = trained(["a cat sat on a mat"] * 5, 270)
-    with pytest.raises(ValueError, match="split by gpt2, the base tokenizer splits by gpt4"):
+    with pytest.raises(OptionError, match="split by 'gpt2', the training asks for 'gpt4'"):
         base.extend(bpeforge.count(["more cats"], pattern="gpt2"), vocab_size=280)
 
 
 def test_the_core_refuses_new_ids_among_the_base_ids():
+    # The core reads a base's attributes: one that says less than the truth is refused, not trusted.
     trainer = bpeforge._core.Trainer()
-    ranks = [(bytes([i]), i) for i in range(256)]
+    ranks = {bytes([i]): i for i in range(256)}
+    recipe = Recipe(259, special_tokens=[])
+    base = SimpleNamespace(pattern=recipe.pattern, mergeable_ranks=ranks, special_tokens={}, n_vocab=255)
     with pytest.raises(ValueError, match="above the base's ids"):
-        trainer.extend_from_iterator(["ab"], ranks, 255, 3)
+        trainer.learn(recipe, texts=["ab"], base=base)
+    base.n_vocab, base.mergeable_ranks = 256, {t: i for t, i in ranks.items() if i != 97}
     with pytest.raises(ValueError, match="single byte 97 has no rank"):
-        trainer.extend_from_iterator(["ab"], [r for r in ranks if r[1] != 97], 256, 3)
+        trainer.learn(recipe, texts=["ab"], base=base)

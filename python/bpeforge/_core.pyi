@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 
 from typing_extensions import disjoint_base
 
-__all__ = ["Trainer", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
+__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -28,6 +28,54 @@ class Trainer:
     """Trains byte-level BPE ranks from text, as rustbpe does, exactly and deterministically."""
 
     def __new__(cls, pattern: Optional[str] = None, *, num_threads: Optional[int] = None) -> Trainer: ...
+    def learn(
+        self,
+        recipe: Recipe,
+        *,
+        texts: Optional[Iterable[Union[str, list[str], _ArrowArrayExportable, "DocumentReader"]]] = None,
+        counts: Union[SpanCounts, Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]], None] = None,
+        base: Optional[Any] = None,
+        buffer_size: int = 8192,
+        progress: Optional[_ProgressCallback] = None,
+    ) -> int:
+        """Trains as `recipe` says (a `Recipe`: every option of the training), from `texts` or from
+        `counts` (one of them), extending `base` if given, and replaces any earlier training.
+
+        `texts` is an iterable whose items are str, lists of str, Arrow string arrays (any object
+        with `__arrow_c_array__` of type utf8, large_utf8 or utf8_view, such as a pyarrow
+        `StringArray` or the chunks of a `ChunkedArray`) or bpeforge's readers. Lists and arrays
+        are cheap ways to hand over batches; an array's strings are copied straight from its
+        buffers, without a Python str per text, and its null entries are skipped (each non-null
+        entry, empty or not, is one text). Texts are pulled in batches of `buffer_size` (more
+        while a batch holds under 1 MiB of text, fewer once it holds 2 MiB, even in the middle of
+        a list or array, so that memory stays bounded whatever an item holds) and split and
+        counted without the GIL while the next batches are pulled: on all threads but one while
+        Python pulls (it keeps a core; the calling thread counts a batch itself when four wait),
+        on all of them once it is done. The iterable is consumed once and never held whole.
+
+        `counts` is a `SpanCounts` (made with the recipe's pattern and `doc_cap`, else an
+        `OptionError` naming the option; borrowed, not copied; mixed counts read `min_frequency`
+        in occurrences of the mixed corpus), or maps each span (str or bytes, taken as one span,
+        not split) to how often it occurs (a non-negative int below 2^64): a mapping, or an
+        iterable of (span, count) pairs. Counts of repeated spans add up (an OverflowError past
+        2^64-1).
+
+        `base` is a tokenizer to extend (a `bpeforge.Tokenizer`): its split pattern and special
+        tokens must be the recipe's, and its ids are all kept; each distinct span starts as the
+        base's encoding of it (as tiktoken would make it), merging goes on by the same rule, and
+        the new tokens are numbered from the base's `n_vocab` on, up to the recipe's `vocab_size`.
+        A base with a token that merging its bytes does not make (ranks not made by BPE
+        training) is refused with a ValueError naming it.
+
+        Training stops earlier if no pair is left or the best pair occurs fewer than
+        `min_frequency` times. `progress`, if given, is called as `progress(phase, info)`: phase
+        "count" after each item that filled a batch, and at the end (info: texts and bytes so
+        far, and spans, a lower bound of the distinct spans so far: the exact number is in
+        `stats` at the end) and phase "merge" about every 0.1% of the merges (info: done, total,
+        pair, token, count). An exception raised by the callback or the iterator stops training
+        and propagates; the trainer keeps its old state. Returns the number of ranks asked for
+        (the base's or the 256 single bytes, and the new ones).
+        """
     def train_from_iterator(
         self,
         iterator: Iterable[Union[str, list[str], _ArrowArrayExportable, "DocumentReader"]],
@@ -39,27 +87,11 @@ class Trainer:
         progress: Optional[_ProgressCallback] = None,
         max_token_length: Optional[int] = None,
     ) -> None:
-        """Trains on an iterable whose items are str, lists of str, or Arrow string arrays (any
-        object with `__arrow_c_array__` of type utf8, large_utf8 or utf8_view, such as a pyarrow
-        `StringArray` or the chunks of a `ChunkedArray`), replacing any earlier training. Lists
-        and arrays are cheap ways to hand over batches; an array's strings are copied straight
-        from its buffers, without a Python str per text, and its null entries are skipped (each
-        non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
-        (more while a batch holds under 1 MiB of text, fewer once it holds 2 MiB, even in the
-        middle of a list or array, so that memory stays bounded whatever an item holds) and split and
-        counted without the GIL while the next batches are pulled: on all threads but one while
-        Python pulls (it keeps a core; the calling thread counts a batch itself when four wait),
-        on all of them once it is done. The iterable is consumed once and never held whole.
-        `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
-        the best pair occurs fewer than `min_frequency` times. `pattern`, if given (as for the
-        constructor), replaces the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
-        phase "count" after each item that filled a batch, and at the end (info: texts and
-        bytes so far, and spans, a lower bound of the distinct spans so far: the exact number
-        is in `stats` at the end) and phase "merge" about every 0.1% of the merges (info:
-        done, total, pair, token, count). An exception raised by the
-        callback or the iterator stops training and propagates; the trainer keeps its old state.
-        `max_token_length`, if given (2 or more), skips every merge whose token would be longer
-        than that many bytes: the best pair among those that fit is merged.
+        """Trains on an iterable of texts (as `learn` reads them), replacing any earlier training:
+        rustbpe's method. `vocab_size` counts the 256 byte tokens (there are no special tokens
+        here); `pattern`, if given (as for the constructor), replaces the trainer's split
+        pattern. `min_frequency`, `max_token_length` and `progress` as a `Recipe` and `learn`
+        take them.
         """
     def train_from_counts(
         self,
@@ -70,59 +102,20 @@ class Trainer:
         progress: Optional[_ProgressCallback] = None,
         max_token_length: Optional[int] = None,
     ) -> None:
-        """Trains from already counted spans: `counts` is a `SpanCounts` (made with this trainer's
-        pattern, else a ValueError naming both; borrowed, not copied), or maps each span (str or
-        bytes, taken as one span, not split) to how often it occurs (a non-negative int below
-        2^64): a mapping, or an iterable of (span, count) pairs. Counts of repeated spans add up
-        (an OverflowError past 2^64-1). Same stopping rules and progress callback as
-        `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
-        `max_token_length` as for `train_from_iterator`.
-        """
-    def extend_from_iterator(
-        self,
-        iterator: Iterable[Union[str, list[str], _ArrowArrayExportable, "DocumentReader"]],
-        base_ranks: Sequence[tuple[bytes, int]],
-        first_id: int,
-        new_tokens: int,
-        buffer_size: int = 8192,
-        *,
-        min_frequency: int = 1,
-        progress: Optional[_ProgressCallback] = None,
-        max_token_length: Optional[int] = None,
-    ) -> None:
-        """Extends the ranks `base_ranks` (a list of `(bytes, id)`; ids may have gaps) with tokens
-        learned from `iterator` (as `train_from_iterator` reads it), numbered from `first_id` on,
-        which must be above every id of the base, its special tokens included. Each distinct span
-        starts as the base's encoding of it (as tiktoken would make it), and merging goes on by
-        the same rule until `new_tokens` tokens are made. A base with a token that merging its
-        bytes does not make (ranks not made by BPE training) is refused with a ValueError naming
-        it. The ranks afterwards are the base's with their ids, then the new tokens.
-        `max_token_length` as for `train_from_iterator` (a base's longer tokens are kept, and
-        never merged further).
-        """
-    def extend_from_counts(
-        self,
-        counts: Union[SpanCounts, Mapping[str, int], Mapping[bytes, int], Mapping[_Span, int], Iterable[tuple[_Span, int]]],
-        base_ranks: Sequence[tuple[bytes, int]],
-        first_id: int,
-        new_tokens: int,
-        *,
-        min_frequency: int = 1,
-        progress: Optional[_ProgressCallback] = None,
-        max_token_length: Optional[int] = None,
-    ) -> None:
-        """`extend_from_iterator` from already counted spans, read as `train_from_counts` reads
-        them (each span taken whole, not split: count them with the base's pattern).
+        """Trains from already counted spans (as `learn` reads them), with the trainer's split
+        pattern (`SpanCounts` made with another raise a ValueError naming both) and the
+        counts' `doc_cap`. Same options as `train_from_iterator`; pair counts are 64-bit, so
+        counts in the billions are exact.
         """
     def get_pattern(self) -> str:
         """The split pattern."""
     def get_mergeable_ranks(self) -> list[tuple[bytes, int]]:
         """The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order
-        (after `extend_from_iterator`: the base's ranks, then the new tokens).
+        (after extending a base: the base's ranks with their ids, then the new tokens).
         """
     def get_merges(self) -> list[tuple[int, int, int, int]]:
         """Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
-        `256 + k` (after `extend_from_iterator`: `first_id + k`).
+        `256 + k` (after extending a base: the base's `n_vocab + k`).
         """
     @property
     def vocab_size(self) -> int:
@@ -130,6 +123,53 @@ class Trainer:
     @property
     def stats(self) -> dict[str, Any]:
         """Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds."""
+
+@final
+class Recipe:
+    """Everything one training is asked to do, checked: the final vocabulary size (special tokens
+    included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
+    the trained ranks), `min_frequency`, `max_token_length` (bytes) and `doc_cap` (each document
+    cropped to its first `doc_cap` characters). Immutable; `replace` makes a changed copy,
+    checked again.
+    """
+
+    def __new__(
+        cls,
+        vocab_size: int,
+        *,
+        pattern: Optional[str] = None,
+        special_tokens: Optional[Sequence[str]] = None,
+        min_frequency: Optional[int] = None,
+        max_token_length: Optional[int] = None,
+        doc_cap: Optional[int] = None,
+    ) -> Recipe: ...
+    @property
+    def vocab_size(self) -> int:
+        """The final vocabulary size: ranks and special tokens (with a base, its `n_vocab`)."""
+    @property
+    def pattern(self) -> str:
+        """The split pattern, as a regex (a preset's name is resolved)."""
+    @property
+    def special_tokens(self) -> list[str]:
+        """The special tokens' names, numbered after the trained ranks."""
+    @property
+    def min_frequency(self) -> int:
+        """Training stops when the best pair occurs fewer times than this."""
+    @property
+    def max_token_length(self) -> Optional[int]:
+        """No token longer than this many bytes is made (None: no limit)."""
+    @property
+    def doc_cap(self) -> Optional[int]:
+        """Each document is cropped to its first this many characters (None: whole)."""
+    @staticmethod
+    def fields() -> list[str]:
+        """The names of a recipe's fields, in the order `as_dict` gives them."""
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, by name: what makes `Recipe(**recipe.as_dict())` the same recipe."""
+    def replace(self, **changes: Any) -> Recipe:
+        """A copy with the fields given changed, checked as a new recipe is."""
+
+NANOCHAT_SPECIAL_TOKENS: list[str]
 
 @final
 class ParquetReader:
@@ -336,7 +376,7 @@ def count_texts(
     lists of str, Arrow string arrays, a ParquetReader's batches), splitting and counting
     without the GIL while the next texts are pulled, and gives their `SpanCounts`, sorted.
     `pattern`: a preset's name, a regex or None for GPT-4's. `options`: the counting options
-    that changed the texts (recorded, e.g. `{"doc_cap": 10000}`). `progress(phase, info)` as
+    that changed the texts (recorded; `{"doc_cap": N}` crops each text to its first N characters). `progress(phase, info)` as
     in `Trainer.train_from_iterator`'s phase "count". Returns the counts and the number of texts
     and of bytes read.
     """

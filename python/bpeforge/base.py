@@ -22,18 +22,9 @@ from .patterns import resolve_pattern
 if TYPE_CHECKING:
     import tiktoken
 
-NANOCHAT_SPECIAL_TOKENS: tuple[str, ...] = (
-    "<|bos|>",
-    "<|user_start|>",
-    "<|user_end|>",
-    "<|assistant_start|>",
-    "<|assistant_end|>",
-    "<|python_start|>",
-    "<|python_end|>",
-    "<|output_start|>",
-    "<|output_end|>",
-)
-"""nanochat's nine special tokens, the default for :meth:`bpeforge.Tokenizer.train_from_iterator`."""
+NANOCHAT_SPECIAL_TOKENS: tuple[str, ...] = tuple(_core.NANOCHAT_SPECIAL_TOKENS)
+"""nanochat's nine special tokens (``<|bos|>``, ``<|user_start|>``, ... ``<|output_end|>``), the
+default of a training's recipe (:meth:`bpeforge.Tokenizer.train_from_iterator`)."""
 
 BOS = "<|bos|>"
 ENDOFTEXT = "<|endoftext|>"

@@ -53,7 +53,7 @@ from .errors import EvalError
 from .eval import TextFile, evaluate
 from .plot import PlotUnavailable, import_matplotlib, plot_sweep
 from .tokenizer import Tokenizer
-from .training import Training
+from .training import Recipe, Training
 
 __all__ = [
     "CSV_FILE",
@@ -348,24 +348,25 @@ def sweep_vocab_sizes(
     vocab_sizes: Iterable[int],
     eval_texts: Mapping[str, SweepText],
     *,
-    pattern: Optional[str] = None,
-    special_tokens: Optional[Sequence[str]] = None,
-    min_frequency: int = 1,
     num_threads: Optional[int] = None,
     buffer_size: int = 8192,
     progress: Any = False,
     corpus: str = "",
+    **options: Any,
 ) -> Sweep:
-    """Trains once on ``texts`` to the largest of ``vocab_sizes`` (options as
-    :meth:`bpeforge.Tokenizer.train_from_iterator`) and measures every size on each of
+    """Trains once on ``texts`` to the largest of ``vocab_sizes`` (``options``: those of a
+    :class:`~bpeforge.training.Recipe` but its size, as :meth:`bpeforge.Tokenizer.train_from_iterator`
+    takes them: ``pattern``, ``special_tokens``, ``min_frequency``, ``max_token_length``,
+    ``doc_cap``, ...) and measures every size on each of
     ``eval_texts`` (source name -> text, kept out of ``texts``). Sizes training did not reach
     (it stops early when no pair is left or none occurs ``min_frequency`` times) are left out
     with a warning, and said in :attr:`Sweep.notes`; if it reached none of them, ValueError."""
+    if "vocab_size" in options:
+        raise TypeError("sweep_vocab_sizes takes vocab_sizes, not vocab_size")
+    special_tokens = options.get("special_tokens")
     n_special = len(NANOCHAT_SPECIAL_TOKENS if special_tokens is None else special_tokens)
     sizes = check_vocab_sizes(vocab_sizes, n_special)
-    training = Training(
-        sizes[-1], pattern=pattern, special_tokens=special_tokens, min_frequency=min_frequency, num_threads=num_threads
-    )
+    training = Training(Recipe(sizes[-1], **options), num_threads=num_threads)
     trained = training.run(texts, buffer_size, progress)
     tokenizer = trained.build(Tokenizer)
     notes = []

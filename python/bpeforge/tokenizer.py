@@ -9,20 +9,35 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
 from . import _core, chat, huggingface, io
 from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
-from .extending import Extension
+from .extending import extension_recipe
 from .patterns import resolve_pattern
 from .prefix import first_ranks
 from .pretrained import load_tiktoken_encoding
-from .training import Training
+from .training import Recipe, TrainedRanks, Training
 
 if TYPE_CHECKING:
     import tiktoken
 
 __all__ = ["NANOCHAT_SPECIAL_TOKENS", "Tokenizer", "resolve_pattern"]
+
+T = TypeVar("T", bound="Tokenizer")
+
+
+def built(trained: TrainedRanks, cls: type[T]) -> T:
+    """The tokenizer of ``trained`` (see :meth:`TrainedRanks.build`), with a warning when it
+    made fewer ranks than asked."""
+    tokenizer = trained.build(cls)
+    if trained.stopped_early:
+        doing = "training" if trained.base is None else "extending"
+        warnings.warn(
+            f"{doing} stopped at {len(trained.ranks)} ranks of the {trained.ranks_asked} asked for: {trained.stop_reason}",
+            stacklevel=3,
+        )
+    return tokenizer
 
 
 class Tokenizer(BaseTokenizer):
@@ -55,6 +70,7 @@ class Tokenizer(BaseTokenizer):
         num_threads: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         max_token_length: Optional[int] = None,
+        doc_cap: Optional[int] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on an iterable of str (consumed once, in batches). Items may also be
         lists of str or Arrow string arrays (see ``bpeforge.Trainer.train_from_iterator``).
@@ -66,7 +82,8 @@ class Tokenizer(BaseTokenizer):
         (with a warning) when no pair is left or the best pair occurs fewer than
         ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
         ``max_token_length`` (bytes) skips every merge whose token would be longer than that, as
-        for DNA, code or CJK corpora, where long tokens would take the vocabulary. No text at all
+        for DNA, code or CJK corpora, where long tokens would take the vocabulary. ``doc_cap``
+        crops each text to its first ``doc_cap`` characters (nanochat uses 10000). No text at all
         (no items, only empty texts, an iterator already used up) raises
         :class:`~bpeforge.errors.NoTextError`, a ``ValueError`` saying which.
 
@@ -80,22 +97,16 @@ class Tokenizer(BaseTokenizer):
         >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
         [b'aa', b'ab', b'aaab']
         """
-        training = Training(
+        recipe = Recipe(
             vocab_size,
             pattern=pattern,
             special_tokens=special_tokens,
             min_frequency=min_frequency,
-            num_threads=num_threads,
             max_token_length=max_token_length,
+            doc_cap=doc_cap,
         )
-        trained = training.run(iterator, buffer_size, progress)
-        tokenizer = trained.build(cls)  # NoTextError (a ValueError) for no text at all
-        if trained.stopped_early:
-            warnings.warn(
-                f"training stopped at {len(trained.ranks)} ranks of the {trained.ranks_asked} asked for: {trained.stop_reason}",
-                stacklevel=2,
-            )
-        return tokenizer
+        trained = Training(recipe, num_threads=num_threads).run(iterator, buffer_size, progress)
+        return built(trained, cls)  # NoTextError (a ValueError) for no text at all
 
     def truncate(self, vocab_size: int) -> "Tokenizer":
         """A new tokenizer of this one's first ranks: ``vocab_size`` ids in all, special tokens
@@ -122,6 +133,7 @@ class Tokenizer(BaseTokenizer):
         num_threads: Optional[int] = None,
         max_token_length: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
+        doc_cap: Optional[int] = None,
     ) -> "Tokenizer":
         """A new tokenizer: this one's ranks and special tokens with their ids, and new tokens
         learned from ``texts`` (an iterable as for :meth:`train_from_iterator`, or a mapping of
@@ -129,7 +141,8 @@ class Tokenizer(BaseTokenizer):
         to ``vocab_size`` ids in all. Continued BPE: each distinct span of
         the texts starts as this tokenizer encodes it, and merging goes on by training's rule,
         so a text that needs no new token encodes exactly as before. ``max_token_length`` skips
-        every merge whose token would be longer, as in training. Ranks not made by BPE
+        every merge whose token would be longer, as in training (this tokenizer's longer tokens
+        are kept); ``doc_cap`` crops each text, as in training. Ranks not made by BPE
         training (a token that merging its bytes does not make) are refused with a ValueError;
         see docs/extend.md. Stops early, with a warning, as training does.
 
@@ -138,15 +151,13 @@ class Tokenizer(BaseTokenizer):
         >>> tok.n_vocab, tok.encode("low lower") == base.encode("low lower")
         (262, True)
         """
-        extension = Extension(self, vocab_size, min_frequency=min_frequency, num_threads=num_threads, max_token_length=max_token_length)
-        extended = extension.run(texts, buffer_size, progress)
-        tokenizer = extended.build(type(self))
-        if extended.stopped_early:
-            warnings.warn(
-                f"extending stopped at {len(extended.ranks)} ranks of the {extended.ranks_asked} asked for: {extended.stop_reason}",
-                stacklevel=2,
-            )
-        return tokenizer
+        recipe = extension_recipe(self, vocab_size, min_frequency=min_frequency, max_token_length=max_token_length, doc_cap=doc_cap)
+        training = Training(recipe, base=self, num_threads=num_threads)
+        if isinstance(texts, (Mapping, _core.SpanCounts)):
+            extended = training.run(counts=texts, progress=progress)
+        else:
+            extended = training.run(texts, buffer_size, progress)
+        return built(extended, type(self))
 
     @classmethod
     def train_from_counts(
@@ -160,12 +171,14 @@ class Tokenizer(BaseTokenizer):
         num_threads: Optional[int] = None,
         max_token_length: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
+        doc_cap: Optional[int] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on span counts (:func:`bpeforge.count`, ``SpanCounts.load``, ...):
         the same ranks as :meth:`train_from_iterator` on the texts they were counted from. The
-        options are :meth:`train_from_iterator`'s; ``pattern=None`` takes the counts' pattern,
-        and another pattern than theirs is a ValueError naming both. The counts are borrowed,
-        not copied.
+        options are :meth:`train_from_iterator`'s; ``pattern=None`` and ``doc_cap=None`` take
+        the counts' own, and another than theirs is an :class:`~bpeforge.errors.OptionError`
+        naming both. Mixed counts (:func:`bpeforge.mix`) read ``min_frequency`` in occurrences
+        of the mixed corpus. The counts are borrowed, not copied.
 
         >>> import bpeforge
         >>> counts = bpeforge.count(["aaab"] * 3)
@@ -173,22 +186,18 @@ class Tokenizer(BaseTokenizer):
         >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
         [b'aa', b'ab', b'aaab']
         """
-        training = Training(
+        if not isinstance(counts, _core.SpanCounts):
+            raise TypeError(f"counts must be a SpanCounts, got {type(counts).__name__}")
+        recipe = Recipe(
             vocab_size,
-            pattern=counts.pattern if pattern is None and isinstance(counts, _core.SpanCounts) else pattern,
+            pattern=counts.pattern if pattern is None else pattern,
             special_tokens=special_tokens,
             min_frequency=min_frequency,
-            num_threads=num_threads,
             max_token_length=max_token_length,
+            doc_cap=counts.options.get("doc_cap") if doc_cap is None else doc_cap,
         )
-        trained = training.run_counts(counts, progress)
-        tokenizer = trained.build(cls)
-        if trained.stopped_early:
-            warnings.warn(
-                f"training stopped at {len(trained.ranks)} ranks of the {trained.ranks_asked} asked for: {trained.stop_reason}",
-                stacklevel=2,
-            )
-        return tokenizer
+        trained = Training(recipe, num_threads=num_threads).run(counts=counts, progress=progress)
+        return built(trained, cls)
 
     # --------------------------------------------------------------------------- files
 

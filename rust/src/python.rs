@@ -24,6 +24,7 @@ mod parquet;
 mod pool;
 mod progress;
 mod readers;
+mod recipe;
 mod shutdown;
 mod trainer;
 
@@ -132,6 +133,8 @@ fn split(text: &str, pattern: &str, fast: bool) -> PyResult<Vec<String>> {
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<trainer::Trainer>()?;
+    m.add_class::<recipe::Recipe>()?;
+    m.add("NANOCHAT_SPECIAL_TOKENS", recipe::NANOCHAT_SPECIAL_TOKENS)?;
     m.add_class::<parquet::ParquetReader>()?;
     m.add_class::<encode::Encoder>()?;
     m.add_class::<counts::PySpanCounts>()?;

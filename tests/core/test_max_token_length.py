@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import bpeforge
 import reference as R
 import strategies as S
-from bpeforge.training import Training
+from bpeforge.training import Recipe
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -110,7 +110,7 @@ def test_tokenizer_and_training_take_it():
     tok = bpeforge.Tokenizer.train_from_iterator(["abcdefgh " * 50] * 3, 261, special_tokens=[], max_token_length=3)
     assert max(len(t) for t in tok.mergeable_ranks) == 3
     assert tok.decode(tok.encode("abcdefgh")) == "abcdefgh"
-    assert Training(300, max_token_length=None).max_token_length is None
+    assert Recipe(300, max_token_length=None).max_token_length is None
 
 
 @pytest.mark.parametrize("bad, error", [(1, ValueError), (0, ValueError), (-3, ValueError), ("4", TypeError), (4.0, TypeError), (True, TypeError)])
@@ -120,7 +120,7 @@ def test_bad_values_are_refused_before_any_text_is_read(bad, error):
         yield ""
 
     with pytest.raises(error, match="max_token_length"):
-        Training(300, max_token_length=bad)
+        Recipe(300, max_token_length=bad)
     with pytest.raises(error, match="max_token_length"):
         bpeforge.Trainer().train_from_iterator(texts(), 300, max_token_length=bad)
     with pytest.raises(error, match="max_token_length"):

@@ -37,7 +37,8 @@ from .train import (
     describe_pattern,
     find_inputs,
     open_corpus,
-    set_up_plain_training,
+    set_up_training,
+    set_up_training_on,
     stopped_early_warnings,
     train_on_counts,
     start_progress,
@@ -242,21 +243,21 @@ def run_mixed(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     sources = parse_sources(args)
     alpha, weights = parse_weights(args, [s.name for s in sources])
-    training = set_up_plain_training(args)
+    training = set_up_training(args)  # every option checked before anything is read
     folder, tiktoken_file = output_paths(args.output)
     check_output(folder, tiktoken_file, args.force)
     for source in sources:  # every path checked before any is read
         find_source(args, source)
     if args.pattern is None and loaded_pattern(sources) is not None:  # span counts train with the pattern they were made with
         args.pattern = loaded_pattern(sources)
-        training = set_up_plain_training(args)
+        training = set_up_training(args)
     shown: List[ConsoleProgress] = []  # the progress displays, the last one showing
     with ctrl_c_ends_the_process(args, lambda: bool(shown) and bool(shown[-1].bars)):
         mixed = count_and_mix(args, sources, alpha, weights, training.pattern, shown)
         t_count = time.perf_counter() - t_start
         progress, _ = training_progress(args)
         shown.append(progress)
-        trained = train_on_counts(training, mixed, progress)
+        trained = train_on_counts(set_up_training_on(args, mixed), mixed, progress)
         tokenizer, t_build = build_tokenizer(trained)
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     if args.quiet:

@@ -36,8 +36,8 @@ from .train import (
     find_inputs,
     open_corpus,
     parse_special_tokens,
-    set_up_plain_training,
     set_up_training,
+    set_up_training_on,
     start_progress,
     train_on,
     train_on_counts,
@@ -320,10 +320,8 @@ def run_sweep_from_counts(args: argparse.Namespace) -> int:
         counts = SpanCounts.load(args.from_counts)
     except (OSError, ValueError) as e:
         raise CLIError(one_line(e)) from None
-    if args.pattern is None:
-        args.pattern = counts.pattern
     args.vocab_size = sizes[-1]
-    training = set_up_plain_training(args)
+    training = set_up_training_on(args, counts)
     show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
     progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
@@ -350,20 +348,20 @@ def run_sweep_on_sources(args: argparse.Namespace) -> int:
     sources = parse_sources(args)
     alpha, weights = parse_weights(args, [s.name for s in sources])
     args.vocab_size = sizes[-1]
-    training = set_up_plain_training(args)
+    training = set_up_training(args)  # every option checked before anything is read
     folder = sweep_folder(args)
     for source in sources:  # every path checked before any is read
         find_source(args, source)
     if args.pattern is None and loaded_pattern(sources) is not None:
         args.pattern = loaded_pattern(sources)
-        training = set_up_plain_training(args)
+        training = set_up_training(args)
     shown: List[ConsoleProgress] = []
     with ctrl_c_ends_the_process(args, lambda: bool(shown) and bool(shown[-1].bars)):
         mixed = count_and_mix(args, sources, alpha, weights, training.pattern, shown)
         show = not args.quiet and (args.verbose or is_terminal(sys.stderr))
         progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
         shown.append(progress)
-        trained = train_on_counts(training, mixed, progress)
+        trained = train_on_counts(set_up_training_on(args, mixed), mixed, progress)
         tokenizer = trained.build(Tokenizer)
         t_trained = time.perf_counter()
         notes: List[str] = []

@@ -17,12 +17,12 @@ from .._core import DocumentReader
 from ..base import NANOCHAT_SPECIAL_TOKENS
 from .._core import SpanCounts
 from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
-from ..extending import Extension
+from ..extending import extension_recipe
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
 from ..tokenizer import Tokenizer
-from ..training import TrainedRanks, Training
+from ..training import Recipe, TrainedRanks, Training
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import RAY_HELP, add_ray_options
@@ -40,7 +40,7 @@ MIN_BUFFER, MAX_BUFFER = 64, 8192
 # On a terminal without -v, the merge loop's per-percent lines (beside its bar) start only once
 # it has run this many seconds.
 MERGE_LINES_AFTER = 3.0
-# The command line's flag for each option of bpeforge.training.Training.
+# The command line's flag for each option of a training (bpeforge.training.Recipe, and threads).
 FLAGS = {
     "vocab_size": "--vocab-size",
     "pattern": "--pattern",
@@ -48,6 +48,7 @@ FLAGS = {
     "num_threads": "--threads",
     "min_frequency": "--min-frequency",
     "max_token_length": "--max-token-length",
+    "doc_cap": "--doc-cap",
 }
 
 TRAIN_EPILOG = """\
@@ -137,46 +138,50 @@ def describe_pattern(text: Optional[str], regex: str) -> str:
     return text if text in PATTERNS else pattern_label(regex)
 
 
-def set_up_training(args: argparse.Namespace) -> Union[Training, Extension]:
-    """The training of ``args``, its options checked before any input is looked at; a bad one
-    is a usage error naming its flag. (``--extend`` is train's own: other commands that train
-    as it does, such as ``sweep``, have no such option.)"""
+def set_up_training(args: argparse.Namespace) -> Training:
+    """The training of ``args``, its recipe checked before any input is looked at; a bad option
+    is a usage error naming its flag. With ``--extend BASE`` (train's own: other commands that
+    train as it does, such as ``sweep``, have no such option) the base is read first, and its
+    split pattern and special tokens are kept, so ``--pattern`` and ``--special-tokens`` are
+    refused. Span counts (``--from-counts``, mixes) were made with a pattern and ``doc_cap``:
+    ``counts_made_with`` gives them, for the recipe to take where the flags say nothing."""
+    base = None
     if getattr(args, "extend", None) is not None:
-        return set_up_extension(args)
-    return set_up_plain_training(args)
-
-
-def set_up_plain_training(args: argparse.Namespace) -> Training:
-    """The training of ``args`` from the single bytes (see :func:`set_up_training`)."""
+        for flag, value in (("--pattern", args.pattern), ("--special-tokens", args.special_tokens)):
+            if value is not None:
+                raise CLIError(f"{flag} cannot be used with --extend: the base's is kept", EXIT_USAGE)
+        try:
+            base = Tokenizer.load(args.extend)
+        except (OSError, ValueError) as e:
+            raise CLIError(f"--extend {args.extend}: cannot read the base tokenizer: {one_line(e)}") from None
     try:
-        return Training(
-            args.vocab_size,
-            pattern=args.pattern,
-            special_tokens=parse_special_tokens(args.special_tokens),
-            min_frequency=args.min_frequency,
-            num_threads=args.threads,
-            max_token_length=args.max_token_length,
-        )
+        if base is not None:
+            recipe = extension_recipe(
+                base, args.vocab_size, min_frequency=args.min_frequency, max_token_length=args.max_token_length, doc_cap=args.doc_cap
+            )
+        else:
+            recipe = Recipe(
+                args.vocab_size,
+                pattern=args.pattern,
+                special_tokens=parse_special_tokens(args.special_tokens),
+                min_frequency=args.min_frequency,
+                max_token_length=args.max_token_length,
+                doc_cap=args.doc_cap,
+            )
+        return Training(recipe, base=base, num_threads=args.threads)
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
 
 
-def set_up_extension(args: argparse.Namespace) -> Extension:
-    """The extension of ``--extend BASE`` (continued BPE): the base is read first, and its split
-    pattern and special tokens are kept, so ``--pattern`` and ``--special-tokens`` are refused."""
-    for flag, value in (("--pattern", args.pattern), ("--special-tokens", args.special_tokens)):
-        if value is not None:
-            raise CLIError(f"{flag} cannot be used with --extend: the base's is kept", EXIT_USAGE)
-    try:
-        base = Tokenizer.load(args.extend)
-    except (OSError, ValueError) as e:
-        raise CLIError(f"--extend {args.extend}: cannot read the base tokenizer: {one_line(e)}") from None
-    try:
-        return Extension(
-            base, args.vocab_size, min_frequency=args.min_frequency, num_threads=args.threads, max_token_length=args.max_token_length
-        )
-    except OptionError as e:
-        raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+def set_up_training_on(args: argparse.Namespace, counts: SpanCounts) -> Training:
+    """:func:`set_up_training` for training on ``counts``: the pattern and ``doc_cap`` they were
+    made with, where the flags name none (another than theirs is refused when training starts,
+    naming the flag)."""
+    if args.pattern is None and getattr(args, "extend", None) is None:
+        args.pattern = counts.pattern
+    if args.doc_cap is None:
+        args.doc_cap = counts.options.get("doc_cap")
+    return set_up_training(args)
 
 
 def name_the_flag(e: OptionError) -> str:
@@ -303,7 +308,7 @@ def open_corpus(args: argparse.Namespace, found: Inputs, progress: ConsoleProgre
     )
 
 
-def train_on(corpus: Corpus, training: Union[Training, Extension], progress: ConsoleProgress, say_batches: bool) -> TrainedRanks:
+def train_on(corpus: Corpus, training: Training, progress: ConsoleProgress, say_batches: bool) -> TrainedRanks:
     """Trains on the corpus's documents; a problem with the data is a :class:`CLIError`."""
     try:
         batches, buffer_size = sized_stream(corpus)
@@ -312,8 +317,10 @@ def train_on(corpus: Corpus, training: Union[Training, Extension], progress: Con
         return training.run(batches, buffer_size, progress)
     except InputError as e:
         raise CLIError(str(e)) from None
+    except OptionError as e:  # the recipe does not go with the base (a --vocab-size below its n_vocab)
+        raise CLIError(name_the_flag(e), EXIT_USAGE) from None
     except ValueError as e:
-        if isinstance(training, Extension):  # a base that cannot be extended (see docs/extend.md)
+        if training.base is not None:  # a base that cannot be extended (see docs/extend.md)
             raise CLIError(f"--extend: {one_line(e)}") from None
         raise
     except RuntimeError as e:
@@ -336,14 +343,19 @@ def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
 
 
 def train_on_counts(training: Training, counts: SpanCounts, progress: ConsoleProgress, where: Optional[str] = None) -> TrainedRanks:
-    """``training`` run on span counts, its errors as one line: a bad option names its flag, and
-    counts with nothing to train on name ``where`` (the counts' path), if given."""
+    """``training`` run on span counts, its errors as one line: a bad option (or one the counts
+    were not made with) names its flag, and counts with nothing to train on name ``where`` (the
+    counts' path), if given."""
     try:
-        return training.run_counts(counts, progress)
+        return training.run(counts=counts, progress=progress)
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
     except NoTextError as e:
         raise CLIError(f"{where}: {e}" if where else str(e)) from None
+    except ValueError as e:  # a base that cannot be extended (see docs/extend.md)
+        if training.base is None:
+            raise
+        raise CLIError(f"--extend: {one_line(e)}") from None
 
 
 def build_tokenizer(trained: TrainedRanks) -> Tuple[Tokenizer, float]:

@@ -11,10 +11,7 @@ import time
 from typing import List, Optional, Tuple
 
 from .._core import SpanCounts
-from ..errors import NoTextError, OptionError
-from ..extending import Extension
 from ..patterns import resolve_pattern
-from ..training import TrainedRanks
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import check_ray_options, count_on_ray, on_ray
@@ -28,9 +25,11 @@ from .train import (
     find_inputs,
     name_the_flag,
     set_up_training,
+    set_up_training_on,
     start_progress,
     training_progress,
     stopped_early_warnings,
+    train_on_counts,
 )
 
 
@@ -44,8 +43,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     counting_pattern = args.pattern
     if on_ray(args):
         early = set_up_training(args)  # its options checked before the cluster is started
-        if isinstance(early, Extension):
-            counting_pattern = early.base.pattern  # new text is counted with the base's pattern
+        counting_pattern = early.pattern  # the recipe's (the base's, when extending)
     folder, tiktoken_file = output_paths(args.output)
     check_output(folder, tiktoken_file, args.force)
     progress, show = training_progress(args)
@@ -61,24 +59,13 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
             raise CLIError(one_line(e)) from None
         source, made = args.from_counts, "loaded"
     t_load = time.perf_counter() - t_load
-    if args.pattern is None and args.extend is None:
-        args.pattern = counts.pattern
-    training = set_up_training(args)
+    training = set_up_training_on(args, counts)
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
+        trained = train_on_counts(training, counts, progress, args.from_counts)
         try:
-            trained: TrainedRanks
-            if isinstance(training, Extension):
-                try:
-                    trained = training.run(counts, progress=progress)
-                except ValueError as e:  # counts split by another pattern than the base's
-                    raise CLIError(f"{args.from_counts}: {one_line(e)}") from None
-            else:
-                trained = training.run_counts(counts, progress)
-        except OptionError as e:
-            raise CLIError(name_the_flag(e), EXIT_USAGE) from None
-        except NoTextError as e:
-            raise CLIError(f"{args.from_counts}: {e}") from None
-        tokenizer, t_build = build_tokenizer(trained)
+            tokenizer, t_build = build_tokenizer(trained)
+        except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
+            raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
     if args.quiet:
         return 0

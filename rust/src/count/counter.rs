@@ -37,6 +37,7 @@ use rayon::ThreadPool;
 use super::batch::{BatchSize, Batcher, BufferError, TextSink};
 use super::queue::BatchQueue;
 use super::{Batch, SpanCounts};
+use crate::sources::selection::cropped;
 use crate::{Error, Splitter};
 
 /// A batch goes to the worker once it holds `batch_texts` texts and at least this many bytes...
@@ -117,6 +118,8 @@ pub struct Counter<'a> {
     /// The worker, until it is joined.
     worker: Option<JoinHandle<Result<SpanCounts, Error>>>,
     caller: &'a dyn CallerLock,
+    /// Each text is cropped to its first this many characters (a training's `doc_cap`).
+    doc_cap: Option<u64>,
 }
 
 impl<'a> Counter<'a> {
@@ -160,14 +163,23 @@ impl<'a> Counter<'a> {
             .spawn(move || count_queued(&for_worker, queued, to_feeder, threads))?;
         // With a pool of one thread, the worker is the one that counts.
         let queue = BatchQueue::new(to_worker, returned, threads > 1, splitter, stop, caller);
-        Ok(Counter { batcher: Batcher::new(size, queue), shared, worker: Some(worker), caller })
+        Ok(Counter { batcher: Batcher::new(size, queue), shared, worker: Some(worker), caller, doc_cap: None })
     }
 
-    /// Adds one text. A text longer than a batch is counted at once, where it lies (on a pool
-    /// of two threads or more); other texts go into the batch being filled, which is handed on
-    /// if that filled it.
+    /// Crops every text pushed from now on to its first `doc_cap` characters (`None`: whole).
+    pub fn crop_texts_to(&mut self, doc_cap: Option<u64>) {
+        self.doc_cap = doc_cap;
+    }
+
+    /// Adds one text (cropped to `doc_cap` characters, if set). A text longer than a batch is
+    /// counted at once, where it lies (on a pool of two threads or more); other texts go into
+    /// the batch being filled, which is handed on if that filled it.
     #[inline]
     pub fn push(&mut self, text: &str) {
+        let text = match self.doc_cap {
+            Some(cap) => cropped(text, cap),
+            None => text,
+        };
         if text.len() > self.batcher.size().max_bytes && self.batcher.receiver.counts_when_full() {
             self.count_long_text(text);
         } else if self.batcher.add(text) {

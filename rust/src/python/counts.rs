@@ -71,6 +71,17 @@ fn options_arg(py: Python<'_>, options: Option<&Bound<'_, PyAny>>) -> PyResult<S
 }
 
 impl PySpanCounts {
+    /// The `doc_cap` the counts were made with (documents cropped to that many characters), if any.
+    pub(super) fn doc_cap(&self) -> Option<u64> {
+        Self::doc_cap_of(&self.options)
+    }
+
+    /// The `doc_cap` recorded in counting options (canonical JSON), if any.
+    fn doc_cap_of(options: &str) -> Option<u64> {
+        let options = serde_json::from_str::<serde_json::Value>(options).ok()?;
+        options.get("doc_cap").and_then(serde_json::Value::as_u64)
+    }
+
     pub(super) fn new(spans: SortedSpans, pattern: String, options: String) -> Self {
         PySpanCounts { spans: Arc::new(spans), pattern, options }
     }
@@ -427,7 +438,7 @@ fn join_and_sort(py: Python<'_>, pool: &rayon::ThreadPool, counts: crate::count:
 /// lists of str, Arrow string arrays, a ParquetReader's batches), splitting and counting
 /// without the GIL while the next texts are pulled, and gives their `SpanCounts`, sorted.
 /// `pattern`: a preset's name, a regex or None for GPT-4's. `options`: the counting options
-/// that changed the texts (recorded, e.g. `{"doc_cap": 10000}`). `progress(phase, info)` as
+/// that changed the texts (recorded; `{"doc_cap": N}` crops each text to its first N characters). `progress(phase, info)` as
 /// in `Trainer.train_from_iterator`'s phase "count". Returns the counts and the number of texts
 /// and of bytes read.
 #[pyfunction]
@@ -456,7 +467,9 @@ pub(super) fn count_texts(
         Some(n) if !n.is_none() => Pool::new(Some(int_arg(n, "num_threads", 1, 1024)? as usize)).get()?,
         _ => Pool::shared().get()?,
     };
-    let Counted { counts, texts, bytes } = count_iterator(py, iterator, &splitter, Arc::clone(&pool), buffer_size, progress.as_ref())?;
+    // The counts say what they were counted with: a `doc_cap` recorded crops every text here.
+    let doc_cap = PySpanCounts::doc_cap_of(&options);
+    let Counted { counts, texts, bytes } = count_iterator(py, iterator, &splitter, doc_cap, Arc::clone(&pool), buffer_size, progress.as_ref())?;
     let sorted = join_and_sort(py, &pool, counts)?;
     crate::memory::release();
     Ok((PySpanCounts::new(sorted, splitter.pattern().to_owned(), options), texts, bytes))

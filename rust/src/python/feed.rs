@@ -221,13 +221,15 @@ fn feed(
     Ok(())
 }
 
-/// Splits and counts the texts of `iterator` (see the module's comment), reporting progress
+/// Splits and counts the texts of `iterator` (see the module's comment), each cropped to
+/// `doc_cap` characters if given, reporting progress
 /// after each item that filled a batch and once all is counted, and stopping on Ctrl-C or on
 /// the first error.
 pub(super) fn count_iterator(
     py: Python<'_>,
     iterator: Bound<'_, PyIterator>,
     splitter: &Splitter,
+    doc_cap: Option<u64>,
     pool: Arc<rayon::ThreadPool>,
     buffer_size: usize,
     progress: Option<&Py<PyAny>>,
@@ -236,6 +238,7 @@ pub(super) fn count_iterator(
     let gil = Gil::new(Arc::clone(&stop));
     let mut counter = Counter::new(splitter, pool, buffer_size, stop, &gil)
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the counting thread: {e}")))?;
+    counter.crop_texts_to(doc_cap);
     // On an error the counter is dropped, which stops its worker (nothing it counts will be
     // used) and waits for it without the GIL.
     feed(py, iterator, &mut counter, &gil, progress)?;

@@ -182,31 +182,9 @@ impl Run<'_> {
     }
 }
 
-/// The merge loop on counted or sorted spans (see the module's comment).
-pub(super) fn learn_from(
-    py: Python<'_>,
-    pool: &rayon::ThreadPool,
-    spans: SpansToLearn,
-    options: LearnOptions,
-    progress: Option<&Py<PyAny>>,
-) -> PyResult<LearnRun> {
-    run_loop(py, pool, spans, None, options, progress)
-}
-
-/// [`learn_from`] extending `base`: the merge loop goes on from the spans encoded with its ranks.
-pub(super) fn extend_from(
-    py: Python<'_>,
-    pool: &rayon::ThreadPool,
-    spans: SpansToLearn,
-    base: &ExtendBase,
-    options: LearnOptions,
-    progress: Option<&Py<PyAny>>,
-) -> PyResult<LearnRun> {
-    run_loop(py, pool, spans, Some(base), options, progress)
-}
-
-/// The merge loop from the single bytes, or from `base` (see [`learn_from`], [`extend_from`]).
-fn run_loop(
+/// The merge loop on counted, given or sorted spans, from the single bytes or from `base` (the
+/// loop goes on from the spans encoded with its ranks); see the module's comment.
+pub(super) fn run_loop(
     py: Python<'_>,
     pool: &rayon::ThreadPool,
     spans: SpansToLearn,

@@ -11,14 +11,15 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 
 use super::args::{as_int, int_arg, max_token_length_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
 use super::feed::{count_iterator, text_of};
-use super::counts::{pattern_shown, PySpanCounts};
-use super::learn::{extend_from, learn_from, SpansToLearn};
+use super::counts::PySpanCounts;
+use super::learn::{run_loop, SpansToLearn};
+use super::recipe::{Base, Recipe};
 use super::pool::Pool;
 use super::shutdown;
 use super::splitter_arg;
 use crate::count::{Counted, SortedSpans, Spans};
 use crate::error::STOP_EVERY;
-use crate::merge::{ExtendBase, LearnOptions, Merge, TokenIds};
+use crate::merge::{ExtendBase, Merge, TokenIds};
 use crate::pretokenize::presets;
 use crate::{Splitter, Vocab};
 
@@ -40,7 +41,7 @@ struct Trained {
     vocab: Vocab,
     merges: Vec<Merge>,
     stats: Stats,
-    /// The ids of an extended vocabulary's tokens (see `extend_from_iterator`); `None`: each
+    /// The ids of an extended vocabulary's tokens (see `learn`'s `base`); `None`: each
     /// token's id is its place in `vocab`.
     ids: Option<TokenIds>,
 }
@@ -111,27 +112,79 @@ impl Trainer {
         Ok(Self { pool, busy: AtomicBool::new(false), trained: Mutex::new(trained) })
     }
 
-    /// Trains on an iterable whose items are str, lists of str, or Arrow string arrays (any
-    /// object with `__arrow_c_array__` of type utf8, large_utf8 or utf8_view, such as a pyarrow
-    /// `StringArray` or the chunks of a `ChunkedArray`), replacing any earlier training. Lists
-    /// and arrays are cheap ways to hand over batches; an array's strings are copied straight
-    /// from its buffers, without a Python str per text, and its null entries are skipped (each
-    /// non-null entry, empty or not, is one text). Texts are pulled in batches of `buffer_size`
-    /// (more while a batch holds under 1 MiB of text, fewer once it holds 2 MiB, even in the
-    /// middle of a list or array, so that memory stays bounded whatever an item holds) and split and
+    /// Trains as `recipe` says (a `Recipe`: every option of the training), from `texts` or from
+    /// `counts` (one of them), extending `base` if given, and replaces any earlier training.
+    ///
+    /// `texts` is an iterable whose items are str, lists of str, Arrow string arrays (any object
+    /// with `__arrow_c_array__` of type utf8, large_utf8 or utf8_view, such as a pyarrow
+    /// `StringArray` or the chunks of a `ChunkedArray`) or bpeforge's readers. Lists and arrays
+    /// are cheap ways to hand over batches; an array's strings are copied straight from its
+    /// buffers, without a Python str per text, and its null entries are skipped (each non-null
+    /// entry, empty or not, is one text). Texts are pulled in batches of `buffer_size` (more
+    /// while a batch holds under 1 MiB of text, fewer once it holds 2 MiB, even in the middle of
+    /// a list or array, so that memory stays bounded whatever an item holds) and split and
     /// counted without the GIL while the next batches are pulled: on all threads but one while
     /// Python pulls (it keeps a core; the calling thread counts a batch itself when four wait),
     /// on all of them once it is done. The iterable is consumed once and never held whole.
-    /// `vocab_size` counts the 256 byte tokens; training stops earlier if no pair is left or
-    /// the best pair occurs fewer than `min_frequency` times. `pattern`, if given (as for the
-    /// constructor), replaces the trainer's split pattern. `progress`, if given, is called as `progress(phase, info)`:
-    /// phase "count" after each item that filled a batch, and at the end (info: texts and
-    /// bytes so far, and spans, a lower bound of the distinct spans so far: the exact number
-    /// is in `stats` at the end) and phase "merge" about every 0.1% of the merges (info:
-    /// done, total, pair, token, count). An exception raised by the
-    /// callback or the iterator stops training and propagates; the trainer keeps its old state.
-    /// `max_token_length`, if given (2 or more), skips every merge whose token would be longer
-    /// than that many bytes: the best pair among those that fit is merged.
+    ///
+    /// `counts` is a `SpanCounts` (made with the recipe's pattern and `doc_cap`, else an
+    /// `OptionError` naming the option; borrowed, not copied; mixed counts read `min_frequency`
+    /// in occurrences of the mixed corpus), or maps each span (str or bytes, taken as one span,
+    /// not split) to how often it occurs (a non-negative int below 2^64): a mapping, or an
+    /// iterable of (span, count) pairs. Counts of repeated spans add up (an OverflowError past
+    /// 2^64-1).
+    ///
+    /// `base` is a tokenizer to extend (a `bpeforge.Tokenizer`): its split pattern and special
+    /// tokens must be the recipe's, and its ids are all kept; each distinct span starts as the
+    /// base's encoding of it (as tiktoken would make it), merging goes on by the same rule, and
+    /// the new tokens are numbered from the base's `n_vocab` on, up to the recipe's `vocab_size`.
+    /// A base with a token that merging its bytes does not make (ranks not made by BPE
+    /// training) is refused with a ValueError naming it.
+    ///
+    /// Training stops earlier if no pair is left or the best pair occurs fewer than
+    /// `min_frequency` times. `progress`, if given, is called as `progress(phase, info)`: phase
+    /// "count" after each item that filled a batch, and at the end (info: texts and bytes so
+    /// far, and spans, a lower bound of the distinct spans so far: the exact number is in
+    /// `stats` at the end) and phase "merge" about every 0.1% of the merges (info: done, total,
+    /// pair, token, count). An exception raised by the callback or the iterator stops training
+    /// and propagates; the trainer keeps its old state. Returns the number of ranks asked for
+    /// (the base's or the 256 single bytes, and the new ones).
+    #[pyo3(
+        signature = (recipe, *, texts=None, counts=None, base=None, buffer_size=None, progress=None),
+        text_signature = "(self, recipe, *, texts=None, counts=None, base=None, buffer_size=8192, progress=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn learn(
+        &self,
+        py: Python<'_>,
+        recipe: &Bound<'_, Recipe>,
+        texts: Option<&Bound<'_, PyAny>>,
+        counts: Option<&Bound<'_, PyAny>>,
+        base: Option<&Bound<'_, PyAny>>,
+        buffer_size: Option<&Bound<'_, PyAny>>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<usize> {
+        let material = match (texts.filter(|t| !t.is_none()), counts.filter(|c| !c.is_none())) {
+            (Some(texts), None) => Material::Texts(texts),
+            (None, Some(counts)) => Material::Counts(counts),
+            (Some(_), Some(_)) => return Err(PyTypeError::new_err("learn takes texts or counts, not both")),
+            (None, None) => return Err(PyTypeError::new_err("learn needs texts or counts to learn from")),
+        };
+        let base = match base.filter(|b| !b.is_none()) {
+            None => None,
+            Some(b) => Some(b.extract::<Base>().map_err(|_| {
+                PyTypeError::new_err(format!("the base must be a bpeforge tokenizer, got {} (load it first, e.g. Tokenizer.load)", type_name(b)))
+            })?),
+        };
+        let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
+        self.run(py, recipe.get(), material, base.as_ref(), buffer_size, progress)
+    }
+
+    /// Trains on an iterable of texts (as `learn` reads them), replacing any earlier training:
+    /// rustbpe's method. `vocab_size` counts the 256 byte tokens (there are no special tokens
+    /// here); `pattern`, if given (as for the constructor), replaces the trainer's split
+    /// pattern. `min_frequency`, `max_token_length` and `progress` as a `Recipe` and `learn`
+    /// take them.
     #[pyo3(
         signature = (iterator, vocab_size, buffer_size=None, pattern=None, *, min_frequency=None, progress=None, max_token_length=None),
         text_signature = "(self, iterator, vocab_size, buffer_size=8192, pattern=None, *, min_frequency=1, progress=None, max_token_length=None)"
@@ -148,106 +201,19 @@ impl Trainer {
         progress: Option<Py<PyAny>>,
         max_token_length: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let _busy = Busy::claim(&self.busy)?;
-        let _running = shutdown::Running::start();
-        let vocab_size = vocab_size_arg(vocab_size)?;
-        let max_token_length = max_token_length_arg(max_token_length)?;
-        let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
-        let min_frequency = min_frequency_arg(min_frequency)?;
-        let progress = progress_arg(py, progress)?;
         let splitter = match pattern {
             Some(p) => splitter_arg(p)?,
             None => self.state().splitter.clone(),
         };
-        let pool = self.threads()?;
-        let (Counted { counts, texts, bytes }, count_seconds) = count_texts(py, iterator, &splitter, &pool, buffer_size, progress.as_ref())?;
-        let options = LearnOptions { vocab_size, min_frequency, max_token_length };
-        let run = learn_from(py, &pool, SpansToLearn::Counted(counts), options, progress.as_ref())?;
-        let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
-        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids: None };
-        Ok(())
-    }
-
-    /// Extends the ranks `base_ranks` (a list of `(bytes, id)`; ids may have gaps) with tokens
-    /// learned from `iterator` (as `train_from_iterator` reads it), numbered from `first_id` on,
-    /// which must be above every id of the base, its special tokens included. Each distinct span
-    /// starts as the base's encoding of it (as tiktoken would make it), and merging goes on by
-    /// the same rule until `new_tokens` tokens are made. A base with a token that merging its
-    /// bytes does not make (ranks not made by BPE training) is refused with a ValueError naming
-    /// it. The ranks afterwards are the base's with their ids, then the new tokens.
-    /// `max_token_length` as for `train_from_iterator` (a base's longer tokens are kept, and
-    /// never merged further).
-    #[pyo3(
-        signature = (iterator, base_ranks, first_id, new_tokens, buffer_size=None, *, min_frequency=None, progress=None, max_token_length=None),
-        text_signature = "(self, iterator, base_ranks, first_id, new_tokens, buffer_size=8192, *, min_frequency=1, progress=None, max_token_length=None)"
-    )]
-    #[allow(clippy::too_many_arguments)]
-    fn extend_from_iterator(
-        &self,
-        py: Python<'_>,
-        iterator: &Bound<'_, PyAny>,
-        base_ranks: Vec<(Vec<u8>, u32)>,
-        first_id: &Bound<'_, PyAny>,
-        new_tokens: &Bound<'_, PyAny>,
-        buffer_size: Option<&Bound<'_, PyAny>>,
-        min_frequency: Option<&Bound<'_, PyAny>>,
-        progress: Option<Py<PyAny>>,
-        max_token_length: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let _busy = Busy::claim(&self.busy)?;
-        let _running = shutdown::Running::start();
-        let args = ExtensionArgs::new(first_id, new_tokens, min_frequency, max_token_length)?;
+        let recipe = Recipe::of_ranks(splitter, vocab_size_arg(vocab_size)?, min_frequency_arg(min_frequency)?, max_token_length_arg(max_token_length)?, None);
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
-        let progress = progress_arg(py, progress)?;
-        let base = py.detach(|| ExtendBase::new(base_ranks, args.first_id)).map_err(super::to_py)?;
-        let splitter = self.state().splitter.clone();
-        let pool = self.threads()?;
-        let (Counted { counts, texts, bytes }, count_seconds) = count_texts(py, iterator, &splitter, &pool, buffer_size, progress.as_ref())?;
-        let run = extend_from(py, &pool, SpansToLearn::Counted(counts), &base, args.options(&base), progress.as_ref())?;
-        let stats = Stats { texts, bytes, distinct_spans: run.distinct_spans, count_seconds, merge_seconds: run.seconds };
-        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids: Some(base.ids().clone()) };
-        Ok(())
+        self.run(py, &recipe, Material::Texts(iterator), None, buffer_size, progress).map(drop)
     }
 
-    /// `extend_from_iterator` from already counted spans, read as `train_from_counts` reads
-    /// them (each span taken whole, not split: count them with the base's pattern).
-    #[pyo3(
-        signature = (counts, base_ranks, first_id, new_tokens, *, min_frequency=None, progress=None, max_token_length=None),
-        text_signature = "(self, counts, base_ranks, first_id, new_tokens, *, min_frequency=1, progress=None, max_token_length=None)"
-    )]
-    #[allow(clippy::too_many_arguments)]
-    fn extend_from_counts(
-        &self,
-        py: Python<'_>,
-        counts: &Bound<'_, PyAny>,
-        base_ranks: Vec<(Vec<u8>, u32)>,
-        first_id: &Bound<'_, PyAny>,
-        new_tokens: &Bound<'_, PyAny>,
-        min_frequency: Option<&Bound<'_, PyAny>>,
-        progress: Option<Py<PyAny>>,
-        max_token_length: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let _busy = Busy::claim(&self.busy)?;
-        let _running = shutdown::Running::start();
-        let args = ExtensionArgs::new(first_id, new_tokens, min_frequency, max_token_length)?;
-        let progress = progress_arg(py, progress)?;
-        let base = py.detach(|| ExtendBase::new(base_ranks, args.first_id)).map_err(super::to_py)?;
-        let (spans, _) = self.spans_to_learn(py, counts)?;
-        let pool = self.threads()?;
-        let run = extend_from(py, &pool, spans, &base, args.options(&base), progress.as_ref())?;
-        let mut state = self.state();
-        state.stats = Stats { distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
-        (state.vocab, state.merges, state.ids) = (run.vocab, run.merges, Some(base.ids().clone()));
-        Ok(())
-    }
-
-    /// Trains from already counted spans: `counts` is a `SpanCounts` (made with this trainer's
-    /// pattern, else a ValueError naming both; borrowed, not copied), or maps each span (str or
-    /// bytes, taken as one span, not split) to how often it occurs (a non-negative int below
-    /// 2^64): a mapping, or an iterable of (span, count) pairs. Counts of repeated spans add up
-    /// (an OverflowError past 2^64-1). Same stopping rules and progress callback as
-    /// `train_from_iterator` (its phase "merge": nothing is counted here); pair counts are 64-bit, so counts in the billions are exact.
-    /// `max_token_length` as for `train_from_iterator`.
+    /// Trains from already counted spans (as `learn` reads them), with the trainer's split
+    /// pattern (`SpanCounts` made with another raise a ValueError naming both) and the
+    /// counts' `doc_cap`. Same options as `train_from_iterator`; pair counts are 64-bit, so
+    /// counts in the billions are exact.
     #[pyo3(
         signature = (counts, vocab_size, *, min_frequency=None, progress=None, max_token_length=None),
         text_signature = "(self, counts, vocab_size, *, min_frequency=1, progress=None, max_token_length=None)"
@@ -261,22 +227,10 @@ impl Trainer {
         progress: Option<Py<PyAny>>,
         max_token_length: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let _busy = Busy::claim(&self.busy)?;
-        let _running = shutdown::Running::start();
-        let vocab_size = vocab_size_arg(vocab_size)?;
-        let min_frequency = min_frequency_arg(min_frequency)?;
-        let max_token_length = max_token_length_arg(max_token_length)?;
-        let progress = progress_arg(py, progress)?;
-        let (spans, bytes) = self.spans_to_learn(py, counts)?;
-        let pool = self.threads()?;
-        let options = LearnOptions { vocab_size, min_frequency, max_token_length };
-        let run = learn_from(py, &pool, spans, options, progress.as_ref())?;
-        let mut state = self.state();
-        state.stats = Stats { bytes, distinct_spans: run.distinct_spans, merge_seconds: run.seconds, ..Stats::default() };
-        state.vocab = run.vocab;
-        state.merges = run.merges;
-        state.ids = None;
-        Ok(())
+        let doc_cap = counts.cast::<PySpanCounts>().ok().and_then(|c| c.get().doc_cap());
+        let splitter = self.state().splitter.clone();
+        let recipe = Recipe::of_ranks(splitter, vocab_size_arg(vocab_size)?, min_frequency_arg(min_frequency)?, max_token_length_arg(max_token_length)?, doc_cap);
+        self.run(py, &recipe, Material::Counts(counts), None, 0, progress).map(drop)
     }
 
     /// Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds.
@@ -304,7 +258,7 @@ impl Trainer {
     }
 
     /// The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order
-    /// (after `extend_from_iterator`: the base's ranks, then the new tokens).
+    /// (after extending a base: the base's ranks with their ids, then the new tokens).
     fn get_mergeable_ranks<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u32)> {
         let state = self.state();
         let id = |k: usize| state.ids.as_ref().map_or(k as u32, |ids| ids.get(k as u32));
@@ -312,7 +266,7 @@ impl Trainer {
     }
 
     /// Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
-    /// `256 + k` (after `extend_from_iterator`: `first_id + k`).
+    /// `256 + k` (after extending a base: the base's `n_vocab + k`).
     fn get_merges(&self) -> Vec<(u32, u32, u32, u64)> {
         let state = self.state();
         let id = |m: &Merge| state.ids.as_ref().map_or(*m, |ids| ids.merge(m));
@@ -325,43 +279,82 @@ impl Trainer {
     }
 }
 
+/// What a training learns from: an iterable of texts, or span counts.
+enum Material<'a, 'py> {
+    Texts(&'a Bound<'py, PyAny>),
+    Counts(&'a Bound<'py, PyAny>),
+}
+
 impl Trainer {
-    /// The spans of `counts` for the merge loop, and the bytes they cover (0 when not known): a
-    /// `SpanCounts` (split by this trainer's pattern, or a ValueError naming both) is borrowed;
-    /// a mapping or pairs are summed and sorted.
-    fn spans_to_learn(&self, py: Python<'_>, counts: &Bound<'_, PyAny>) -> PyResult<(SpansToLearn, u64)> {
-        Ok(match counts.cast::<PySpanCounts>() {
-            Ok(counts) => {
-                let counts = counts.get();
-                let pattern = self.state().splitter.pattern().to_owned();
-                if counts.pattern != pattern {
-                    return Err(PyValueError::new_err(format!(
-                        "the span counts were split by {}, this trainer splits by {}: make the trainer with the counts' \
-                         pattern (Trainer(counts.pattern))",
-                        pattern_shown(&counts.pattern),
-                        pattern_shown(&pattern)
-                    )));
-                }
-                let bytes = u64::try_from(counts.spans.total_bytes()).unwrap_or(u64::MAX);
-                (SpansToLearn::Sorted(Arc::clone(&counts.spans)), bytes)
+    /// The one way every training runs (see `learn`): the recipe made concrete for what it
+    /// learns from, the texts counted (or the counts taken), the merge loop from the single
+    /// bytes or from `base`, and the trainer's state replaced if all of it succeeded. Returns
+    /// the ranks asked for.
+    fn run(
+        &self,
+        py: Python<'_>,
+        recipe: &Recipe,
+        material: Material<'_, '_>,
+        base: Option<&Base>,
+        buffer_size: usize,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<usize> {
+        let _busy = Busy::claim(&self.busy)?;
+        let _running = shutdown::Running::start();
+        let progress = progress_arg(py, progress)?;
+        let span_counts = match material {
+            Material::Counts(counts) => counts.cast::<PySpanCounts>().ok(),
+            Material::Texts(_) => None,
+        };
+        let plan = recipe.plan(py, span_counts, base)?;
+        let base = match base {
+            Some(base) => Some(py.detach(|| ExtendBase::new(base.ranks(), base.first_id())).map_err(super::to_py)?),
+            None => None,
+        };
+        let pool = self.threads()?;
+        let (spans, mut stats) = match material {
+            Material::Texts(texts) => {
+                let (Counted { counts, texts, bytes }, count_seconds) =
+                    count_texts(py, texts, &plan.splitter, recipe.doc_cap_chars(), &pool, buffer_size, progress.as_ref())?;
+                (SpansToLearn::Counted(counts), Stats { texts, bytes, count_seconds, ..Stats::default() })
             }
-            Err(_) => {
-                let pairs = read_counts(py, counts)?;
-                let sorted = py.detach(|| SortedSpans::from_unsorted(pairs)).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
-                (SpansToLearn::Owned(sorted.into_spans()), 0)
+            Material::Counts(counts) => {
+                let (spans, bytes) = spans_to_learn(py, counts)?;
+                (spans, Stats { bytes, ..Stats::default() })
             }
-        })
+        };
+        let run = run_loop(py, &pool, spans, base.as_ref(), plan.options, progress.as_ref())?;
+        (stats.distinct_spans, stats.merge_seconds) = (run.distinct_spans, run.seconds);
+        let ids = base.map(|base| base.ids().clone());
+        *self.state() = Trained { splitter: plan.splitter, vocab: run.vocab, merges: run.merges, stats, ids };
+        Ok(plan.ranks_asked)
     }
 }
 
+/// The spans of `counts` for the merge loop, and the bytes they cover (0 when not known): a
+/// `SpanCounts` is borrowed; a mapping or pairs are summed and sorted.
+fn spans_to_learn(py: Python<'_>, counts: &Bound<'_, PyAny>) -> PyResult<(SpansToLearn, u64)> {
+    Ok(match counts.cast::<PySpanCounts>() {
+        Ok(counts) => {
+            let bytes = u64::try_from(counts.get().spans.total_bytes()).unwrap_or(u64::MAX);
+            (SpansToLearn::Sorted(Arc::clone(&counts.get().spans)), bytes)
+        }
+        Err(_) => {
+            let pairs = read_counts(py, counts)?;
+            let sorted = py.detach(|| SortedSpans::from_unsorted(pairs)).map_err(|e| PyOverflowError::new_err(e.to_string()))?;
+            (SpansToLearn::Owned(sorted.into_spans()), 0)
+        }
+    })
+}
 
-/// Counts the texts of `iterator`, an iterable of the items `train_from_iterator` takes (a str
-/// is refused: it would be read as one text per character), split by `splitter` on `pool`: the
-/// counts, texts and bytes, and the seconds it took.
+/// Counts the texts of `iterator`, an iterable of the items `learn` takes (a str is refused: it
+/// would be read as one text per character), each cropped to `doc_cap` characters if given,
+/// split by `splitter` on `pool`: the counts, texts and bytes, and the seconds it took.
 fn count_texts(
     py: Python<'_>,
     iterator: &Bound<'_, PyAny>,
     splitter: &Splitter,
+    doc_cap: Option<u64>,
     pool: &Arc<rayon::ThreadPool>,
     buffer_size: usize,
     progress: Option<&Py<PyAny>>,
@@ -373,40 +366,8 @@ fn count_texts(
         .try_iter()
         .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
     let started = Instant::now();
-    let counted = count_iterator(py, iterator, splitter, Arc::clone(pool), buffer_size, progress)?;
+    let counted = count_iterator(py, iterator, splitter, doc_cap, Arc::clone(pool), buffer_size, progress)?;
     Ok((counted, started.elapsed().as_secs_f64()))
-}
-
-/// An extension's arguments, checked: both ways of extending take them.
-struct ExtensionArgs {
-    /// The id of the first new token.
-    first_id: u32,
-    /// How many new tokens to make at most.
-    new_tokens: usize,
-    min_frequency: u64,
-    max_token_length: Option<usize>,
-}
-
-impl ExtensionArgs {
-    /// `first_id` and `new_tokens` checked to fit the 32-bit ids, and the options as training
-    /// checks them.
-    fn new(
-        first_id: &Bound<'_, PyAny>,
-        new_tokens: &Bound<'_, PyAny>,
-        min_frequency: Option<&Bound<'_, PyAny>>,
-        max_token_length: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let first_id = int_arg(first_id, "first_id", 0, i64::from(u32::MAX))? as u32;
-        let new_tokens = int_arg(new_tokens, "new_tokens", 0, i64::from(u32::MAX - first_id))? as usize;
-        let min_frequency = min_frequency_arg(min_frequency)?;
-        let max_token_length = max_token_length_arg(max_token_length)?;
-        Ok(ExtensionArgs { first_id, new_tokens, min_frequency, max_token_length })
-    }
-
-    /// The merge loop's options for extending `base`.
-    fn options(&self, base: &ExtendBase) -> LearnOptions {
-        LearnOptions { vocab_size: base.len() + self.new_tokens, min_frequency: self.min_frequency, max_token_length: self.max_token_length }
-    }
 }
 
 /// The spans and counts of `train_from_counts`'s `counts`: a mapping (dict, Counter, any

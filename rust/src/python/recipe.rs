@@ -1,0 +1,371 @@
+//! A training's recipe: every option of one training, checked once when it is made, as one value
+//! that `Trainer.learn` takes whole, whatever it learns from (texts, span counts, a base to
+//! extend). A new option is a field here, checked here, and read by `Trainer.learn`: no path
+//! re-plumbs it.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use super::args::{as_int, int_arg, type_name};
+use super::counts::{pattern_shown, PySpanCounts};
+use super::splitter_arg;
+use crate::merge::LearnOptions;
+use crate::pretokenize::presets;
+use crate::Splitter;
+
+/// Token ids (ranks and special ids) are below this: tiktoken's are 32-bit, and bpeforge trains at
+/// most this many ranks.
+pub(super) const MAX_TOKEN_ID: usize = 1 << 31;
+
+/// nanochat's nine special tokens, a recipe's when none are given.
+pub(super) const NANOCHAT_SPECIAL_TOKENS: [&str; 9] = [
+    "<|bos|>",
+    "<|user_start|>",
+    "<|user_end|>",
+    "<|assistant_start|>",
+    "<|assistant_end|>",
+    "<|python_start|>",
+    "<|python_end|>",
+    "<|output_start|>",
+    "<|output_end|>",
+];
+
+/// The fields of a recipe, in the order `Recipe.as_dict` gives them.
+const FIELDS: [&str; 6] = ["vocab_size", "pattern", "special_tokens", "min_frequency", "max_token_length", "doc_cap"];
+
+/// Everything one training is asked to do, checked: the final vocabulary size (special tokens
+/// included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
+/// the trained ranks), `min_frequency`, `max_token_length` (bytes) and `doc_cap` (each document
+/// cropped to its first `doc_cap` characters). Immutable; `replace` makes a changed copy,
+/// checked again.
+#[pyclass(module = "bpeforge._core", frozen)]
+#[derive(Clone)]
+pub(super) struct Recipe {
+    vocab_size: usize,
+    splitter: Splitter,
+    special_tokens: Vec<String>,
+    min_frequency: u64,
+    max_token_length: Option<usize>,
+    doc_cap: Option<u64>,
+}
+
+/// An `OptionError` (`bpeforge.errors`: a ValueError naming its option) saying `message`.
+pub(super) fn option_error(py: Python<'_>, option: &str, message: String) -> PyErr {
+    let made = py
+        .import("bpeforge.errors")
+        .and_then(|errors| errors.getattr("OptionError"))
+        .and_then(|class| class.call1((option, message.clone())));
+    match made {
+        Ok(error) => PyErr::from_value(error),
+        Err(_) => PyValueError::new_err(message), // bpeforge's Python package is not importable
+    }
+}
+
+/// `result` with a ValueError turned into an `OptionError` naming `option` (a TypeError kept).
+fn naming<T>(py: Python<'_>, option: &str, result: PyResult<T>) -> PyResult<T> {
+    result.map_err(|e| if e.is_instance_of::<PyValueError>(py) { option_error(py, option, e.value(py).to_string()) } else { e })
+}
+
+/// The special tokens of a recipe: a list (or other sequence) of distinct, non-empty str; None
+/// for nanochat's nine.
+fn special_tokens_arg(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else {
+        return Ok(NANOCHAT_SPECIAL_TOKENS.iter().map(|s| s.to_string()).collect());
+    };
+    if value.is_instance_of::<PyString>() || value.is_instance_of::<PyDict>() || value.hasattr("keys")? {
+        return Err(PyTypeError::new_err(format!(
+            "special_tokens must be a list of str, not a {}: training numbers them after the trained ranks, so no ids are taken here",
+            type_name(value)
+        )));
+    }
+    let items = value.try_iter().map_err(|_| PyTypeError::new_err(format!("special_tokens must be a list of str, got {}", type_name(value))))?;
+    let mut names: Vec<String> = Vec::new();
+    for item in items {
+        let item = item?;
+        let Ok(s) = item.cast::<PyString>() else {
+            return Err(option_error(py, "special_tokens", format!("special tokens must be non-empty str, got {}", item.repr()?)));
+        };
+        let Ok(name) = s.to_str() else {
+            return Err(option_error(py, "special_tokens", format!("special token {} is not valid UTF-8 text (it holds a lone surrogate)", item.repr()?)));
+        };
+        if name.is_empty() {
+            return Err(option_error(py, "special_tokens", "special tokens must be non-empty str, got ''".into()));
+        }
+        if names.iter().any(|n| n == name) {
+            return Err(option_error(py, "special_tokens", format!("special token {} is given twice", item.repr()?)));
+        }
+        names.push(name.to_owned());
+    }
+    Ok(names)
+}
+
+/// An optional int option of at least `lo`, None if not given.
+fn optional_int_arg(value: Option<&Bound<'_, PyAny>>, name: &str, lo: i64) -> PyResult<Option<u64>> {
+    match value {
+        Some(v) if !v.is_none() => Ok(Some(int_arg(v, name, lo, i64::MAX)? as u64)),
+        _ => Ok(None),
+    }
+}
+
+#[pymethods]
+impl Recipe {
+    /// Checks every option (see the class's doc); a bad one raises `bpeforge.OptionError` (a
+    /// ValueError naming it), a value of the wrong type TypeError. `pattern` is a preset's name,
+    /// a regex, or None for GPT-4's; `special_tokens` None for nanochat's nine, `[]` for none.
+    #[new]
+    #[pyo3(signature = (vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None))]
+    fn new(
+        py: Python<'_>,
+        vocab_size: &Bound<'_, PyAny>,
+        pattern: Option<&Bound<'_, PyAny>>,
+        special_tokens: Option<&Bound<'_, PyAny>>,
+        min_frequency: Option<&Bound<'_, PyAny>>,
+        max_token_length: Option<&Bound<'_, PyAny>>,
+        doc_cap: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let special_tokens = special_tokens_arg(py, special_tokens)?;
+        let Some(size) = as_int(vocab_size) else {
+            return Err(PyTypeError::new_err(format!("vocab_size must be an int, got {}", type_name(vocab_size))));
+        };
+        let least = 256 + special_tokens.len();
+        let vocab_size = match size.extract::<i64>() {
+            Ok(v) if v >= least as i64 && v <= MAX_TOKEN_ID as i64 => v as usize,
+            _ => {
+                return Err(option_error(py, "vocab_size", format!(
+                    "vocab_size must be at least 256 + {} special tokens = {least} and at most {MAX_TOKEN_ID}, got {size}",
+                    special_tokens.len()
+                )))
+            }
+        };
+        let splitter = match pattern.filter(|p| !p.is_none()) {
+            None => splitter_arg(presets::GPT4)?,
+            Some(p) => {
+                let Ok(p) = p.cast::<PyString>() else {
+                    return Err(PyTypeError::new_err(format!("pattern must be a str (a preset's name or a regex), got {}", type_name(p))));
+                };
+                naming(py, "pattern", splitter_arg(p.to_str()?))?
+            }
+        };
+        let min_frequency = naming(py, "min_frequency", optional_int_arg(min_frequency, "min_frequency", 1))?.unwrap_or(1);
+        let max_token_length = match max_token_length.filter(|v| !v.is_none()) {
+            None => None,
+            Some(v) => match int_arg(v, "max_token_length", 2, i64::MAX) {
+                Ok(n) => Some(n as usize),
+                Err(e) if e.is_instance_of::<PyValueError>(py) => {
+                    return Err(option_error(py, "max_token_length", format!("max_token_length must be at least 2 bytes (the shortest merged token), got {v}")))
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        let doc_cap = naming(py, "doc_cap", optional_int_arg(doc_cap, "doc_cap", 1))?;
+        Ok(Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap })
+    }
+
+    /// The final vocabulary size: ranks and special tokens (with a base, its `n_vocab`).
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    /// The split pattern, as a regex (a preset's name is resolved).
+    #[getter]
+    fn pattern(&self) -> &str {
+        self.splitter.pattern()
+    }
+
+    /// The special tokens' names, numbered after the trained ranks.
+    #[getter]
+    fn special_tokens(&self) -> Vec<String> {
+        self.special_tokens.clone()
+    }
+
+    /// Training stops when the best pair occurs fewer times than this.
+    #[getter]
+    fn min_frequency(&self) -> u64 {
+        self.min_frequency
+    }
+
+    /// No token longer than this many bytes is made (None: no limit).
+    #[getter]
+    fn max_token_length(&self) -> Option<usize> {
+        self.max_token_length
+    }
+
+    /// Each document is cropped to its first this many characters (None: whole).
+    #[getter]
+    fn doc_cap(&self) -> Option<u64> {
+        self.doc_cap
+    }
+
+    /// The names of a recipe's fields, in the order `as_dict` gives them.
+    #[staticmethod]
+    fn fields() -> Vec<&'static str> {
+        FIELDS.to_vec()
+    }
+
+    /// Every field, by name: what makes `Recipe(**recipe.as_dict())` the same recipe.
+    fn as_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("vocab_size", self.vocab_size)?;
+        d.set_item("pattern", self.pattern())?;
+        d.set_item("special_tokens", self.special_tokens.clone())?;
+        d.set_item("min_frequency", self.min_frequency)?;
+        d.set_item("max_token_length", self.max_token_length)?;
+        d.set_item("doc_cap", self.doc_cap)?;
+        Ok(d)
+    }
+
+    /// A copy with the fields given changed, checked as a new recipe is.
+    #[pyo3(signature = (**changes))]
+    fn replace(&self, py: Python<'_>, changes: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let fields = self.as_dict(py)?;
+        if let Some(changes) = changes {
+            for (name, value) in changes.iter() {
+                if !fields.contains(&name)? {
+                    return Err(PyTypeError::new_err(format!("a Recipe has no field {name} (its fields: {})", FIELDS.join(", "))));
+                }
+                fields.set_item(name, value)?;
+            }
+        }
+        let vocab_size = fields.get_item("vocab_size")?.expect("a field");
+        let field = |name: &str| fields.get_item(name).ok().flatten();
+        Recipe::new(
+            py,
+            &vocab_size,
+            field("pattern").as_ref(),
+            field("special_tokens").as_ref(),
+            field("min_frequency").as_ref(),
+            field("max_token_length").as_ref(),
+            field("doc_cap").as_ref(),
+        )
+    }
+
+    fn __eq__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<bool> {
+        match other.cast::<Recipe>() {
+            Ok(other) => self.as_dict(py)?.eq(other.get().as_dict(py)?),
+            Err(_) => Ok(false),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let optional = |v: Option<String>| v.unwrap_or_else(|| "None".into());
+        format!(
+            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={})",
+            self.vocab_size,
+            pattern_shown(self.pattern()),
+            self.special_tokens,
+            self.min_frequency,
+            optional(self.max_token_length.map(|v| v.to_string())),
+            optional(self.doc_cap.map(|v| v.to_string())),
+        )
+    }
+}
+
+/// The tokenizer a recipe extends: its split pattern, ranks, special tokens and `n_vocab`, read
+/// from a `bpeforge.Tokenizer` (or any object with those attributes).
+#[derive(FromPyObject)]
+pub(super) struct Base {
+    #[pyo3(attribute("pattern"))]
+    pattern: String,
+    #[pyo3(attribute("mergeable_ranks"))]
+    ranks: std::collections::HashMap<Vec<u8>, u32>,
+    #[pyo3(attribute("special_tokens"))]
+    special_tokens: std::collections::HashMap<String, u32>,
+    #[pyo3(attribute("n_vocab"))]
+    n_vocab: usize,
+}
+
+impl Base {
+    /// The base's ranks, as `(bytes, id)`.
+    pub(super) fn ranks(&self) -> Vec<(Vec<u8>, u32)> {
+        self.ranks.iter().map(|(token, &id)| (token.clone(), id)).collect()
+    }
+
+    /// The id of the first new token: the base's `n_vocab`, above all its ids.
+    pub(super) fn first_id(&self) -> u32 {
+        self.n_vocab as u32
+    }
+}
+
+/// A recipe made concrete for what it learns from: the merge loop's options and the ranks asked.
+pub(super) struct Plan {
+    pub splitter: Splitter,
+    pub options: LearnOptions,
+    /// The ranks the training should end with: the single bytes (or the base's) and the new ones.
+    pub ranks_asked: usize,
+}
+
+impl Recipe {
+    /// Each document is cropped to this many characters, if set.
+    pub(super) fn doc_cap_chars(&self) -> Option<u64> {
+        self.doc_cap
+    }
+
+    /// The recipe made with the arguments of `Trainer`'s own methods (rustbpe's shape): no
+    /// special tokens, `vocab_size` counting the ranks alone.
+    pub(super) fn of_ranks(splitter: Splitter, vocab_size: usize, min_frequency: u64, max_token_length: Option<usize>, doc_cap: Option<u64>) -> Self {
+        Recipe { vocab_size, splitter, special_tokens: Vec::new(), min_frequency, max_token_length, doc_cap }
+    }
+
+    /// The plan of this recipe learning from `counts` (span counts, if that is what it learns
+    /// from) and extending `base` (if any): each is checked to go with the recipe (counts made
+    /// with its pattern and `doc_cap`, a base with its pattern, special tokens and fewer ids
+    /// than its `vocab_size`), and the mixed counts' `min_frequency` read in occurrences of the
+    /// mixed corpus (`bpeforge.mixing.min_count`). A mismatch raises `OptionError` naming the
+    /// option.
+    pub(super) fn plan(&self, py: Python<'_>, counts: Option<&Bound<'_, PySpanCounts>>, base: Option<&Base>) -> PyResult<Plan> {
+        let mut min_frequency = self.min_frequency;
+        if let Some(counts) = counts {
+            let made = counts.get();
+            if made.pattern != self.pattern() {
+                return Err(option_error(py, "pattern", format!(
+                    "the span counts were split by {}, the training asks for {}: counts train only with the pattern they were made with",
+                    pattern_shown(&made.pattern),
+                    pattern_shown(self.pattern())
+                )));
+            }
+            let counted_cap = made.doc_cap();
+            if counted_cap != self.doc_cap {
+                let said = |cap: Option<u64>| cap.map_or("whole documents".to_string(), |n| format!("documents cropped to {n} characters"));
+                return Err(option_error(py, "doc_cap", format!(
+                    "the span counts were counted from {}, the training asks for {}: counts train only with the doc_cap they were made with",
+                    said(counted_cap),
+                    said(self.doc_cap)
+                )));
+            }
+            min_frequency = py.import("bpeforge.mixing")?.getattr("min_count")?.call1((counts, self.min_frequency))?.extract()?;
+        }
+        let ranks_asked = match base {
+            None => self.vocab_size - self.special_tokens.len(),
+            Some(base) => {
+                if base.pattern != self.pattern() {
+                    return Err(option_error(py, "pattern", format!(
+                        "the base tokenizer splits by {}, the recipe asks for {}: an extension keeps the base's pattern",
+                        pattern_shown(&base.pattern),
+                        pattern_shown(self.pattern())
+                    )));
+                }
+                let mut names: Vec<(&u32, &String)> = base.special_tokens.iter().map(|(name, id)| (id, name)).collect();
+                names.sort();
+                if names.iter().map(|(_, name)| name.as_str()).ne(self.special_tokens.iter().map(String::as_str)) {
+                    let names: Vec<&String> = names.iter().map(|(_, name)| *name).collect();
+                    return Err(option_error(py, "special_tokens", format!(
+                        "the base tokenizer's special tokens are {names:?}, the recipe's {:?}: an extension keeps the base's",
+                        self.special_tokens
+                    )));
+                }
+                if self.vocab_size < base.n_vocab {
+                    return Err(option_error(py, "vocab_size", format!(
+                        "vocab_size must be at least the base's {} ids (new tokens are numbered after them, special tokens included) \
+                         and at most {MAX_TOKEN_ID}, got {}",
+                        base.n_vocab, self.vocab_size
+                    )));
+                }
+                base.ranks.len() + (self.vocab_size - base.n_vocab)
+            }
+        };
+        let options = LearnOptions { vocab_size: ranks_asked, min_frequency, max_token_length: self.max_token_length };
+        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked })
+    }
+}

@@ -14,7 +14,8 @@ The specification:
    those are not yet a token they become one with the next id, else the existing id is reused
    (no new rank). Replace (a, b) left to right, non-overlapping, in every span by that id.
    With a maximum token length, only pairs with len(bytes(a)) + len(bytes(b)) <= max_token_length
-   are considered at all.
+   are considered at all; with a maximum of words, only pairs whose bytes hold at most that many
+   runs of bytes other than the space (b" ").
 4. Stop when the number of tokens reaches vocab_size, no pair is left, or the best count is
    below min_frequency.
 5. Output the ranks (token_bytes, id) for ids 0..n-1, and the merges (a, b, id, count).
@@ -34,6 +35,28 @@ GPT4_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
     r"""|\s*[\r\n]|\s+(?!\S)|\s+"""
 )
+
+
+# The superword stage's split pattern (docs/superword.md), written out here too; test_superword.py
+# checks that it equals bpeforge's.
+SUPERWORD_PATTERN = (
+    r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)|[\r\n]+"
+    r"|[\s\S](?:(?!\p{N}| ?[^\s\p{L}\p{N}]{2}| +(?!\S)|[\r\n])(?:(?<!:) |[^ ]))*"
+)
+
+
+def words(token: bytes) -> int:
+    """The words of a token: its runs of bytes other than the space."""
+    return len([w for w in token.split(b" ") if w])
+
+
+def allowed(pairs: Counter, vocab, max_token_length: Optional[int], max_token_words: Optional[int]) -> Counter:
+    """The pairs whose token keeps to the limits (bytes, words) that are given."""
+    def keeps(p) -> bool:
+        token = vocab[p[0]] + vocab[p[1]]
+        return (max_token_length is None or len(token) <= max_token_length) and (max_token_words is None or words(token) <= max_token_words)
+
+    return Counter({p: n for p, n in pairs.items() if keeps(p)})
 
 
 def split(text: str, pattern: str) -> List[str]:
@@ -80,13 +103,16 @@ def train(
     pattern: str = GPT4_PATTERN,
     min_frequency: int = 1,
     max_token_length: Optional[int] = None,
+    max_token_words: Optional[int] = None,
 ):
     """Returns ``(ranks, merges)``: ranks is ``[(bytes, id)]`` for ids 0..n-1, merges is
     ``[(left_id, right_id, token_id, count)]`` in the order the merges were made."""
-    return train_from_counts(count_spans(texts, pattern), vocab_size, min_frequency, max_token_length)
+    return train_from_counts(count_spans(texts, pattern), vocab_size, min_frequency, max_token_length, max_token_words)
 
 
-def train_from_counts(span_counts, vocab_size: int, min_frequency: int = 1, max_token_length: Optional[int] = None):
+def train_from_counts(
+    span_counts, vocab_size: int, min_frequency: int = 1, max_token_length: Optional[int] = None, max_token_words: Optional[int] = None
+):
     """Like :func:`train`, from spans already counted: ``{span (str or bytes): count}``."""
     words = [
         (list(span.encode("utf-8") if isinstance(span, str) else span), count) for span, count in span_counts.items()
@@ -95,9 +121,7 @@ def train_from_counts(span_counts, vocab_size: int, min_frequency: int = 1, max_
     id_of = {b: i for i, b in enumerate(vocab)}
     merges: List[Tuple[int, int, int, int]] = []
     while len(vocab) < vocab_size:
-        pairs = count_pairs(words)
-        if max_token_length is not None:
-            pairs = Counter({p: n for p, n in pairs.items() if len(vocab[p[0]]) + len(vocab[p[1]]) <= max_token_length})
+        pairs = allowed(count_pairs(words), vocab, max_token_length, max_token_words)
         if not pairs:
             break
         # Highest count first, then the smallest (a, b) tuple.
@@ -132,10 +156,13 @@ def extend(
     pattern: str = GPT4_PATTERN,
     min_frequency: int = 1,
     max_token_length: Optional[int] = None,
+    max_token_words: Optional[int] = None,
 ):
     """Continued BPE, naively: ``base_ranks`` (``{bytes: id}``, ids may have gaps) extended by up
     to ``new_tokens`` tokens numbered from ``first_id`` on, none longer than
-    ``max_token_length`` bytes (if given). Each distinct span starts as
+    ``max_token_length`` bytes nor of more than ``max_token_words`` words (if given). The texts
+    are split by ``pattern``, which need not be the one the base was trained with; each distinct
+    span starts, whole, as
     tiktoken encodes it with the base's ranks (tiktoken, not bpeforge, encodes), then every pair
     is recounted before every merge, by the rule of :func:`train_from_counts` on the ids as they
     are. Returns ``(ranks, merges)`` as :func:`train` does, ranks sorted by id. A merge whose
@@ -148,9 +175,7 @@ def extend(
     id_of = dict(base_ranks)
     merges: List[Tuple[int, int, int, int]] = []
     while len(vocab) < len(base_ranks) + new_tokens:
-        pairs = count_pairs(words)
-        if max_token_length is not None:
-            pairs = Counter({p: n for p, n in pairs.items() if len(vocab[p[0]]) + len(vocab[p[1]]) <= max_token_length})
+        pairs = allowed(count_pairs(words), vocab, max_token_length, max_token_words)
         if not pairs:
             break
         best = min(pairs, key=lambda p: (-pairs[p], p))
@@ -164,3 +189,22 @@ def extend(
         merges.append((best[0], best[1], new_id, pairs[best]))
         words = [(replace_pair(ids, best, new_id), count) for ids, count in words]
     return sorted(((b, i) for i, b in vocab.items()), key=lambda r: r[1]), merges
+
+
+def superword(
+    texts: List[str],
+    vocab_size: int,
+    transition: int,
+    pattern: str = GPT4_PATTERN,
+    superword_pattern: str = SUPERWORD_PATTERN,
+    max_token_words: Optional[int] = 4,
+    min_frequency: int = 1,
+):
+    """SuperBPE's two stages, by their definition: training to ``transition`` ranks, then that
+    extended on the same texts split by ``superword_pattern`` up to ``vocab_size`` ranks (no
+    special tokens here). Returns ``(ranks, merges)`` as :func:`train` does."""
+    ranks, merges = train(texts, transition, pattern, min_frequency, max_token_words=max_token_words)
+    more, later = extend(
+        texts, dict(ranks), len(ranks), vocab_size - len(ranks), superword_pattern, min_frequency, max_token_words=max_token_words
+    )
+    return more, merges + later

@@ -35,7 +35,24 @@ VARIED = {
     "min_frequency": st.integers(1, 4),
     "max_token_length": st.one_of(st.none(), st.integers(2, 6)),
     "doc_cap": st.one_of(st.none(), st.integers(1, 30)),
+    "max_token_words": st.one_of(st.none(), st.integers(1, 3)),
+    # The superword stage: from this many ids below vocab_size on (None: none); see recipes().
+    "superword_transition": st.one_of(st.none(), st.integers(0, 40)),
+    "superword_pattern": st.sampled_from([None, "superword", r"[^\n]+|\n+"]),
 }
+
+
+@st.composite
+def recipes(draw) -> dict:
+    """A recipe's options, every field drawn, made coherent: a superword transition between
+    the bytes and specials and vocab_size, and a superword pattern only with one."""
+    options = draw(st.fixed_dictionaries(VARIED))
+    least = 256 + len(options["special_tokens"])
+    if options["superword_transition"] is None:
+        options["superword_pattern"] = None
+    else:
+        options["superword_transition"] = max(least, options["vocab_size"] - options["superword_transition"])
+    return options
 
 
 def quietly(train, *args, **kwargs):
@@ -62,6 +79,13 @@ def counting_options(options) -> dict:
     return {"doc_cap": options["doc_cap"]} if options.get("doc_cap") is not None else {}
 
 
+def superword_counts(texts, options):
+    """The texts' span counts by the superword stage's pattern, if the recipe has that stage."""
+    if options.get("superword_transition") is None:
+        return None
+    return bpeforge.count(texts, pattern=options["superword_pattern"] or "superword", options=counting_options(options))
+
+
 def test_every_field_of_the_recipe_is_varied_here():
     assert set(Recipe.fields()) == set(VARIED)
     recipe = Recipe(300, special_tokens=["<|x|>"], max_token_length=4, doc_cap=9)
@@ -70,24 +94,25 @@ def test_every_field_of_the_recipe_is_varied_here():
 
 
 @settings(max_examples=40, deadline=None)
-@given(texts=corpora(), options=st.fixed_dictionaries(VARIED), smaller=st.integers(0, 6))
+@given(texts=corpora(), options=recipes(), smaller=st.integers(0, 6))
 def test_every_api_path_trains_what_training_from_the_texts_trains(texts, options, smaller):
     texts = texts + ["x y"]  # training refuses no text at all
     want = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **options)
 
     counts = bpeforge.count(texts, pattern=options["pattern"], options=counting_options(options))
-    same_training(quietly(bpeforge.Tokenizer.train_from_counts, counts, **options), want)
+    superword = superword_counts(texts, options)
+    same_training(quietly(bpeforge.Tokenizer.train_from_counts, counts, superword_counts=superword, **options), want)
     # Counts made with the options give them back where the call names none.
     rest = {k: v for k, v in options.items() if k not in ("pattern", "doc_cap")}
-    same_training(quietly(bpeforge.Tokenizer.train_from_counts, counts, **rest), want)
+    same_training(quietly(bpeforge.Tokenizer.train_from_counts, counts, superword_counts=superword, **rest), want)
 
     with tempfile.TemporaryDirectory() as saved:
         counts.save(Path(saved) / "counts.parquet")
         again = bpeforge.SpanCounts.load(Path(saved) / "counts.parquet")
-    same_training(quietly(bpeforge.Tokenizer.train_from_counts, again, **options), want)
+    same_training(quietly(bpeforge.Tokenizer.train_from_counts, again, superword_counts=superword, **options), want)
 
     alone = bpeforge.mix({"only": counts}, alpha=1)
-    same_training(quietly(bpeforge.Tokenizer.train_from_counts, alone, **options), want)
+    same_training(quietly(bpeforge.Tokenizer.train_from_counts, alone, superword_counts=superword, **options), want)
 
     # A sweep's tokenizer at that size: one training to a larger size, truncated.
     larger = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **dict(options, vocab_size=options["vocab_size"] + 20))
@@ -96,11 +121,14 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
 
     # Extending a smaller tokenizer trained on the same texts with the same options reaches the
     # same ranks (the special tokens keep the base's ids, so the ranks are compared in order).
+    # A superword stage is an extension itself: test_superword.py checks it is one.
+    if options["superword_transition"] is not None:
+        return
     n_special = len(options["special_tokens"])
     small_size = max(256 + n_special, options["vocab_size"] - smaller)
     base = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **dict(options, vocab_size=small_size))
     if base.n_vocab == small_size:  # the base did not stop early
-        extend_options = {k: options[k] for k in ("min_frequency", "max_token_length", "doc_cap")}
+        extend_options = {k: options[k] for k in ("min_frequency", "max_token_length", "doc_cap", "max_token_words")}
         extended = quietly(base.extend, texts, options["vocab_size"], **extend_options)
         assert ranks_in_order(extended) == ranks_in_order(want)
         assert set(extended.special_tokens) == set(want.special_tokens)
@@ -109,8 +137,10 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
 
 
 @settings(max_examples=25, deadline=None)
-@given(texts=corpora(), options=st.fixed_dictionaries(VARIED))
+@given(texts=corpora(), options=recipes())
 def test_the_low_level_trainer_trains_the_same_ranks(texts, options):
+    # rustbpe's shape has no word limit and no superword stage: Trainer.learn takes a Recipe.
+    options = dict(options, max_token_words=None, superword_transition=None, superword_pattern=None)
     texts = texts + ["x y"]
     want = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **options)
     ranks = options["vocab_size"] - len(options["special_tokens"])
@@ -162,9 +192,14 @@ def test_a_doc_cap_crops_every_text_as_counting_does():
 # ------------------------------------------------------------------------------ the command line
 
 # Option sets that together give every field a value other than its default.
+NO_SUPERWORD = {"superword_transition": None, "superword_pattern": None}
 CLI_OPTIONS = [
-    {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "doc_cap": None},
-    {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "doc_cap": 40},
+    {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "doc_cap": None,
+     "max_token_words": None, **NO_SUPERWORD},
+    {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "doc_cap": 40,
+     "max_token_words": 1, **NO_SUPERWORD},
+    {"vocab_size": 330, "pattern": "gpt4", "special_tokens": ["<|a|>"], "min_frequency": 1, "max_token_length": 12, "doc_cap": None,
+     "max_token_words": 3, "superword_transition": 300, "superword_pattern": "superword"},
 ]
 
 
@@ -177,6 +212,9 @@ def flags(options, without=()) -> list[str]:
         "min_frequency": ["--min-frequency", str(options["min_frequency"])],
         "max_token_length": [] if options["max_token_length"] is None else ["--max-token-length", str(options["max_token_length"])],
         "doc_cap": [] if options["doc_cap"] is None else ["--doc-cap", str(options["doc_cap"])],
+        "max_token_words": [] if options["max_token_words"] is None else ["--max-token-words", str(options["max_token_words"])],
+        "superword_transition": [] if options["superword_transition"] is None else ["--superword-transition", str(options["superword_transition"])],
+        "superword_pattern": [] if options["superword_pattern"] is None else ["--superword-pattern", options["superword_pattern"]],
     }
     assert set(given) == set(Recipe.fields())
     return [flag for field, pair in given.items() if field not in without for flag in pair]
@@ -202,7 +240,7 @@ def corpus(tmp_path_factory):
     return path, docs
 
 
-@pytest.mark.parametrize("options", CLI_OPTIONS, ids=["gpt2-limits", "specials-doc-cap"])
+@pytest.mark.parametrize("options", CLI_OPTIONS, ids=["gpt2-limits", "specials-doc-cap", "superword"])
 def test_every_command_line_path_trains_what_the_api_trains(tmp_path, corpus, options):
     path, docs = corpus
     want = quietly(bpeforge.Tokenizer.train_from_iterator, docs, **options)
@@ -211,19 +249,31 @@ def test_every_command_line_path_trains_what_the_api_trains(tmp_path, corpus, op
     bpeforge_cli("train", str(path), "-o", str(tmp_path / "plain"), "--holdout", "0", *given)
     same_training(bpeforge.Tokenizer.load(tmp_path / "plain"), want)
 
-    counting = flags(options, without=("vocab_size", "special_tokens", "min_frequency", "max_token_length"))
+    counting = flags(options, without=[f for f in Recipe.fields() if f not in ("pattern", "doc_cap")])
     bpeforge_cli("count", str(path), "-o", str(tmp_path / "counts.parquet"), *counting)
     from_counts = flags(options, without=("pattern", "doc_cap"))  # the counts' own
+    superword = options["superword_transition"] is not None
+    if superword:  # the superword stage's counts too
+        swcount = ["--pattern", options["superword_pattern"]] + flags(options, without=[f for f in Recipe.fields() if f != "doc_cap"])
+        bpeforge_cli("count", str(path), "-o", str(tmp_path / "superword.parquet"), *swcount)
+        from_counts += ["--superword-counts", str(tmp_path / "superword.parquet")]
     bpeforge_cli("train", "--from-counts", str(tmp_path / "counts.parquet"), "-o", str(tmp_path / "counted"), *from_counts)
     same_training(bpeforge.Tokenizer.load(tmp_path / "counted"), want)
 
-    bpeforge_cli("train", "--source", f"only={path}", "--alpha", "1", "--holdout", "0", "-o", str(tmp_path / "mixed"), *given)
-    same_training(bpeforge.Tokenizer.load(tmp_path / "mixed"), want)
+    if superword:  # a mix is span counts of one pattern: refused, with one line
+        done = subprocess.run([sys.executable, "-m", "bpeforge", "train", "--source", f"only={path}", "-o", str(tmp_path / "m"), *given],
+                              capture_output=True, text=True)
+        assert done.returncode == 2 and "--superword-transition cannot go with --source" in done.stderr
+    else:
+        bpeforge_cli("train", "--source", f"only={path}", "--alpha", "1", "--holdout", "0", "-o", str(tmp_path / "mixed"), *given)
+        same_training(bpeforge.Tokenizer.load(tmp_path / "mixed"), want)
 
     sizes = f"{options['vocab_size']},{options['vocab_size'] + 10}"
     bpeforge_cli("sweep", str(path), "--vocab-sizes", sizes, "--holdout", "0", "-o", str(tmp_path / "sweep"), *flags(options, without=("vocab_size",)))
     same_training(bpeforge.Tokenizer.load(tmp_path / "sweep" / str(options["vocab_size"])), want)
 
+    if superword:  # an extension itself (test_superword.py), not extended further here
+        return
     smaller = dict(options, vocab_size=options["vocab_size"] - 5)
     bpeforge_cli("train", str(path), "-o", str(tmp_path / "small"), "--holdout", "0", *flags(smaller))
     extend_flags = flags(options, without=("pattern", "special_tokens"))  # the base's are kept

@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 
 from typing_extensions import disjoint_base
 
-__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
+__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -37,6 +37,7 @@ class Trainer:
         base: Optional[Any] = None,
         buffer_size: int = 8192,
         progress: Optional[_ProgressCallback] = None,
+        superword_counts: Optional[SpanCounts] = None,
     ) -> int:
         """Trains as `recipe` says (a `Recipe`: every option of the training), from `texts` or from
         `counts` (one of them), extending `base` if given, and replaces any earlier training.
@@ -128,8 +129,11 @@ class Trainer:
 class Recipe:
     """Everything one training is asked to do, checked: the final vocabulary size (special tokens
     included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
-    the trained ranks), `min_frequency`, `max_token_length` (bytes) and `doc_cap` (each document
-    cropped to its first `doc_cap` characters). Immutable; `replace` makes a changed copy,
+    the trained ranks), `min_frequency`, `max_token_length` (bytes), `doc_cap` (each document
+    cropped to its first `doc_cap` characters), `max_token_words` (words, runs of bytes other
+    than the space), and the superword stage: from `superword_transition` ranks and special
+    tokens on, merging goes on over spans split by `superword_pattern` (SuperBPE; 4 words a
+    token unless `max_token_words` says otherwise). Immutable; `replace` makes a changed copy,
     checked again.
     """
 
@@ -142,6 +146,10 @@ class Recipe:
         min_frequency: Optional[int] = None,
         max_token_length: Optional[int] = None,
         doc_cap: Optional[int] = None,
+        max_token_words: Optional[int] = None,
+        superword_transition: Optional[int] = None,
+        superword_pattern: Optional[str] = None,
+        base: Optional[Any] = None,
     ) -> Recipe: ...
     @property
     def vocab_size(self) -> int:
@@ -161,6 +169,22 @@ class Recipe:
     @property
     def doc_cap(self) -> Optional[int]:
         """Each document is cropped to its first this many characters (None: whole)."""
+    @property
+    def max_token_words(self) -> Optional[int]:
+        """No token holds more than this many words (runs of bytes other than the space; None: no
+        limit).
+        """
+    @property
+    def superword_transition(self) -> Optional[int]:
+        """The vocabulary size (special tokens included) the first stage trains to before the
+        superword stage (None: no superword stage).
+        """
+    @property
+    def superword_pattern(self) -> Optional[str]:
+        """The split pattern of the superword stage, as a regex (None: no superword stage)."""
+    @property
+    def encoding_pattern(self) -> str:
+        """The pattern the trained tokenizer splits by: the superword stage's, if there is one."""
     @staticmethod
     def fields() -> list[str]:
         """The names of a recipe's fields, in the order `as_dict` gives them."""
@@ -170,6 +194,7 @@ class Recipe:
         """A copy with the fields given changed, checked as a new recipe is."""
 
 NANOCHAT_SPECIAL_TOKENS: list[str]
+SUPERWORD_PATTERN: str
 
 @final
 class ParquetReader:
@@ -238,7 +263,8 @@ def check_pattern(pattern: str) -> None:
     """
 
 def resolve_pattern(pattern: str) -> str:
-    """The regex of a `pattern` argument: a preset's name (see `PRESETS`) or a regex. A string with
+    """The regex of a `pattern` argument: a preset's name (see `PRESETS`), `superword` (see
+    `SUPERWORD_PATTERN`) or a regex. A string with
     no regex syntax at all (which would split out only copies of itself) is taken for a misspelt
     preset name: a ValueError. (The Python package's `resolve_pattern` calls this too.)
     """

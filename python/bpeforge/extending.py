@@ -2,7 +2,7 @@
 
 It is a training (:mod:`bpeforge.training`) whose recipe keeps the base's split pattern and
 special tokens and whose ``vocab_size`` is the final ``n_vocab``: the new texts are split with
-the base's pattern; each distinct span starts as the base's encoding of it (as tiktoken would
+the base's pattern (or another the recipe names); each distinct span starts as the base's encoding of it (as tiktoken would
 make it), and merging goes on by training's rule (the pair with the highest count, the smallest
 pair among equal counts), each new token numbered after the base's largest id, its special
 tokens included. So the base's ids all stay, a text that needs no new token encodes exactly as
@@ -24,14 +24,17 @@ def extension_recipe(
     base: BaseTokenizer,
     vocab_size: int,
     *,
+    pattern: Optional[str] = None,
     min_frequency: int = 1,
     max_token_length: Optional[int] = None,
     doc_cap: Optional[int] = None,
+    max_token_words: Optional[int] = None,
 ) -> Recipe:
-    """The recipe extending ``base`` to ``vocab_size`` ids in all: the base's pattern and special
-    tokens, and the options given (checked as any recipe's; an :class:`~bpeforge.errors.OptionError`
-    names the one at fault). ``vocab_size`` below the base's ``n_vocab`` is refused when
-    training starts, naming the base's size.
+    """The recipe extending ``base`` to ``vocab_size`` ids in all (at least the base's
+    ``n_vocab``): the base's special tokens, its split pattern unless ``pattern`` names another
+    (the new texts are then split by that one, each span starting as the base encodes it, and
+    the extended tokenizer splits by it), and the options given, all checked as any recipe's (an
+    :class:`~bpeforge.errors.OptionError` names the one at fault).
 
     >>> base = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
     >>> extension_recipe(base, 300).special_tokens
@@ -42,9 +45,11 @@ def extension_recipe(
     names = sorted(base.special_tokens, key=base.special_tokens.__getitem__)
     return Recipe(
         vocab_size,
-        pattern=base.pattern,
+        pattern=base.pattern if pattern is None else pattern,
         special_tokens=names,
         min_frequency=min_frequency,
         max_token_length=max_token_length,
         doc_cap=doc_cap,
+        max_token_words=max_token_words,
+        base=base,
     )

@@ -25,7 +25,7 @@ def resolve_pattern(pattern: Optional[str]) -> str:
     True
     >>> resolve_pattern("gtp4")
     Traceback (most recent call last):
-    ValueError: 'gtp4': no such preset (choose from gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base); a regex needs at least one of \\ [ ] ( ) { } | ? * + ^ $ .
+    ValueError: 'gtp4': no such preset (choose from gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base, superword); a regex needs at least one of \\ [ ] ( ) { } | ? * + ^ $ .
     """
     if pattern is None:
         return _core.DEFAULT_PATTERN

@@ -71,6 +71,9 @@ class Tokenizer(BaseTokenizer):
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         max_token_length: Optional[int] = None,
         doc_cap: Optional[int] = None,
+        max_token_words: Optional[int] = None,
+        superword_transition: Optional[int] = None,
+        superword_pattern: Optional[str] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on an iterable of str (consumed once, in batches). Items may also be
         lists of str or Arrow string arrays (see ``bpeforge.Trainer.train_from_iterator``).
@@ -83,7 +86,12 @@ class Tokenizer(BaseTokenizer):
         ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
         ``max_token_length`` (bytes) skips every merge whose token would be longer than that, as
         for DNA, code or CJK corpora, where long tokens would take the vocabulary. ``doc_cap``
-        crops each text to its first ``doc_cap`` characters (nanochat uses 10000). No text at all
+        crops each text to its first ``doc_cap`` characters (nanochat uses 10000).
+        ``max_token_words`` skips every merge whose token would hold more words (runs of bytes
+        other than the space). ``superword_transition=t`` trains superword tokens (SuperBPE,
+        docs/superword.md): ordinary training to ``t`` ids, then merging goes on over spans split
+        by ``superword_pattern`` (the ``"superword"`` pattern by default; the tokenizer then
+        splits by it), tokens of at most ``max_token_words`` words (4 unless given). No text at all
         (no items, only empty texts, an iterator already used up) raises
         :class:`~bpeforge.errors.NoTextError`, a ``ValueError`` saying which.
 
@@ -104,6 +112,9 @@ class Tokenizer(BaseTokenizer):
             min_frequency=min_frequency,
             max_token_length=max_token_length,
             doc_cap=doc_cap,
+            max_token_words=max_token_words,
+            superword_transition=superword_transition,
+            superword_pattern=superword_pattern,
         )
         trained = Training(recipe, num_threads=num_threads).run(iterator, buffer_size, progress)
         return built(trained, cls)  # NoTextError (a ValueError) for no text at all
@@ -134,6 +145,8 @@ class Tokenizer(BaseTokenizer):
         max_token_length: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         doc_cap: Optional[int] = None,
+        pattern: Optional[str] = None,
+        max_token_words: Optional[int] = None,
     ) -> "Tokenizer":
         """A new tokenizer: this one's ranks and special tokens with their ids, and new tokens
         learned from ``texts`` (an iterable as for :meth:`train_from_iterator`, or a mapping of
@@ -142,7 +155,11 @@ class Tokenizer(BaseTokenizer):
         the texts starts as this tokenizer encodes it, and merging goes on by training's rule,
         so a text that needs no new token encodes exactly as before. ``max_token_length`` skips
         every merge whose token would be longer, as in training (this tokenizer's longer tokens
-        are kept); ``doc_cap`` crops each text, as in training. Ranks not made by BPE
+        are kept); ``doc_cap`` and ``max_token_words`` as in training. ``pattern`` (a preset's name or a
+        regex) splits the new texts, and the new tokenizer's, instead of this one's: each span
+        starts as this tokenizer encodes it, whole, so new tokens may cross this pattern's
+        boundaries (superword tokens are learned so; see docs/superword.md). A text then no
+        longer encodes exactly as before. Ranks not made by BPE
         training (a token that merging its bytes does not make) are refused with a ValueError;
         see docs/extend.md. Stops early, with a warning, as training does.
 
@@ -151,7 +168,15 @@ class Tokenizer(BaseTokenizer):
         >>> tok.n_vocab, tok.encode("low lower") == base.encode("low lower")
         (262, True)
         """
-        recipe = extension_recipe(self, vocab_size, min_frequency=min_frequency, max_token_length=max_token_length, doc_cap=doc_cap)
+        recipe = extension_recipe(
+            self,
+            vocab_size,
+            pattern=pattern,
+            min_frequency=min_frequency,
+            max_token_length=max_token_length,
+            doc_cap=doc_cap,
+            max_token_words=max_token_words,
+        )
         training = Training(recipe, base=self, num_threads=num_threads)
         if isinstance(texts, (Mapping, _core.SpanCounts)):
             extended = training.run(counts=texts, progress=progress)
@@ -172,13 +197,19 @@ class Tokenizer(BaseTokenizer):
         max_token_length: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         doc_cap: Optional[int] = None,
+        max_token_words: Optional[int] = None,
+        superword_transition: Optional[int] = None,
+        superword_pattern: Optional[str] = None,
+        superword_counts: Optional[_core.SpanCounts] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on span counts (:func:`bpeforge.count`, ``SpanCounts.load``, ...):
         the same ranks as :meth:`train_from_iterator` on the texts they were counted from. The
         options are :meth:`train_from_iterator`'s; ``pattern=None`` and ``doc_cap=None`` take
         the counts' own, and another than theirs is an :class:`~bpeforge.errors.OptionError`
         naming both. Mixed counts (:func:`bpeforge.mix`) read ``min_frequency`` in occurrences
-        of the mixed corpus. The counts are borrowed, not copied.
+        of the mixed corpus. The counts are borrowed, not copied. A superword stage
+        (``superword_transition``) needs the same texts counted with its pattern as well, as
+        ``superword_counts`` (``bpeforge.count(texts, pattern="superword")``).
 
         >>> import bpeforge
         >>> counts = bpeforge.count(["aaab"] * 3)
@@ -195,8 +226,11 @@ class Tokenizer(BaseTokenizer):
             min_frequency=min_frequency,
             max_token_length=max_token_length,
             doc_cap=counts.options.get("doc_cap") if doc_cap is None else doc_cap,
+            max_token_words=max_token_words,
+            superword_transition=superword_transition,
+            superword_pattern=superword_pattern,
         )
-        trained = Training(recipe, num_threads=num_threads).run(counts=counts, progress=progress)
+        trained = Training(recipe, num_threads=num_threads).run(counts=counts, progress=progress, superword_counts=superword_counts)
         return built(trained, cls)
 
     # --------------------------------------------------------------------------- files

@@ -26,16 +26,19 @@ T = TypeVar("T", bound=BaseTokenizer)
 ProgressCallback = Callable[[str, dict[str, Any]], None]
 
 
-def early_stop_reason(min_frequency: int, max_token_length: Optional[int] = None) -> str:
-    """Why training made fewer ranks than asked, given its ``min_frequency`` and
-    ``max_token_length``.
+def early_stop_reason(min_frequency: int, max_token_length: Optional[int] = None, max_token_words: Optional[int] = None) -> str:
+    """Why training made fewer ranks than asked, given its ``min_frequency``,
+    ``max_token_length`` and ``max_token_words``.
 
     >>> early_stop_reason(1), early_stop_reason(5)
     ('no pair is left', 'no pair occurs 5 times or more')
     >>> early_stop_reason(1, 3)
     'no pair making a token of at most 3 bytes is left'
+    >>> early_stop_reason(2, 8, 4)
+    'no pair making a token of at most 8 bytes and 4 words occurs 2 times or more'
     """
-    pairs = "no pair" if max_token_length is None else f"no pair making a token of at most {max_token_length} bytes"
+    limits = [f"{n} {unit}" for n, unit in ((max_token_length, "bytes"), (max_token_words, "words")) if n is not None]
+    pairs = f"no pair making a token of at most {' and '.join(limits)}" if limits else "no pair"
     return f"{pairs} is left" if min_frequency <= 1 else f"{pairs} occurs {min_frequency} times or more"
 
 
@@ -123,7 +126,8 @@ class TrainedRanks:
         self.ranks: dict[bytes, int] = dict(trainer.get_mergeable_ranks())
         #: Texts, bytes, distinct spans, seconds per phase (the trainer's ``stats``).
         self.stats: dict[str, Any] = dict(trainer.stats)
-        self.pattern: str = recipe.pattern
+        #: The pattern the tokenizer splits by (the superword stage's, if there was one).
+        self.pattern: str = recipe.encoding_pattern
         self.special_tokens: list[str] = list(recipe.special_tokens)
         #: How many ranks were asked for: ``vocab_size`` minus the special tokens (with a base,
         #: its ranks and the new tokens).
@@ -148,7 +152,7 @@ class TrainedRanks:
     @property
     def stop_reason(self) -> str:
         """Why training stopped early (see :attr:`stopped_early`)."""
-        return early_stop_reason(self.min_frequency, self.max_token_length)
+        return early_stop_reason(self.min_frequency, self.max_token_length, self.recipe.max_token_words)
 
     @property
     def no_text(self) -> Optional[str]:
@@ -221,6 +225,7 @@ class Training:
         progress: Union[bool, ProgressCallback, ConsoleProgress, None] = None,
         *,
         counts: Any = None,
+        superword_counts: Optional[_core.SpanCounts] = None,
     ) -> TrainedRanks:
         """Trains on ``texts`` (str, lists of str, Arrow string arrays or readers, consumed once,
         in batches of ``buffer_size`` texts) or on ``counts`` (a :class:`~bpeforge.SpanCounts`
@@ -228,7 +233,9 @@ class Training:
         spans to counts). ``progress``: ``True`` for progress on stderr, a callable
         ``progress(phase, info)``, or a :class:`~bpeforge.progress.ConsoleProgress`, which is
         closed when training ends (aborted if it fails). Span counts with no span, with no base
-        to keep, raise :class:`~bpeforge.errors.NoTextError`.
+        to keep, raise :class:`~bpeforge.errors.NoTextError`. A recipe with a superword stage
+        learning from counts needs ``superword_counts`` too: the same texts counted with its
+        superword pattern.
 
         >>> counts = _core.SpanCounts.from_mapping({"hello": 4}, pattern="gpt4")
         >>> sorted(Training(Recipe(258, special_tokens=[])).run(counts=counts).ranks.values())[-1]
@@ -240,15 +247,23 @@ class Training:
             raise NoTextError("no spans to train on: the span counts are empty")
         with ProgressOfRun(progress) as callback:
             ranks_asked = self.trainer.learn(
-                self.recipe, texts=texts, counts=counts, base=self.base, buffer_size=buffer_size, progress=callback
+                self.recipe,
+                texts=texts,
+                counts=counts,
+                base=self.base,
+                buffer_size=buffer_size,
+                progress=callback,
+                superword_counts=superword_counts,
             )
         return TrainedRanks(self.trainer, self.recipe, ranks_asked, self.base, from_counts=texts is None)
 
 
 def check_texts(texts: Any) -> None:
     """Refuses what is not an iterable of texts though it iterates: bytes, a str, a DataFrame."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError(f"texts must be an iterable of str, not {type(texts).__name__} (wrap the text in a list)")
+    if isinstance(texts, str):
+        raise TypeError("expected an iterable of texts, got a str (which would be read as one text per character); pass [text]")
+    if isinstance(texts, bytes):
+        raise TypeError("texts must be an iterable of str, not bytes (decode them and wrap the text in a list)")
     if type(texts).__name__ == "DataFrame":  # pandas, polars...: iterating gives column names
         raise TypeError("iterator is a DataFrame, whose items are its column names; pass the text column, e.g. df['text']")
 

@@ -71,18 +71,19 @@ fn ranks_arg(ranks: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, u64)>> {
     Ok(pairs)
 }
 
-/// The regex of a `pattern` argument: a preset's name (see `PRESETS`) or a regex. A string with
+/// The regex of a `pattern` argument: a preset's name (see `PRESETS`), `superword` (see
+/// `SUPERWORD_PATTERN`) or a regex. A string with
 /// no regex syntax at all (which would split out only copies of itself) is taken for a misspelt
 /// preset name: a ValueError. (The Python package's `resolve_pattern` calls this too.)
 #[pyfunction]
 #[pyo3(name = "resolve_pattern")]
 fn pattern_regex(pattern: &str) -> PyResult<&str> {
-    if let Some((_, regex)) = presets::PRESETS.iter().find(|(name, _)| *name == pattern) {
+    if let Some((_, regex)) = presets::NAMED.iter().find(|(name, _)| *name == pattern) {
         return Ok(regex);
     }
     const SYNTAX: &str = "\\[](){}|?*+^$.";
     if !pattern.chars().any(|c| SYNTAX.contains(c)) {
-        let names: Vec<&str> = presets::PRESETS.iter().map(|(name, _)| *name).collect();
+        let names: Vec<&str> = presets::NAMED.iter().map(|(name, _)| *name).collect();
         let syntax: Vec<String> = SYNTAX.chars().map(String::from).collect();
         return Err(PyValueError::new_err(format!(
             "'{pattern}': no such preset (choose from {}); a regex needs at least one of {}",
@@ -149,6 +150,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add("DEFAULT_PATTERN", presets::GPT4)?;
     m.add("PRESETS", presets::PRESETS.iter().map(|(n, p)| (*n, *p)).collect::<Vec<_>>())?;
+    m.add("SUPERWORD_PATTERN", presets::SUPERWORD)?;
     shutdown::register(m)?;
     Ok(())
 }

@@ -61,8 +61,8 @@ def test_extend_errors_are_one_line(tmp_path):
     ).save(base)
     r = run("train", "--extend", base, "--vocab-size", 100, "-o", tmp_path / "o", text)
     assert r.returncode == 2 and "--vocab-size must be at least the base's 260 ids" in r.stderr
-    r = run("train", "--extend", base, "--pattern", "gpt2", "--vocab-size", 270, "-o", tmp_path / "o", text)
-    assert r.returncode == 2 and "--pattern cannot be used with --extend" in r.stderr
+    r = run("train", "--extend", base, "--special-tokens", "<|x|>", "--vocab-size", 270, "-o", tmp_path / "o", text)
+    assert r.returncode == 2 and "--special-tokens cannot be used with --extend" in r.stderr
     r = run("train", "--extend", base, "--vocab-size", 270, "--holdout", 0, "-o", tmp_path / "o", text)
     assert_one_line_error(r, "--extend", "token 259 \"abcd\" is not what merging its bytes makes")
 
@@ -98,4 +98,6 @@ def test_extend_from_counts_equals_extending_from_the_text(tmp_path):
     gpt2 = tmp_path / "gpt2.parquet"
     assert run("count", code, "--pattern", "gpt2", "-o", gpt2).returncode == 0
     r = run("train", "--extend", base_dir, "--from-counts", gpt2, "--vocab-size", base.n_vocab + 20, "-o", tmp_path / "o")
-    assert_one_line_error(r, "gpt2.parquet", "the base tokenizer splits by gpt4")
+    # The extension splits by the base's pattern unless --pattern names another.
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "--pattern: the span counts were split by 'gpt2', the training asks for 'gpt4'" in r.stderr

@@ -121,6 +121,8 @@ def parse_sources(args: argparse.Namespace) -> List[MixedSource]:
                                         ("--eval-text", getattr(args, "eval_text", None)), ("--extend", getattr(args, "extend", None))] if given]
     if refused:
         raise CLIError(f"--source names every input: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+    if args.superword_transition is not None:
+        raise CLIError("--superword-transition cannot go with --source: a mix is trained from span counts of one pattern", EXIT_USAGE)
     sources: Dict[str, MixedSource] = {}
     for text in args.mix_sources:
         name, sep, path = text.partition("=")

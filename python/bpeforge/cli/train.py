@@ -49,6 +49,9 @@ FLAGS = {
     "min_frequency": "--min-frequency",
     "max_token_length": "--max-token-length",
     "doc_cap": "--doc-cap",
+    "max_token_words": "--max-token-words",
+    "superword_transition": "--superword-transition",
+    "superword_pattern": "--superword-pattern",
 }
 
 TRAIN_EPILOG = """\
@@ -141,23 +144,25 @@ def describe_pattern(text: Optional[str], regex: str) -> str:
 def set_up_training(args: argparse.Namespace) -> Training:
     """The training of ``args``, its recipe checked before any input is looked at; a bad option
     is a usage error naming its flag. With ``--extend BASE`` (train's own: other commands that
-    train as it does, such as ``sweep``, have no such option) the base is read first, and its
-    split pattern and special tokens are kept, so ``--pattern`` and ``--special-tokens`` are
-    refused. Span counts (``--from-counts``, mixes) were made with a pattern and ``doc_cap``:
-    ``counts_made_with`` gives them, for the recipe to take where the flags say nothing."""
+    train as it does, such as ``sweep``, have no such option) the base is read first; its
+    special tokens are kept, so ``--special-tokens`` is refused, and its split pattern unless
+    ``--pattern`` names another. (For span counts, see :func:`set_up_training_on`.)"""
     base = None
     if getattr(args, "extend", None) is not None:
-        for flag, value in (("--pattern", args.pattern), ("--special-tokens", args.special_tokens)):
-            if value is not None:
-                raise CLIError(f"{flag} cannot be used with --extend: the base's is kept", EXIT_USAGE)
+        if args.special_tokens is not None:
+            raise CLIError("--special-tokens cannot be used with --extend: the base's are kept", EXIT_USAGE)
         try:
             base = Tokenizer.load(args.extend)
         except (OSError, ValueError) as e:
             raise CLIError(f"--extend {args.extend}: cannot read the base tokenizer: {one_line(e)}") from None
     try:
         if base is not None:
+            for flag, value in (("--superword-transition", args.superword_transition), ("--superword-pattern", args.superword_pattern)):
+                if value is not None:
+                    raise CLIError(f"{flag} cannot be used with --extend: extend with --pattern superword instead", EXIT_USAGE)
             recipe = extension_recipe(
-                base, args.vocab_size, min_frequency=args.min_frequency, max_token_length=args.max_token_length, doc_cap=args.doc_cap
+                base, args.vocab_size, pattern=args.pattern, min_frequency=args.min_frequency,
+                max_token_length=args.max_token_length, doc_cap=args.doc_cap, max_token_words=args.max_token_words,
             )
         else:
             recipe = Recipe(
@@ -167,6 +172,9 @@ def set_up_training(args: argparse.Namespace) -> Training:
                 min_frequency=args.min_frequency,
                 max_token_length=args.max_token_length,
                 doc_cap=args.doc_cap,
+                max_token_words=args.max_token_words,
+                superword_transition=args.superword_transition,
+                superword_pattern=args.superword_pattern,
             )
         return Training(recipe, base=base, num_threads=args.threads)
     except OptionError as e:
@@ -342,12 +350,14 @@ def check_trained_on_something(corpus: Corpus, holdout: int) -> None:
     raise CLIError("no documents to train on: the inputs hold no text" + note)
 
 
-def train_on_counts(training: Training, counts: SpanCounts, progress: ConsoleProgress, where: Optional[str] = None) -> TrainedRanks:
+def train_on_counts(
+    training: Training, counts: SpanCounts, progress: ConsoleProgress, where: Optional[str] = None, superword_counts: Optional[SpanCounts] = None
+) -> TrainedRanks:
     """``training`` run on span counts, its errors as one line: a bad option (or one the counts
     were not made with) names its flag, and counts with nothing to train on name ``where`` (the
     counts' path), if given."""
     try:
-        return training.run(counts=counts, progress=progress)
+        return training.run(counts=counts, progress=progress, superword_counts=superword_counts)
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
     except NoTextError as e:
@@ -380,6 +390,8 @@ def run_train(args: argparse.Namespace) -> int:
     trains, saves the tokenizer and prints the report; returns the exit code. Raises
     :class:`CLIError`. (Training on span counts is :mod:`.train_counts`, on a mix :mod:`.mix`.)"""
     t_start = time.perf_counter()
+    if args.superword_counts is not None:
+        raise CLIError("--superword-counts goes with --from-counts (training on INPUTs counts both stages itself)", EXIT_USAGE)
     training = set_up_training(args)  # everything that can be checked before reading a byte
     folder, tiktoken_file = output_paths(args.output)
     check_output(folder, tiktoken_file, args.force)
@@ -522,6 +534,7 @@ def add_train_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--extend", metavar="BASE", help="extend the tokenizer saved in folder BASE with new tokens, every id of it kept (continued BPE; "
                    "its split pattern and special tokens are kept); --vocab-size is then the final n_vocab")
     p.add_argument("--from-counts", metavar="PATH", help="train on span counts (a file or folder `bpeforge count` wrote) instead of INPUTs")
+    p.add_argument("--superword-counts", metavar="PATH", help="with --from-counts and --superword-transition: the same texts' span counts made with the superword pattern (bpeforge count --pattern superword)")
     p.add_argument("--eval-text", metavar="FILE", help="with --from-counts or --ray: a text file to measure compression on (its first 1 MB)")
     add_ray_options(p)
     p.set_defaults(run=run_train)
@@ -536,6 +549,9 @@ def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--special-tokens", metavar="none|A,B,...", help="special tokens after the ranks: nanochat (default, 9 tokens), none, or a comma-separated list")
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
     p.add_argument("--max-token-length", type=int_at_least(2, "--max-token-length"), metavar="N", help="never make a token longer than N bytes: skip such merges (default: no limit)")
+    p.add_argument("--max-token-words", type=int_at_least(1, "--max-token-words"), metavar="N", help="never make a token of more than N words (runs of non-space bytes; default: no limit, 4 with --superword-transition)")
+    p.add_argument("--superword-transition", type=int_at_least(1, "--superword-transition"), metavar="T", help="superword tokens (SuperBPE): train to T ids, then go on over spans that may hold several words (docs/superword.md)")
+    p.add_argument("--superword-pattern", metavar="PRESET|REGEX", help="split pattern of the superword stage (default: superword)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
     p.add_argument("--max-chars", type=int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
     p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document to measure compression, if it fits in what is left of 1 MB (a larger one is trained on); 0 = none (default {HOLDOUT_EVERY})")

@@ -48,6 +48,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     check_output(folder, tiktoken_file, args.force)
     progress, show = training_progress(args)
     t_load = time.perf_counter()
+    superword_counts = None
     if on_ray(args):
         counts, source, made = count_inputs_on_ray(args, counting_pattern)
     else:
@@ -55,13 +56,14 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
             progress.write(f"Loading span counts from {args.from_counts}")
         try:
             counts = SpanCounts.load(args.from_counts)
+            superword_counts = None if args.superword_counts is None else SpanCounts.load(args.superword_counts)
         except (OSError, ValueError) as e:
             raise CLIError(one_line(e)) from None
         source, made = args.from_counts, "loaded"
     t_load = time.perf_counter() - t_load
     training = set_up_training_on(args, counts)
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
-        trained = train_on_counts(training, counts, progress, args.from_counts)
+        trained = train_on_counts(training, counts, progress, args.from_counts, superword_counts)
         try:
             tokenizer, t_build = build_tokenizer(trained)
         except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
@@ -103,6 +105,7 @@ def check_counts_options(args: argparse.Namespace) -> None:
         raise CLIError("--eval-text goes with --from-counts or --ray (training on INPUTs measures compression on held-out documents)", EXIT_USAGE)
     if on_ray(args):
         refused = [flag for flag, given in [("--from-counts", args.from_counts is not None), ("--max-chars", args.max_chars),
+                                            ("--superword-transition", args.superword_transition is not None),
                                             ("--holdout", args.holdout != HOLDOUT_EVERY)] if given]
         if refused:
             raise CLIError(f"--ray counts every document of the INPUTs: {', '.join(refused)} cannot go with it", EXIT_USAGE)

@@ -263,14 +263,27 @@ impl Drop for Counter<'_> {
     }
 }
 
-/// Texts given as buffers (Arrow string arrays) go into batches, whatever their length.
+/// Texts given as buffers (Arrow string arrays) go into batches, whatever their length, cropped
+/// to `doc_cap` characters if it is set.
 impl TextSink for Counter<'_> {
     fn push(&mut self, text: &str) {
-        self.batcher.push(text);
+        match self.doc_cap {
+            Some(cap) => self.batcher.push(cropped(text, cap)),
+            None => self.batcher.push(text),
+        }
     }
 
     fn push_buffer(&mut self, data: &[u8], ends: &[usize]) -> Result<(), BufferError> {
-        self.batcher.push_buffer(data, ends)
+        let Some(cap) = self.doc_cap else {
+            return self.batcher.push_buffer(data, ends);
+        };
+        // Checked as a batch checks them, then each cropped (a copy more, only with doc_cap).
+        let mut texts = Batch::new();
+        texts.extend_from_buffer(data, ends.iter().copied())?;
+        for i in 0..texts.len() {
+            self.batcher.push(cropped(texts.get(i), cap));
+        }
+        Ok(())
     }
 }
 
@@ -367,7 +380,7 @@ mod tests {
                 let counted = count(&texts, &splitter, &pool, batch_texts);
                 assert_eq!((counted.texts, counted.bytes), (texts.len() as u64, bytes));
                 let stop = AtomicBool::new(false);
-                let options = LearnOptions { vocab_size: VOCAB, min_frequency: 1, max_token_length: None };
+                let options = LearnOptions { vocab_size: VOCAB, min_frequency: 1, max_token_length: None, max_token_words: None };
                 let learned = pool.install(|| {
                     let spans = counted.counts.into_spans(&stop)?;
                     learn(spans, &options, &stop, |_, _| ControlFlow::Continue(()))

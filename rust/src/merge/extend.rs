@@ -223,7 +223,7 @@ mod tests {
     }
 
     fn extend_all(corpus: &[(Vec<u8>, u64)], base: &ExtendBase, vocab_size: usize) -> Learned {
-        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, max_token_words: None };
         extend(spans_of(corpus), base, &options, &no_stop(), |_, _| ControlFlow::Continue(())).unwrap()
     }
 
@@ -258,7 +258,7 @@ mod tests {
     }
 
     fn trained(corpus: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Vec<u8>> {
-        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, max_token_words: None };
         let learned = learn(spans_of(corpus), &options, &no_stop(), |_, _| ControlFlow::Continue(())).unwrap();
         learned.vocab.tokens().map(<[u8]>::to_vec).collect()
     }
@@ -301,7 +301,7 @@ mod tests {
             let base = trained(&corpus(seed, b"abc d"), 270);
             let b = corpus(seed + 1000, b"bcd e");
             for max_length in [2, 3, 5] {
-                let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: Some(max_length) };
+                let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: Some(max_length), max_token_words: None };
                 let learned = extend(spans_of(&b), &base_of(&base, 270), &options, &no_stop(), |_, _| ControlFlow::Continue(())).unwrap();
                 let want = naive_extend_limited(&b, &base, 300, max_length);
                 assert_eq!(learned.merges, want, "seed {seed}, at most {max_length} bytes");

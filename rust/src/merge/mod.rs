@@ -71,6 +71,39 @@ pub struct LearnOptions {
     /// from consideration for good (its length never changes), and the best of the others is
     /// merged. `None`: no limit.
     pub max_token_length: Option<usize>,
+    /// Never make a token of more than this many words (runs of bytes other than the space,
+    /// 0x20: `b" of the"` is two), dropping such pairs as `max_token_length` does. `None`: no
+    /// limit.
+    pub max_token_words: Option<usize>,
+}
+
+impl LearnOptions {
+    /// Whether the token of `left` then `right` keeps to the limits on tokens
+    /// (`max_token_length`, `max_token_words`). A token that does not never will (its bytes never
+    /// change), and no token containing it will either.
+    #[inline]
+    fn allows(&self, left: &[u8], right: &[u8]) -> bool {
+        self.max_token_length.map_or(true, |max| left.len() + right.len() <= max)
+            && self.max_token_words.map_or(true, |max| words(left) + words(right) - usize::from(joined(left, right)) <= max)
+    }
+}
+
+/// The words of `token`: its runs of bytes other than the space.
+fn words(token: &[u8]) -> usize {
+    let mut words = 0;
+    let mut in_word = false;
+    for &b in token {
+        if b != b' ' && !in_word {
+            words += 1;
+        }
+        in_word = b != b' ';
+    }
+    words
+}
+
+/// Whether `left`'s last word and `right`'s first are one word in `left` then `right`.
+fn joined(left: &[u8], right: &[u8]) -> bool {
+    left.last().is_some_and(|&b| b != b' ') && right.first().is_some_and(|&b| b != b' ')
 }
 
 /// One step of the merge loop: `pair` was replaced by `token`; it occurred `count` times.
@@ -448,7 +481,7 @@ pub fn learn<'a>(
 }
 
 /// The merge loop from `state`, whose tokens are `vocab`, until the vocabulary is full, the best
-/// pair (of those that make a token of at most `options.max_token_length` bytes) is counted less
+/// pair (of those that make a token within the options' limits, see [`LearnOptions::allows`]) is counted less
 /// than `options.min_frequency`, no pair is left, or `on_merge` breaks; or until `stop` is set
 /// while the pair index takes back the pairs it left out ([`Error::Interrupted`]).
 fn run<T: TokenId>(
@@ -459,10 +492,9 @@ fn run<T: TokenId>(
     mut on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
     let mut merges = Vec::new();
-    let max_length = options.max_token_length;
     state.leave_out_rare_pairs(options.min_frequency);
     while vocab.len() < options.vocab_size {
-        let fits = |(a, b): Pair| max_length.map_or(true, |max| vocab.token(a).len() + vocab.token(b).len() <= max);
+        let fits = |(a, b): Pair| options.allows(vocab.token(a), vocab.token(b));
         let Some(best) = state.best(fits, vocab.len() as u32, stop)? else { break };
         let (pair, count) = (unkey(best.pair), best.count);
         if count < options.min_frequency {
@@ -526,7 +558,12 @@ pub(crate) mod tests {
     /// The specification from `words` (spans as tokens of `vocab`, with their counts): recount
     /// every pair before every merge, merge the most counted (the smallest among equals) of
     /// those making a token of at most `max_length` bytes, until `vocab_size` tokens.
-    pub(crate) fn naive_from(mut words: Vec<(Vec<u32>, u64)>, mut vocab: Vocab, vocab_size: usize, max_length: usize) -> Vec<Merge> {
+    pub(crate) fn naive_from(words: Vec<(Vec<u32>, u64)>, vocab: Vocab, vocab_size: usize, max_length: usize) -> Vec<Merge> {
+        naive_allowing(words, vocab, vocab_size, |a, b| a.len() + b.len() <= max_length)
+    }
+
+    /// [`naive_from`], choosing only among pairs whose tokens `allows`.
+    fn naive_allowing(mut words: Vec<(Vec<u32>, u64)>, mut vocab: Vocab, vocab_size: usize, allows: impl Fn(&[u8], &[u8]) -> bool) -> Vec<Merge> {
         let mut merges = Vec::new();
         while vocab.len() < vocab_size {
             let mut counts: BTreeMap<Pair, u64> = BTreeMap::new();
@@ -535,7 +572,7 @@ pub(crate) mod tests {
                     *counts.entry((p[0], p[1])).or_default() += n;
                 }
             }
-            counts.retain(|&(a, b), _| vocab.token(a).len() + vocab.token(b).len() <= max_length);
+            counts.retain(|&(a, b), _| allows(vocab.token(a), vocab.token(b)));
             // max count, then smallest pair: BTreeMap iterates pairs ascending, keep the first max.
             let Some((&pair, &count)) = counts.iter().rev().max_by_key(|(_, &c)| c) else { break };
             let token = vocab.push_merge(pair.0, pair.1);
@@ -560,7 +597,7 @@ pub(crate) mod tests {
 
     fn learn_all(spans: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Merge> {
         let spans: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, max_token_words: None };
         learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
     }
 
@@ -650,7 +687,7 @@ pub(crate) mod tests {
                 (span, 1 + i % 5)
             })
             .collect();
-        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None, max_token_words: None };
         let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(small.merges.len(), (1 << 16) - 256);
@@ -662,7 +699,7 @@ pub(crate) mod tests {
     fn max_token_length_merges_equal_the_naive_loop() {
         let learn_limited = |spans: &[(Vec<u8>, u64)], vocab_size, max_token_length| {
             let spans: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-            let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: Some(max_token_length) };
+            let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: Some(max_token_length), max_token_words: None };
             learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
         };
         let mut limited = 0;
@@ -675,6 +712,29 @@ pub(crate) mod tests {
             }
         }
         assert!(limited > 300, "the limit must change the merges of many corpora");
+    }
+
+    #[test]
+    fn max_token_words_merges_equal_the_naive_loop() {
+        // Words are runs of bytes other than the space: spans of a few short words and spaces.
+        let count_words = |t: &[u8]| t.split(|&b| b == b' ').filter(|w| !w.is_empty()).count();
+        let mut next = crate::test_random(5);
+        let mut limited = 0;
+        for seed in 0..200 {
+            let spans: Vec<(Vec<u8>, u64)> = (0..12)
+                .map(|_| ((0..2 + next(14)).map(|_| [b'a', b'b', b' '][next(3) as usize]).collect(), 1 + next(5)))
+                .collect();
+            for max in [1, 2, 3] {
+                let words = spans.iter().map(|(b, n)| (b.iter().map(|&x| x as u32).collect(), *n)).collect();
+                let want = naive_allowing(words, Vocab::bytes(), 300, |a, b| count_words(&[a, b].concat()) <= max);
+                limited += usize::from(want != naive(&spans, 300));
+                let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, max_token_words: Some(max) };
+                let spans_owned: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
+                let got = learn(spans_owned, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges;
+                assert_eq!(got, want, "seed {seed}, max {max}");
+            }
+        }
+        assert!(limited > 200, "the limit must change the merges of many corpora: {limited}");
     }
 
     #[test]
@@ -709,7 +769,7 @@ pub(crate) mod tests {
             let want = naive(&spans, 300);
             assert_eq!(learn_all(&spans, 300), want, "corpus {corpus}");
             let table: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-            let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
+            let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, max_token_words: None };
             let wide = run(Loop::<u32>::new(table, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
             assert_eq!(wide.merges, want, "corpus {corpus}, u32 ids");
         }
@@ -760,7 +820,7 @@ pub(crate) mod tests {
             let want = naive(&spans, 70_000);
             assert_eq!(learn_all(&spans, 70_000), want, "seed {seed}");
             merged_once += want.iter().filter(|m| m.count == 1).count();
-            let options = LearnOptions { vocab_size: 70_000, min_frequency: 2, max_token_length: None };
+            let options = LearnOptions { vocab_size: 70_000, min_frequency: 2, max_token_length: None, max_token_words: None };
             let owned: Spans = spans.iter().map(|(b, n)| (b.as_slice(), *n)).collect();
             let learned = learn(owned, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
             let counted_twice: Vec<Merge> = want.iter().copied().take_while(|m| m.count >= 2).collect();
@@ -774,7 +834,7 @@ pub(crate) mod tests {
         // Distinct spans counted once: the pairs born are left out, and taken back (a pass over
         // the spans) once the best pair is counted once, which a stop set before gives up.
         let spans: Spans = (0..200u32).map(|i| (format!("x{i:03}yz{}", i * 7 % 13), 1)).map(|(s, n)| (s.into_bytes().into_boxed_slice(), n)).collect();
-        let options = LearnOptions { vocab_size: 70_000, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size: 70_000, min_frequency: 1, max_token_length: None, max_token_words: None };
         let stop = AtomicBool::new(false);
         let mut before_stop = 0;
         let result = learn(&spans, &options, &stop, |merge, _| {
@@ -796,7 +856,7 @@ pub(crate) mod tests {
     #[test]
     fn min_frequency_stops_early() {
         let spans: Spans = [(b"ab", 3), (b"cd", 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 1000, min_frequency: 3, max_token_length: None };
+        let options = LearnOptions { vocab_size: 1000, min_frequency: 3, max_token_length: None, max_token_words: None };
         let learned = learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(learned.merges.len(), 1);
     }
@@ -804,7 +864,7 @@ pub(crate) mod tests {
     #[test]
     fn a_stop_set_before_the_first_merge_gives_up() {
         let spans: Spans = [(&b"abab"[..], 3), (b"abc", 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, max_token_words: None };
         let mut merges = 0;
         let stopped = learn(spans.clone(), &options, &AtomicBool::new(true), |_, _| {
             merges += 1;
@@ -818,7 +878,7 @@ pub(crate) mod tests {
     #[test]
     fn overflowing_totals_are_refused() {
         let spans: Spans = [(b"abc", u64::MAX / 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, max_token_words: None };
         assert!(learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).is_err());
     }
 }

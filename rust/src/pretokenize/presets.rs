@@ -36,6 +36,30 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("o200k_base", O200K),
 ];
 
+/// The split pattern of the superword stage (SuperBPE's second stage, docs/superword.md): spans
+/// no longer end at spaces, so tokens may hold several words, but still end at digits (in groups
+/// of three at most), at runs of two or more punctuation characters, at spaces before a
+/// newline or another space, at newlines, and between a colon and the space after it. The
+/// first four alternatives are those SuperBPE's code isolates, plus newlines; the last takes
+/// what lies between, a character at a time while none of the others would match there.
+pub const SUPERWORD: &str = concat!(
+    r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)|[\r\n]+",
+    r"|[\s\S](?:(?!\p{N}| ?[^\s\p{L}\p{N}]{2}| +(?!\S)|[\r\n])(?:(?<!:) |[^ ]))*",
+);
+
+/// Every pattern known by name: the presets, and `superword` (split by the regex engine: it has
+/// no scanner of its own).
+pub const NAMED: &[(&str, &str)] = &[
+    ("gpt4", GPT4),
+    ("cl100k_base", CL100K),
+    ("nanochat", NANOCHAT),
+    ("gpt2", R50K),
+    ("r50k_base", R50K),
+    ("p50k_base", R50K),
+    ("o200k_base", O200K),
+    ("superword", SUPERWORD),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,8 +67,22 @@ mod tests {
 
     #[test]
     fn every_preset_compiles() {
-        for (name, pattern) in PRESETS {
+        for (name, pattern) in NAMED {
             assert!(Splitter::new(pattern).is_ok(), "{name}");
         }
+        assert_eq!(&NAMED[..PRESETS.len()], PRESETS);
+    }
+
+    #[test]
+    fn the_superword_pattern_cuts_where_it_says() {
+        let s = Splitter::new(SUPERWORD).unwrap();
+        assert!(!s.can_match_empty());
+        let text = "By the way: it ran 12345 times... Then\n\n  it stopped!! a  b";
+        let spans = s.spans(text).unwrap();
+        assert_eq!(spans.concat(), text, "every character is in a span");
+        assert_eq!(
+            spans,
+            ["By the way:", " it ran", " ", "123", "45", " times", "...", " Then", "\n\n", " ", " it stopped", "!!", " a", " ", " b"]
+        );
     }
 }

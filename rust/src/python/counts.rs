@@ -48,7 +48,7 @@ pub(super) struct PySpanCounts {
 
 /// A pattern for a message: the first preset's name whose regex it is, else the regex quoted.
 pub(super) fn pattern_shown(regex: &str) -> String {
-    match presets::PRESETS.iter().find(|(_, p)| *p == regex) {
+    match presets::NAMED.iter().find(|(_, p)| *p == regex) {
         Some((name, _)) => format!("'{name}'"),
         None => format!("{regex:?}"),
     }

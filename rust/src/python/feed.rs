@@ -14,7 +14,7 @@ use pyo3::types::{PyIterator, PyList, PyString};
 use super::progress::report;
 use super::readers::{DocumentReader, Sink};
 use super::{arrow, shutdown, to_py, type_name};
-use crate::count::{CallerLock, Counted, Counter};
+use crate::count::{BufferError, CallerLock, Counted, Counter, Progress, TextSink};
 use crate::Splitter;
 
 /// The text of a str `item`, or an error naming `what` it is (e.g. "item 3 of the iterator")
@@ -95,10 +95,50 @@ impl CallerLock for Gil {
     }
 }
 
+/// The counters of one pass over the texts: one per split pattern (a training with a superword
+/// stage counts each text with both of its patterns, reading the texts once).
+pub(super) struct Counters<'a>(Vec<Counter<'a>>);
+
+impl Counters<'_> {
+    #[inline]
+    fn push(&mut self, text: &str) {
+        for counter in &mut self.0 {
+            counter.push(text);
+        }
+    }
+
+    /// Whether a counter stopped (see [`Counter::is_stopped`]).
+    fn is_stopped(&self) -> bool {
+        self.0.iter().any(Counter::is_stopped)
+    }
+
+    /// How far counting got (the first counter's: each sees the same texts).
+    fn progress(&self) -> Progress {
+        self.0[0].progress()
+    }
+
+    /// Each counter's counts, in the order of their patterns.
+    fn finish(self) -> Result<Vec<Counted>, crate::Error> {
+        self.0.into_iter().map(Counter::finish).collect()
+    }
+}
+
+impl TextSink for Counters<'_> {
+    fn push(&mut self, text: &str) {
+        for counter in &mut self.0 {
+            TextSink::push(counter, text);
+        }
+    }
+
+    fn push_buffer(&mut self, data: &[u8], ends: &[usize]) -> Result<(), BufferError> {
+        self.0.iter_mut().try_for_each(|counter| counter.push_buffer(data, ends))
+    }
+}
+
 /// Adds one text, and raises what Ctrl-C's handler raised if it ran while the counter worked on
 /// it (before a later text of the same item can raise something else).
 #[inline]
-fn push_str(counter: &mut Counter<'_>, gil: &Gil, text: &str) -> PyResult<()> {
+fn push_str(counter: &mut Counters<'_>, gil: &Gil, text: &str) -> PyResult<()> {
     counter.push(text);
     if counter.is_stopped() {
         if let Some(e) = gil.take_interrupted() {
@@ -110,7 +150,7 @@ fn push_str(counter: &mut Counter<'_>, gil: &Gil, text: &str) -> PyResult<()> {
 
 /// Adds the text(s) of one iterator item: a str, a list of str, or an Arrow string array (its
 /// non-null entries, copied without the GIL).
-fn push_item(item: &Bound<'_, PyAny>, position: u64, counter: &mut Counter<'_>, gil: &Gil) -> PyResult<()> {
+fn push_item(item: &Bound<'_, PyAny>, position: u64, counter: &mut Counters<'_>, gil: &Gil) -> PyResult<()> {
     // A str first: most iterators yield one per text, and this runs once per item.
     if item.is_instance_of::<PyString>() {
         return push_str(counter, gil, &text_of(item, || format!("item {position} of the iterator"), "str")?);
@@ -131,7 +171,7 @@ fn push_item(item: &Bound<'_, PyAny>, position: u64, counter: &mut Counter<'_>, 
 /// A text or JSONL reader's documents go into the counter as the reader reads them, without
 /// the GIL; between every few MB, Ctrl-C is looked for and progress reported.
 struct ReaderSink<'c, 'a> {
-    counter: &'c mut Counter<'a>,
+    counter: &'c mut Counters<'a>,
     gil: &'c Gil,
     progress: Option<&'c Py<PyAny>>,
     reported: &'c mut u64,
@@ -164,7 +204,7 @@ impl Sink for ReaderSink<'_, '_> {
 fn push_reader(
     py: Python<'_>,
     reader: &DocumentReader,
-    counter: &mut Counter<'_>,
+    counter: &mut Counters<'_>,
     gil: &Gil,
     progress: Option<&Py<PyAny>>,
     reported: &mut u64,
@@ -189,7 +229,7 @@ fn report_count(py: Python<'_>, progress: Option<&Py<PyAny>>, texts: u64, bytes:
 fn feed(
     py: Python<'_>,
     iterator: Bound<'_, PyIterator>,
-    counter: &mut Counter<'_>,
+    counter: &mut Counters<'_>,
     gil: &Gil,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<()> {
@@ -234,15 +274,35 @@ pub(super) fn count_iterator(
     buffer_size: usize,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<Counted> {
+    let mut counted = count_with_patterns(py, iterator, &[splitter], doc_cap, pool, buffer_size, progress)?;
+    Ok(counted.remove(0))
+}
+
+/// [`count_iterator`] splitting every text by each of `splitters` (in one pass): the counts of
+/// each, in their order.
+pub(super) fn count_with_patterns(
+    py: Python<'_>,
+    iterator: Bound<'_, PyIterator>,
+    splitters: &[&Splitter],
+    doc_cap: Option<u64>,
+    pool: Arc<rayon::ThreadPool>,
+    buffer_size: usize,
+    progress: Option<&Py<PyAny>>,
+) -> PyResult<Vec<Counted>> {
     let stop = Arc::new(AtomicBool::new(false));
     let gil = Gil::new(Arc::clone(&stop));
-    let mut counter = Counter::new(splitter, pool, buffer_size, stop, &gil)
-        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the counting thread: {e}")))?;
-    counter.crop_texts_to(doc_cap);
-    // On an error the counter is dropped, which stops its worker (nothing it counts will be
-    // used) and waits for it without the GIL.
-    feed(py, iterator, &mut counter, &gil, progress)?;
-    let counted = counter.finish();
+    let mut counters = Vec::with_capacity(splitters.len());
+    for splitter in splitters {
+        let mut counter = Counter::new(splitter, Arc::clone(&pool), buffer_size, Arc::clone(&stop), &gil)
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start the counting thread: {e}")))?;
+        counter.crop_texts_to(doc_cap);
+        counters.push(counter);
+    }
+    let mut counters = Counters(counters);
+    // On an error the counters are dropped, which stops their workers (nothing they count will
+    // be used) and waits for them without the GIL.
+    feed(py, iterator, &mut counters, &gil, progress)?;
+    let counted = counters.finish();
     if let Some(e) = gil.take_interrupted() {
         return Err(e);
     }
@@ -251,6 +311,7 @@ pub(super) fn count_iterator(
     let counted = counted.map_err(to_py)?;
     // The last report comes once everything is counted, so its spans are those of the whole
     // corpus (as a lower bound: the threads' tables are not joined yet).
-    report_count(py, progress, counted.texts, counted.bytes, counted.counts.len_at_least())?;
+    let first = &counted[0];
+    report_count(py, progress, first.texts, first.bytes, first.counts.len_at_least())?;
     Ok(counted)
 }

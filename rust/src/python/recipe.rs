@@ -32,12 +32,28 @@ pub(super) const NANOCHAT_SPECIAL_TOKENS: [&str; 9] = [
 ];
 
 /// The fields of a recipe, in the order `Recipe.as_dict` gives them.
-const FIELDS: [&str; 6] = ["vocab_size", "pattern", "special_tokens", "min_frequency", "max_token_length", "doc_cap"];
+const FIELDS: [&str; 9] = [
+    "vocab_size",
+    "pattern",
+    "special_tokens",
+    "min_frequency",
+    "max_token_length",
+    "doc_cap",
+    "max_token_words",
+    "superword_transition",
+    "superword_pattern",
+];
+
+/// The words a superword token may hold when the recipe says nothing (SuperBPE's).
+const SUPERWORD_MAX_WORDS: usize = 4;
 
 /// Everything one training is asked to do, checked: the final vocabulary size (special tokens
 /// included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
-/// the trained ranks), `min_frequency`, `max_token_length` (bytes) and `doc_cap` (each document
-/// cropped to its first `doc_cap` characters). Immutable; `replace` makes a changed copy,
+/// the trained ranks), `min_frequency`, `max_token_length` (bytes), `doc_cap` (each document
+/// cropped to its first `doc_cap` characters), `max_token_words` (words, runs of bytes other
+/// than the space), and the superword stage: from `superword_transition` ranks and special
+/// tokens on, merging goes on over spans split by `superword_pattern` (SuperBPE; 4 words a
+/// token unless `max_token_words` says otherwise). Immutable; `replace` makes a changed copy,
 /// checked again.
 #[pyclass(module = "bpeforge._core", frozen)]
 #[derive(Clone)]
@@ -48,6 +64,16 @@ pub(super) struct Recipe {
     min_frequency: u64,
     max_token_length: Option<usize>,
     doc_cap: Option<u64>,
+    max_token_words: Option<usize>,
+    superword: Option<Superword>,
+}
+
+/// A recipe's superword stage: from `transition` (the vocabulary size, special tokens included,
+/// that the first stage trains to) on, spans are split by `splitter`.
+#[derive(Clone)]
+struct Superword {
+    transition: usize,
+    splitter: Splitter,
 }
 
 /// An `OptionError` (`bpeforge.errors`: a ValueError naming its option) saying `message`.
@@ -100,6 +126,16 @@ fn special_tokens_arg(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyRes
     Ok(names)
 }
 
+/// A pattern option (a preset's name, `superword` or a regex, that never matches an empty
+/// string), None if not given.
+fn pattern_field(py: Python<'_>, option: &str, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Splitter>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(None) };
+    let Ok(text) = value.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!("{option} must be a str (a preset's name or a regex), got {}", type_name(value))));
+    };
+    naming(py, option, splitter_arg(text.to_str()?)).map(Some)
+}
+
 /// An optional int option of at least `lo`, None if not given.
 fn optional_int_arg(value: Option<&Bound<'_, PyAny>>, name: &str, lo: i64) -> PyResult<Option<u64>> {
     match value {
@@ -114,7 +150,11 @@ impl Recipe {
     /// ValueError naming it), a value of the wrong type TypeError. `pattern` is a preset's name,
     /// a regex, or None for GPT-4's; `special_tokens` None for nanochat's nine, `[]` for none.
     #[new]
-    #[pyo3(signature = (vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None))]
+    #[pyo3(signature = (
+        vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None,
+        max_token_words=None, superword_transition=None, superword_pattern=None, base=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         vocab_size: &Bound<'_, PyAny>,
@@ -123,14 +163,21 @@ impl Recipe {
         min_frequency: Option<&Bound<'_, PyAny>>,
         max_token_length: Option<&Bound<'_, PyAny>>,
         doc_cap: Option<&Bound<'_, PyAny>>,
+        max_token_words: Option<&Bound<'_, PyAny>>,
+        superword_transition: Option<&Bound<'_, PyAny>>,
+        superword_pattern: Option<&Bound<'_, PyAny>>,
+        base: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let special_tokens = special_tokens_arg(py, special_tokens)?;
         let Some(size) = as_int(vocab_size) else {
             return Err(PyTypeError::new_err(format!("vocab_size must be an int, got {}", type_name(vocab_size))));
         };
-        let least = 256 + special_tokens.len();
+        let base = base.filter(|b| !b.is_none()).map(base_arg).transpose()?;
+        // With a base to extend, the size is checked against the base's (see `check_base`).
+        let least = if base.is_some() { 0 } else { 256 + special_tokens.len() };
         let vocab_size = match size.extract::<i64>() {
             Ok(v) if v >= least as i64 && v <= MAX_TOKEN_ID as i64 => v as usize,
+            _ if base.is_some() => MAX_TOKEN_ID + 1, // refused by check_base, naming the base's size
             _ => {
                 return Err(option_error(py, "vocab_size", format!(
                     "vocab_size must be at least 256 + {} special tokens = {least} and at most {MAX_TOKEN_ID}, got {size}",
@@ -138,15 +185,7 @@ impl Recipe {
                 )))
             }
         };
-        let splitter = match pattern.filter(|p| !p.is_none()) {
-            None => splitter_arg(presets::GPT4)?,
-            Some(p) => {
-                let Ok(p) = p.cast::<PyString>() else {
-                    return Err(PyTypeError::new_err(format!("pattern must be a str (a preset's name or a regex), got {}", type_name(p))));
-                };
-                naming(py, "pattern", splitter_arg(p.to_str()?))?
-            }
-        };
+        let splitter = pattern_field(py, "pattern", pattern)?.unwrap_or(splitter_arg(presets::GPT4)?);
         let min_frequency = naming(py, "min_frequency", optional_int_arg(min_frequency, "min_frequency", 1))?.unwrap_or(1);
         let max_token_length = match max_token_length.filter(|v| !v.is_none()) {
             None => None,
@@ -159,7 +198,33 @@ impl Recipe {
             },
         };
         let doc_cap = naming(py, "doc_cap", optional_int_arg(doc_cap, "doc_cap", 1))?;
-        Ok(Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap })
+        let mut max_token_words = naming(py, "max_token_words", optional_int_arg(max_token_words, "max_token_words", 1))?.map(|n| n as usize);
+        let superword_pattern = pattern_field(py, "superword_pattern", superword_pattern)?;
+        let superword = match naming(py, "superword_transition", optional_int_arg(superword_transition, "superword_transition", 1))? {
+            None if superword_pattern.is_some() => {
+                return Err(option_error(py, "superword_pattern", "superword_pattern goes with superword_transition (the size the superword stage starts from)".into()))
+            }
+            None => None,
+            Some(t) => {
+                let least = 256 + special_tokens.len();
+                if !(least as u64..=vocab_size as u64).contains(&t) {
+                    return Err(option_error(py, "superword_transition", format!(
+                        "superword_transition must be at least 256 + {} special tokens = {least} and at most vocab_size ({vocab_size}), got {t}",
+                        special_tokens.len()
+                    )));
+                }
+                max_token_words.get_or_insert(SUPERWORD_MAX_WORDS);
+                Some(Superword { transition: t as usize, splitter: superword_pattern.unwrap_or(splitter_arg(presets::SUPERWORD)?) })
+            }
+        };
+        if superword.is_some() && base.is_some() {
+            return Err(option_error(py, "superword_transition", "a superword stage trains from the single bytes: to add superword tokens to a tokenizer, extend it with pattern='superword'".into()));
+        }
+        let recipe = Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap, max_token_words, superword };
+        if let Some(base) = &base {
+            recipe.check_base(py, base, &size.to_string())?;
+        }
+        Ok(recipe)
     }
 
     /// The final vocabulary size: ranks and special tokens (with a base, its `n_vocab`).
@@ -198,6 +263,32 @@ impl Recipe {
         self.doc_cap
     }
 
+    /// No token holds more than this many words (runs of bytes other than the space; None: no
+    /// limit).
+    #[getter]
+    fn max_token_words(&self) -> Option<usize> {
+        self.max_token_words
+    }
+
+    /// The vocabulary size (special tokens included) the first stage trains to before the
+    /// superword stage (None: no superword stage).
+    #[getter]
+    fn superword_transition(&self) -> Option<usize> {
+        self.superword.as_ref().map(|s| s.transition)
+    }
+
+    /// The split pattern of the superword stage, as a regex (None: no superword stage).
+    #[getter]
+    fn superword_pattern(&self) -> Option<&str> {
+        self.superword.as_ref().map(|s| s.splitter.pattern())
+    }
+
+    /// The pattern the trained tokenizer splits by: the superword stage's, if there is one.
+    #[getter]
+    fn encoding_pattern(&self) -> &str {
+        self.superword_pattern().unwrap_or(self.pattern())
+    }
+
     /// The names of a recipe's fields, in the order `as_dict` gives them.
     #[staticmethod]
     fn fields() -> Vec<&'static str> {
@@ -213,6 +304,9 @@ impl Recipe {
         d.set_item("min_frequency", self.min_frequency)?;
         d.set_item("max_token_length", self.max_token_length)?;
         d.set_item("doc_cap", self.doc_cap)?;
+        d.set_item("max_token_words", self.max_token_words)?;
+        d.set_item("superword_transition", self.superword_transition())?;
+        d.set_item("superword_pattern", self.superword_pattern())?;
         Ok(d)
     }
 
@@ -228,8 +322,11 @@ impl Recipe {
                 fields.set_item(name, value)?;
             }
         }
-        let vocab_size = fields.get_item("vocab_size")?.expect("a field");
         let field = |name: &str| fields.get_item(name).ok().flatten();
+        let vocab_size = match field("vocab_size") {
+            Some(size) => size,
+            None => self.vocab_size.into_pyobject(py)?.into_any(), // as_dict always has it
+        };
         Recipe::new(
             py,
             &vocab_size,
@@ -238,6 +335,10 @@ impl Recipe {
             field("min_frequency").as_ref(),
             field("max_token_length").as_ref(),
             field("doc_cap").as_ref(),
+            field("max_token_words").as_ref(),
+            field("superword_transition").as_ref(),
+            field("superword_pattern").as_ref(),
+            None,
         )
     }
 
@@ -250,24 +351,27 @@ impl Recipe {
 
     fn __repr__(&self) -> String {
         let optional = |v: Option<String>| v.unwrap_or_else(|| "None".into());
+        let superword = match &self.superword {
+            None => String::new(),
+            Some(s) => format!(", superword_transition={}, superword_pattern={}", s.transition, pattern_shown(s.splitter.pattern())),
+        };
         format!(
-            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={})",
+            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={}, max_token_words={}{superword})",
             self.vocab_size,
             pattern_shown(self.pattern()),
             self.special_tokens,
             self.min_frequency,
             optional(self.max_token_length.map(|v| v.to_string())),
             optional(self.doc_cap.map(|v| v.to_string())),
+            optional(self.max_token_words.map(|v| v.to_string())),
         )
     }
 }
 
-/// The tokenizer a recipe extends: its split pattern, ranks, special tokens and `n_vocab`, read
+/// The tokenizer a recipe extends: its ranks, special tokens and `n_vocab`, read
 /// from a `bpeforge.Tokenizer` (or any object with those attributes).
 #[derive(FromPyObject)]
 pub(super) struct Base {
-    #[pyo3(attribute("pattern"))]
-    pattern: String,
     #[pyo3(attribute("mergeable_ranks"))]
     ranks: std::collections::HashMap<Vec<u8>, u32>,
     #[pyo3(attribute("special_tokens"))]
@@ -288,12 +392,51 @@ impl Base {
     }
 }
 
+/// Refuses, as an `OptionError` naming the option, span counts not split by `pattern` (the
+/// option `option`) or not counted with `doc_cap`.
+fn check_counts(py: Python<'_>, option: &str, made: &PySpanCounts, pattern: &str, doc_cap: Option<u64>) -> PyResult<()> {
+    if made.pattern != pattern {
+        return Err(option_error(py, option, format!(
+            "the span counts were split by {}, the training asks for {}: counts train only with the pattern they were made with",
+            pattern_shown(&made.pattern),
+            pattern_shown(pattern)
+        )));
+    }
+    let counted_cap = made.doc_cap();
+    if counted_cap != doc_cap {
+        let said = |cap: Option<u64>| cap.map_or("whole documents".to_string(), |n| format!("documents cropped to {n} characters"));
+        return Err(option_error(py, "doc_cap", format!(
+            "the span counts were counted from {}, the training asks for {}: counts train only with the doc_cap they were made with",
+            said(counted_cap),
+            said(doc_cap)
+        )));
+    }
+    Ok(())
+}
+
+/// The base of a `base` argument: a tokenizer (or any object with its attributes), or a TypeError.
+pub(super) fn base_arg(base: &Bound<'_, PyAny>) -> PyResult<Base> {
+    base.extract::<Base>().map_err(|_| {
+        PyTypeError::new_err(format!("the base must be a bpeforge tokenizer, got {} (load it first, e.g. Tokenizer.load)", type_name(base)))
+    })
+}
+
 /// A recipe made concrete for what it learns from: the merge loop's options and the ranks asked.
 pub(super) struct Plan {
     pub splitter: Splitter,
     pub options: LearnOptions,
     /// The ranks the training should end with: the single bytes (or the base's) and the new ones.
     pub ranks_asked: usize,
+    /// The superword stage, if the recipe has one.
+    pub superword: Option<SuperwordPlan>,
+    /// The superword stage's pattern, which the trained tokenizer splits by, if there is one.
+    pub superword_splitter: Option<Splitter>,
+}
+
+/// The superword stage of a plan: the ranks the first stage trains, and the superword pattern.
+pub(super) struct SuperwordPlan {
+    pub first_ranks: usize,
+    pub splitter: Splitter,
 }
 
 impl Recipe {
@@ -305,7 +448,32 @@ impl Recipe {
     /// The recipe made with the arguments of `Trainer`'s own methods (rustbpe's shape): no
     /// special tokens, `vocab_size` counting the ranks alone.
     pub(super) fn of_ranks(splitter: Splitter, vocab_size: usize, min_frequency: u64, max_token_length: Option<usize>, doc_cap: Option<u64>) -> Self {
-        Recipe { vocab_size, splitter, special_tokens: Vec::new(), min_frequency, max_token_length, doc_cap }
+        Recipe { vocab_size, splitter, special_tokens: Vec::new(), min_frequency, max_token_length, doc_cap, max_token_words: None, superword: None }
+    }
+
+    /// Refuses, as an `OptionError` naming the option, a base this recipe cannot extend: one
+    /// whose special tokens are not the recipe's (an extension keeps them, with their ids), or
+    /// with as many ids as the recipe's `vocab_size` or more (`asked`: the size as given). The
+    /// split pattern may differ: the new texts are split by the recipe's, and each span starts
+    /// as the base encodes it.
+    fn check_base(&self, py: Python<'_>, base: &Base, asked: &str) -> PyResult<()> {
+        let mut names: Vec<(&u32, &String)> = base.special_tokens.iter().map(|(name, id)| (id, name)).collect();
+        names.sort();
+        if names.iter().map(|(_, name)| name.as_str()).ne(self.special_tokens.iter().map(String::as_str)) {
+            let names: Vec<&String> = names.iter().map(|(_, name)| *name).collect();
+            return Err(option_error(py, "special_tokens", format!(
+                "the base tokenizer's special tokens are {names:?}, the recipe's {:?}: an extension keeps the base's",
+                self.special_tokens
+            )));
+        }
+        if !(base.n_vocab..=MAX_TOKEN_ID).contains(&self.vocab_size) {
+            return Err(option_error(py, "vocab_size", format!(
+                "vocab_size must be at least the base's {} ids (new tokens are numbered after them, special tokens included) \
+                 and at most {MAX_TOKEN_ID}, got {asked}",
+                base.n_vocab
+            )));
+        }
+        Ok(())
     }
 
     /// The plan of this recipe learning from `counts` (span counts, if that is what it learns
@@ -314,58 +482,31 @@ impl Recipe {
     /// than its `vocab_size`), and the mixed counts' `min_frequency` read in occurrences of the
     /// mixed corpus (`bpeforge.mixing.min_count`). A mismatch raises `OptionError` naming the
     /// option.
-    pub(super) fn plan(&self, py: Python<'_>, counts: Option<&Bound<'_, PySpanCounts>>, base: Option<&Base>) -> PyResult<Plan> {
+    pub(super) fn plan(
+        &self,
+        py: Python<'_>,
+        counts: Option<&Bound<'_, PySpanCounts>>,
+        superword_counts: Option<&Bound<'_, PySpanCounts>>,
+        base: Option<&Base>,
+    ) -> PyResult<Plan> {
         let mut min_frequency = self.min_frequency;
+        if let (Some(made), Some(superword)) = (superword_counts, &self.superword) {
+            check_counts(py, "superword_pattern", made.get(), superword.splitter.pattern(), self.doc_cap)?;
+        }
         if let Some(counts) = counts {
-            let made = counts.get();
-            if made.pattern != self.pattern() {
-                return Err(option_error(py, "pattern", format!(
-                    "the span counts were split by {}, the training asks for {}: counts train only with the pattern they were made with",
-                    pattern_shown(&made.pattern),
-                    pattern_shown(self.pattern())
-                )));
-            }
-            let counted_cap = made.doc_cap();
-            if counted_cap != self.doc_cap {
-                let said = |cap: Option<u64>| cap.map_or("whole documents".to_string(), |n| format!("documents cropped to {n} characters"));
-                return Err(option_error(py, "doc_cap", format!(
-                    "the span counts were counted from {}, the training asks for {}: counts train only with the doc_cap they were made with",
-                    said(counted_cap),
-                    said(self.doc_cap)
-                )));
-            }
+            check_counts(py, "pattern", counts.get(), self.pattern(), self.doc_cap)?;
             min_frequency = py.import("bpeforge.mixing")?.getattr("min_count")?.call1((counts, self.min_frequency))?.extract()?;
         }
         let ranks_asked = match base {
             None => self.vocab_size - self.special_tokens.len(),
             Some(base) => {
-                if base.pattern != self.pattern() {
-                    return Err(option_error(py, "pattern", format!(
-                        "the base tokenizer splits by {}, the recipe asks for {}: an extension keeps the base's pattern",
-                        pattern_shown(&base.pattern),
-                        pattern_shown(self.pattern())
-                    )));
-                }
-                let mut names: Vec<(&u32, &String)> = base.special_tokens.iter().map(|(name, id)| (id, name)).collect();
-                names.sort();
-                if names.iter().map(|(_, name)| name.as_str()).ne(self.special_tokens.iter().map(String::as_str)) {
-                    let names: Vec<&String> = names.iter().map(|(_, name)| *name).collect();
-                    return Err(option_error(py, "special_tokens", format!(
-                        "the base tokenizer's special tokens are {names:?}, the recipe's {:?}: an extension keeps the base's",
-                        self.special_tokens
-                    )));
-                }
-                if self.vocab_size < base.n_vocab {
-                    return Err(option_error(py, "vocab_size", format!(
-                        "vocab_size must be at least the base's {} ids (new tokens are numbered after them, special tokens included) \
-                         and at most {MAX_TOKEN_ID}, got {}",
-                        base.n_vocab, self.vocab_size
-                    )));
-                }
+                self.check_base(py, base, &self.vocab_size.to_string())?;
                 base.ranks.len() + (self.vocab_size - base.n_vocab)
             }
         };
-        let options = LearnOptions { vocab_size: ranks_asked, min_frequency, max_token_length: self.max_token_length };
-        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked })
+        let options = LearnOptions { vocab_size: ranks_asked, min_frequency, max_token_length: self.max_token_length, max_token_words: self.max_token_words };
+        let superword = self.superword.as_ref().map(|s| SuperwordPlan { first_ranks: s.transition - self.special_tokens.len(), splitter: s.splitter.clone() });
+        let superword_splitter = superword.as_ref().map(|s| s.splitter.clone());
+        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked, superword, superword_splitter })
     }
 }

@@ -10,16 +10,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use super::args::{as_int, int_arg, max_token_length_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
-use super::feed::{count_iterator, text_of};
+use super::feed::{count_with_patterns, text_of};
 use super::counts::PySpanCounts;
 use super::learn::{run_loop, SpansToLearn};
-use super::recipe::{Base, Recipe};
+use super::recipe::{base_arg, option_error, Base, Recipe};
 use super::pool::Pool;
 use super::shutdown;
 use super::splitter_arg;
 use crate::count::{Counted, SortedSpans, Spans};
 use crate::error::STOP_EVERY;
-use crate::merge::{ExtendBase, Merge, TokenIds};
+use crate::merge::{ExtendBase, LearnOptions, Merge, TokenIds};
 use crate::pretokenize::presets;
 use crate::{Splitter, Vocab};
 
@@ -51,6 +51,8 @@ struct Stats {
     texts: u64,
     bytes: u64,
     distinct_spans: usize,
+    /// The distinct spans of the superword stage, if there was one.
+    superword_spans: usize,
     count_seconds: f64,
     merge_seconds: f64,
 }
@@ -150,8 +152,8 @@ impl Trainer {
     /// and propagates; the trainer keeps its old state. Returns the number of ranks asked for
     /// (the base's or the 256 single bytes, and the new ones).
     #[pyo3(
-        signature = (recipe, *, texts=None, counts=None, base=None, buffer_size=None, progress=None),
-        text_signature = "(self, recipe, *, texts=None, counts=None, base=None, buffer_size=8192, progress=None)"
+        signature = (recipe, *, texts=None, counts=None, base=None, buffer_size=None, progress=None, superword_counts=None),
+        text_signature = "(self, recipe, *, texts=None, counts=None, base=None, buffer_size=8192, progress=None, superword_counts=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn learn(
@@ -163,19 +165,24 @@ impl Trainer {
         base: Option<&Bound<'_, PyAny>>,
         buffer_size: Option<&Bound<'_, PyAny>>,
         progress: Option<Py<PyAny>>,
+        superword_counts: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<usize> {
+        let superword_counts = match superword_counts.filter(|c| !c.is_none()) {
+            None => None,
+            Some(c) => Some(c.cast::<PySpanCounts>().map_err(|_| {
+                PyTypeError::new_err(format!("superword_counts must be a SpanCounts (made with the superword pattern), got {}", type_name(c)))
+            })?),
+        };
         let material = match (texts.filter(|t| !t.is_none()), counts.filter(|c| !c.is_none())) {
+            (Some(_), None) if superword_counts.is_some() => {
+                return Err(PyTypeError::new_err("superword_counts go with counts: from texts, both stages are counted at once"))
+            }
             (Some(texts), None) => Material::Texts(texts),
-            (None, Some(counts)) => Material::Counts(counts),
+            (None, Some(counts)) => Material::Counts(counts, superword_counts.cloned()),
             (Some(_), Some(_)) => return Err(PyTypeError::new_err("learn takes texts or counts, not both")),
             (None, None) => return Err(PyTypeError::new_err("learn needs texts or counts to learn from")),
         };
-        let base = match base.filter(|b| !b.is_none()) {
-            None => None,
-            Some(b) => Some(b.extract::<Base>().map_err(|_| {
-                PyTypeError::new_err(format!("the base must be a bpeforge tokenizer, got {} (load it first, e.g. Tokenizer.load)", type_name(b)))
-            })?),
-        };
+        let base = base.filter(|b| !b.is_none()).map(base_arg).transpose()?;
         let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
         self.run(py, recipe.get(), material, base.as_ref(), buffer_size, progress)
     }
@@ -230,7 +237,7 @@ impl Trainer {
         let doc_cap = counts.cast::<PySpanCounts>().ok().and_then(|c| c.get().doc_cap());
         let splitter = self.state().splitter.clone();
         let recipe = Recipe::of_ranks(splitter, vocab_size_arg(vocab_size)?, min_frequency_arg(min_frequency)?, max_token_length_arg(max_token_length)?, doc_cap);
-        self.run(py, &recipe, Material::Counts(counts), None, 0, progress).map(drop)
+        self.run(py, &recipe, Material::Counts(counts, None), None, 0, progress).map(drop)
     }
 
     /// Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds.
@@ -241,6 +248,9 @@ impl Trainer {
         d.set_item("texts", stats.texts)?;
         d.set_item("bytes", stats.bytes)?;
         d.set_item("distinct_spans", stats.distinct_spans)?;
+        if stats.superword_spans > 0 {
+            d.set_item("superword_spans", stats.superword_spans)?;
+        }
         d.set_item("count_seconds", stats.count_seconds)?;
         d.set_item("merge_seconds", stats.merge_seconds)?;
         Ok(d)
@@ -279,10 +289,11 @@ impl Trainer {
     }
 }
 
-/// What a training learns from: an iterable of texts, or span counts.
+/// What a training learns from: an iterable of texts, or span counts (and, for a superword
+/// stage, the counts of the same texts split by its pattern).
 enum Material<'a, 'py> {
     Texts(&'a Bound<'py, PyAny>),
-    Counts(&'a Bound<'py, PyAny>),
+    Counts(&'a Bound<'py, PyAny>, Option<Bound<'py, PySpanCounts>>),
 }
 
 impl Trainer {
@@ -302,31 +313,59 @@ impl Trainer {
         let _busy = Busy::claim(&self.busy)?;
         let _running = shutdown::Running::start();
         let progress = progress_arg(py, progress)?;
-        let span_counts = match material {
-            Material::Counts(counts) => counts.cast::<PySpanCounts>().ok(),
-            Material::Texts(_) => None,
+        let (span_counts, superword_counts) = match &material {
+            Material::Counts(counts, superword) => (counts.cast::<PySpanCounts>().ok(), superword.as_ref()),
+            Material::Texts(_) => (None, None),
         };
-        let plan = recipe.plan(py, span_counts, base)?;
+        let plan = recipe.plan(py, span_counts, superword_counts, base)?;
+        if let (Some(_), Material::Counts(_, None)) = (&plan.superword, &material) {
+            return Err(option_error(py, "superword_transition", "a superword stage learns from the texts, or from counts of them split by \
+                 the superword pattern as well: give them as superword_counts (bpeforge count --pattern superword)".into()));
+        }
         let base = match base {
             Some(base) => Some(py.detach(|| ExtendBase::new(base.ranks(), base.first_id())).map_err(super::to_py)?),
             None => None,
         };
         let pool = self.threads()?;
-        let (spans, mut stats) = match material {
+        let mut stats = Stats::default();
+        let (spans, superword_spans) = match material {
             Material::Texts(texts) => {
-                let (Counted { counts, texts, bytes }, count_seconds) =
-                    count_texts(py, texts, &plan.splitter, recipe.doc_cap_chars(), &pool, buffer_size, progress.as_ref())?;
-                (SpansToLearn::Counted(counts), Stats { texts, bytes, count_seconds, ..Stats::default() })
+                let mut splitters = vec![&plan.splitter];
+                splitters.extend(plan.superword.as_ref().map(|s| &s.splitter));
+                let (counted, count_seconds) = count_texts(py, texts, &splitters, recipe.doc_cap_chars(), &pool, buffer_size, progress.as_ref())?;
+                let mut each = counted.into_iter().map(|Counted { counts, texts, bytes }| (SpansToLearn::Counted(counts), texts, bytes));
+                let Some((spans, texts, bytes)) = each.next() else {
+                    return Err(PyRuntimeError::new_err("internal error: no counts (a bpeforge bug: please report it)"));
+                };
+                (stats.texts, stats.bytes, stats.count_seconds) = (texts, bytes, count_seconds);
+                (spans, each.next().map(|(superword, _, _)| superword))
             }
-            Material::Counts(counts) => {
+            Material::Counts(counts, superword) => {
                 let (spans, bytes) = spans_to_learn(py, counts)?;
-                (spans, Stats { bytes, ..Stats::default() })
+                stats.bytes = bytes;
+                (spans, superword.map(|c| SpansToLearn::Sorted(Arc::clone(&c.get().spans))))
             }
         };
-        let run = run_loop(py, &pool, spans, base.as_ref(), plan.options, progress.as_ref())?;
+        let run = match (plan.superword, superword_spans) {
+            (Some(superword), Some(superword_spans)) => {
+                // The first stage trains to the transition; the second extends what it made, each
+                // superword span starting as the first stage's merges encode it.
+                let first = LearnOptions { vocab_size: superword.first_ranks, ..plan.options.clone() };
+                let subwords = run_loop(py, &pool, spans, None, first, progress.as_ref())?;
+                let ranks = subwords.vocab.tokens().zip(0..).map(|(t, id)| (t.to_vec(), id)).collect();
+                let made = py.detach(|| ExtendBase::new(ranks, subwords.vocab.len() as u32)).map_err(super::to_py)?;
+                let mut superwords = run_loop(py, &pool, superword_spans, Some(&made), plan.options, progress.as_ref())?;
+                stats.superword_spans = superwords.distinct_spans;
+                superwords.merges.splice(0..0, subwords.merges);
+                (superwords.distinct_spans, superwords.seconds) = (subwords.distinct_spans, subwords.seconds + superwords.seconds);
+                superwords
+            }
+            _ => run_loop(py, &pool, spans, base.as_ref(), plan.options, progress.as_ref())?,
+        };
         (stats.distinct_spans, stats.merge_seconds) = (run.distinct_spans, run.seconds);
         let ids = base.map(|base| base.ids().clone());
-        *self.state() = Trained { splitter: plan.splitter, vocab: run.vocab, merges: run.merges, stats, ids };
+        let splitter = plan.superword_splitter.unwrap_or(plan.splitter);
+        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids };
         Ok(plan.ranks_asked)
     }
 }
@@ -349,16 +388,17 @@ fn spans_to_learn(py: Python<'_>, counts: &Bound<'_, PyAny>) -> PyResult<(SpansT
 
 /// Counts the texts of `iterator`, an iterable of the items `learn` takes (a str is refused: it
 /// would be read as one text per character), each cropped to `doc_cap` characters if given,
-/// split by `splitter` on `pool`: the counts, texts and bytes, and the seconds it took.
+/// split by each of `splitters` on `pool`: the counts, texts and bytes of each, and the seconds
+/// it took.
 fn count_texts(
     py: Python<'_>,
     iterator: &Bound<'_, PyAny>,
-    splitter: &Splitter,
+    splitters: &[&Splitter],
     doc_cap: Option<u64>,
     pool: &Arc<rayon::ThreadPool>,
     buffer_size: usize,
     progress: Option<&Py<PyAny>>,
-) -> PyResult<(Counted, f64)> {
+) -> PyResult<(Vec<Counted>, f64)> {
     if iterator.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err("expected an iterable of texts, got a str (which would be read as one text per character); pass [text]"));
     }
@@ -366,7 +406,7 @@ fn count_texts(
         .try_iter()
         .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
     let started = Instant::now();
-    let counted = count_iterator(py, iterator, splitter, doc_cap, Arc::clone(pool), buffer_size, progress)?;
+    let counted = count_with_patterns(py, iterator, splitters, doc_cap, Arc::clone(pool), buffer_size, progress)?;
     Ok((counted, started.elapsed().as_secs_f64()))
 }
 

@@ -39,6 +39,8 @@ VARIED = {
     # The superword stage: from this many ids below vocab_size on (None: none); see recipes().
     "superword_transition": st.one_of(st.none(), st.integers(0, 40)),
     "superword_pattern": st.sampled_from([None, "superword", r"[^\n]+|\n+"]),
+    "reserve_special_tokens": st.integers(0, 3),
+    "pad_vocab_to_multiple_of": st.sampled_from([None, 1, 8, 64]),
 }
 
 
@@ -114,17 +116,20 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
     alone = bpeforge.mix({"only": counts}, alpha=1)
     same_training(quietly(bpeforge.Tokenizer.train_from_counts, alone, superword_counts=superword, **options), want)
 
-    # A sweep's tokenizer at that size: one training to a larger size, truncated.
-    larger = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **dict(options, vocab_size=options["vocab_size"] + 20))
-    if larger.n_vocab >= options["vocab_size"]:
-        same_training(larger.truncate(options["vocab_size"]), want)
+    # A sweep's tokenizer at that size: one training to a larger size, cut to it.
+    size = options["vocab_size"]
+    if len(want.mergeable_ranks) == size - len(options["special_tokens"]) - options["reserve_special_tokens"]:
+        rest = {k: v for k, v in options.items() if k != "vocab_size"}
+        sweep = quietly(bpeforge.sweep_vocab_sizes, texts, [size, size + 20], {"t": texts[0] or "x"}, **rest)
+        same_training(sweep.tokenizers[size], want)
 
     # Extending a smaller tokenizer trained on the same texts with the same options reaches the
     # same ranks (the special tokens keep the base's ids, so the ranks are compared in order).
     # A superword stage is an extension itself: test_superword.py checks it is one.
-    if options["superword_transition"] is not None:
+    # Padding takes ids the extension then numbers around: compared without it.
+    if options["superword_transition"] is not None or options["pad_vocab_to_multiple_of"] not in (None, 1):
         return
-    n_special = len(options["special_tokens"])
+    n_special = len(options["special_tokens"]) + options["reserve_special_tokens"]
     small_size = max(256 + n_special, options["vocab_size"] - smaller)
     base = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **dict(options, vocab_size=small_size))
     if base.n_vocab == small_size:  # the base did not stop early
@@ -141,9 +146,9 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
 def test_the_low_level_trainer_trains_the_same_ranks(texts, options):
     # rustbpe's shape has no word limit and no superword stage: Trainer.learn takes a Recipe.
     options = dict(options, max_token_words=None, superword_transition=None, superword_pattern=None)
+    ranks = options["vocab_size"] - len(options["special_tokens"]) - options["reserve_special_tokens"]
     texts = texts + ["x y"]
     want = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **options)
-    ranks = options["vocab_size"] - len(options["special_tokens"])
     trainer = bpeforge.Trainer(options["pattern"])
     cropped = texts if options["doc_cap"] is None else [t[: options["doc_cap"]] for t in texts]
     limits = {"min_frequency": options["min_frequency"], "max_token_length": options["max_token_length"]}
@@ -195,11 +200,12 @@ def test_a_doc_cap_crops_every_text_as_counting_does():
 NO_SUPERWORD = {"superword_transition": None, "superword_pattern": None}
 CLI_OPTIONS = [
     {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "doc_cap": None,
-     "max_token_words": None, **NO_SUPERWORD},
+     "max_token_words": None, **NO_SUPERWORD, "reserve_special_tokens": 0, "pad_vocab_to_multiple_of": None},
     {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "doc_cap": 40,
-     "max_token_words": 1, **NO_SUPERWORD},
+     "max_token_words": 1, **NO_SUPERWORD, "reserve_special_tokens": 3, "pad_vocab_to_multiple_of": 64},
     {"vocab_size": 330, "pattern": "gpt4", "special_tokens": ["<|a|>"], "min_frequency": 1, "max_token_length": 12, "doc_cap": None,
-     "max_token_words": 3, "superword_transition": 300, "superword_pattern": "superword"},
+     "max_token_words": 3, "superword_transition": 300, "superword_pattern": "superword", "reserve_special_tokens": 1,
+     "pad_vocab_to_multiple_of": None},
 ]
 
 
@@ -215,6 +221,8 @@ def flags(options, without=()) -> list[str]:
         "max_token_words": [] if options["max_token_words"] is None else ["--max-token-words", str(options["max_token_words"])],
         "superword_transition": [] if options["superword_transition"] is None else ["--superword-transition", str(options["superword_transition"])],
         "superword_pattern": [] if options["superword_pattern"] is None else ["--superword-pattern", options["superword_pattern"]],
+        "reserve_special_tokens": ["--reserve-special-tokens", str(options["reserve_special_tokens"])],
+        "pad_vocab_to_multiple_of": [] if options["pad_vocab_to_multiple_of"] is None else ["--pad-vocab-to-multiple-of", str(options["pad_vocab_to_multiple_of"])],
     }
     assert set(given) == set(Recipe.fields())
     return [flag for field, pair in given.items() if field not in without for flag in pair]
@@ -272,11 +280,11 @@ def test_every_command_line_path_trains_what_the_api_trains(tmp_path, corpus, op
     bpeforge_cli("sweep", str(path), "--vocab-sizes", sizes, "--holdout", "0", "-o", str(tmp_path / "sweep"), *flags(options, without=("vocab_size",)))
     same_training(bpeforge.Tokenizer.load(tmp_path / "sweep" / str(options["vocab_size"])), want)
 
-    if superword:  # an extension itself (test_superword.py), not extended further here
+    if superword or options["pad_vocab_to_multiple_of"]:  # an extension itself (test_superword.py); padding takes ids
         return
     smaller = dict(options, vocab_size=options["vocab_size"] - 5)
     bpeforge_cli("train", str(path), "-o", str(tmp_path / "small"), "--holdout", "0", *flags(smaller))
-    extend_flags = flags(options, without=("pattern", "special_tokens"))  # the base's are kept
+    extend_flags = flags(options, without=("pattern", "special_tokens", "reserve_special_tokens", "pad_vocab_to_multiple_of"))  # the base's
     bpeforge_cli("train", str(path), "--extend", str(tmp_path / "small"), "-o", str(tmp_path / "extended"), "--holdout", "0", *extend_flags)
     assert ranks_in_order(bpeforge.Tokenizer.load(tmp_path / "extended")) == ranks_in_order(want)
 

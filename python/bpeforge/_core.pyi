@@ -131,10 +131,12 @@ class Recipe:
     included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
     the trained ranks), `min_frequency`, `max_token_length` (bytes), `doc_cap` (each document
     cropped to its first `doc_cap` characters), `max_token_words` (words, runs of bytes other
-    than the space), and the superword stage: from `superword_transition` ranks and special
-    tokens on, merging goes on over spans split by `superword_pattern` (SuperBPE; 4 words a
-    token unless `max_token_words` says otherwise). Immutable; `replace` makes a changed copy,
-    checked again.
+    than the space), the superword stage (from `superword_transition` ranks and special tokens
+    on, merging goes on over spans split by `superword_pattern`: SuperBPE; 4 words a token
+    unless `max_token_words` says otherwise), and the layout of the vocabulary:
+    `reserve_special_tokens` unused special tokens after the others (counted in `vocab_size`),
+    and the whole padded with more to a multiple of `pad_vocab_to_multiple_of`. Immutable;
+    `replace` makes a changed copy, checked again.
     """
 
     def __new__(
@@ -149,6 +151,8 @@ class Recipe:
         max_token_words: Optional[int] = None,
         superword_transition: Optional[int] = None,
         superword_pattern: Optional[str] = None,
+        reserve_special_tokens: Optional[int] = None,
+        pad_vocab_to_multiple_of: Optional[int] = None,
         base: Optional[Any] = None,
     ) -> Recipe: ...
     @property
@@ -159,7 +163,7 @@ class Recipe:
         """The split pattern, as a regex (a preset's name is resolved)."""
     @property
     def special_tokens(self) -> list[str]:
-        """The special tokens' names, numbered after the trained ranks."""
+        """The special tokens' names as given (the reserved ones are `special_token_names`')."""
     @property
     def min_frequency(self) -> int:
         """Training stops when the best pair occurs fewer times than this."""
@@ -185,6 +189,17 @@ class Recipe:
     @property
     def encoding_pattern(self) -> str:
         """The pattern the trained tokenizer splits by: the superword stage's, if there is one."""
+    @property
+    def reserve_special_tokens(self) -> int:
+        """How many unused special tokens are reserved after the others."""
+    @property
+    def pad_vocab_to_multiple_of(self) -> Optional[int]:
+        """The vocabulary is padded with reserved special tokens to a multiple of this (None: not)."""
+    def special_token_names(self, ranks: int) -> list[str]:
+        """The special tokens of a tokenizer with `ranks` ranks, numbered after them in this order:
+        those given, those reserved (`<|reserved_special_token_0|>`, ...), and as many more
+        reserved ones as make `ranks` and all of them a multiple of `pad_vocab_to_multiple_of`.
+        """
     @staticmethod
     def fields() -> list[str]:
         """The names of a recipe's fields, in the order `as_dict` gives them."""

@@ -304,14 +304,19 @@ def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
 
 def transformers_config(tokenizer: BaseTokenizer) -> dict[str, Any]:
     """``tokenizer_config.json`` for ``transformers.AutoTokenizer``: a fast tokenizer, the bos
-    and eos tokens where the tokenizer has them, and no added prefix space or cleanup of
-    spaces (either would change the text)."""
+    and eos tokens where the tokenizer has them, no added prefix space or cleanup of spaces
+    (either would change the text), and every special token at its id (reserved ones
+    included), as transformers lists them in ``added_tokens_decoder``."""
     specials = tokenizer.special_tokens
     config: dict[str, Any] = {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "clean_up_tokenization_spaces": False,
         "add_prefix_space": False,
         "model_max_length": 1_000_000_000_000_000_019_884_624_838_656,  # transformers' "no limit"
+        "added_tokens_decoder": {
+            str(i): {"content": name, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False, "special": True}
+            for name, i in sorted(specials.items(), key=lambda item: item[1])
+        },
     }
     for role, candidates in (("bos_token", ("<|bos|>", "<|endoftext|>")), ("eos_token", ("<|eos|>", "<|endoftext|>"))):
         found = next((name for name in candidates if name in specials), None)

@@ -86,11 +86,13 @@ class RustBPETokenizer(Tokenizer):
         num_threads: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         max_token_length: Optional[int] = None,
+        **options: Any,
     ) -> "RustBPETokenizer":
         """Trains on an iterable of str, as nanochat's: ``vocab_size`` counts the special tokens,
         which are numbered after ``vocab_size - len(SPECIAL_TOKENS)`` ranks, and the split pattern
         is :data:`SPLIT_PATTERN`. The keywords are :meth:`bpeforge.Tokenizer.train_from_iterator`'s
-        (``pattern=None`` there means GPT-4's)."""
+        (``pattern=None`` there means GPT-4's), the recipe's other options
+        (``reserve_special_tokens``, ``pad_vocab_to_multiple_of``, ``doc_cap``, ...) included."""
         trained = Tokenizer.train_from_iterator(
             text_iterator,
             vocab_size,
@@ -101,6 +103,7 @@ class RustBPETokenizer(Tokenizer):
             num_threads=num_threads,
             progress=progress,
             max_token_length=max_token_length,
+            **options,
         )
         tokenizer = cls(trained.encoding, None)
         tokenizer.training_stats = trained.training_stats

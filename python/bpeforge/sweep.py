@@ -53,7 +53,7 @@ from .errors import EvalError
 from .eval import TextFile, evaluate
 from .plot import PlotUnavailable, import_matplotlib, plot_sweep
 from .tokenizer import Tokenizer
-from .training import Recipe, Training
+from .training import Recipe, TrainedRanks, Training
 
 __all__ = [
     "CSV_FILE",
@@ -236,6 +236,25 @@ class Sweep:
         tokenizers = truncations(tokenizer, vocab_sizes)
         return cls(tokenizers, measure_sizes(tokenizers, texts, num_threads=num_threads), corpus, notes)
 
+    @classmethod
+    def from_training(
+        cls,
+        trained: TrainedRanks,
+        vocab_sizes: Iterable[int],
+        texts: Mapping[str, SweepText],
+        *,
+        corpus: str = "",
+        notes: Sequence[str] = (),
+        num_threads: int = 8,
+    ) -> "Sweep":
+        """The sweep of a training to the largest size (or larger): its tokenizer at each of
+        ``vocab_sizes`` as training to that size makes it (:meth:`TrainedRanks.at_size`: the
+        recipe's special tokens, reserved and padding ones included, after each size's ranks),
+        measured on each of ``texts``."""
+        sizes = check_vocab_sizes(vocab_sizes, len(trained.recipe.special_tokens) + trained.recipe.reserve_special_tokens)
+        tokenizers = {size: trained.at_size(size, Tokenizer) for size in sizes}
+        return cls(tokenizers, measure_sizes(tokenizers, texts, num_threads=num_threads), corpus, notes)
+
     @property
     def vocab_sizes(self) -> List[int]:
         """The sizes of the sweep, increasing."""
@@ -368,18 +387,16 @@ def sweep_vocab_sizes(
     sizes = check_vocab_sizes(vocab_sizes, n_special)
     training = Training(Recipe(sizes[-1], **options), num_threads=num_threads)
     trained = training.run(texts, buffer_size, progress)
-    tokenizer = trained.build(Tokenizer)
+    trained.build(Tokenizer)  # NoTextError for no text at all
     notes = []
-    kept, beyond = sizes_reached(sizes, tokenizer.n_vocab)
+    kept, beyond = sizes_reached(sizes, trained.reached)
     if beyond:
-        note = stopped_note(tokenizer.n_vocab, trained.stop_reason, beyond)
+        note = stopped_note(trained.reached, trained.stop_reason, beyond)
         if not kept:
             raise ValueError(note)
         warnings.warn(note, stacklevel=2)
         notes.append(note)
-    return Sweep.from_tokenizer(
-        tokenizer, kept, eval_texts, corpus=corpus, notes=notes, num_threads=num_threads or 8
-    )
+    return Sweep.from_training(trained, kept, eval_texts, corpus=corpus, notes=notes, num_threads=num_threads or 8)
 
 
 def stopped_note(n_vocab: int, reason: str, beyond: Sequence[int]) -> str:

@@ -8,6 +8,7 @@ Each method here delegates to the module that holds its subject: :mod:`bpeforge.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 __all__ = ["NANOCHAT_SPECIAL_TOKENS", "Tokenizer", "resolve_pattern"]
 
 T = TypeVar("T", bound="Tokenizer")
+
+#: The name of a reserved special token, free to be named (Llama 3's convention).
+RESERVED = re.compile(r"<\|reserved_special_token_\d+\|>")
 
 
 def built(trained: TrainedRanks, cls: type[T]) -> T:
@@ -74,6 +78,8 @@ class Tokenizer(BaseTokenizer):
         max_token_words: Optional[int] = None,
         superword_transition: Optional[int] = None,
         superword_pattern: Optional[str] = None,
+        reserve_special_tokens: int = 0,
+        pad_vocab_to_multiple_of: Optional[int] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on an iterable of str (consumed once, in batches). Items may also be
         lists of str or Arrow string arrays (see ``bpeforge.Trainer.train_from_iterator``).
@@ -91,7 +97,11 @@ class Tokenizer(BaseTokenizer):
         other than the space). ``superword_transition=t`` trains superword tokens (SuperBPE,
         docs/superword.md): ordinary training to ``t`` ids, then merging goes on over spans split
         by ``superword_pattern`` (the ``"superword"`` pattern by default; the tokenizer then
-        splits by it), tokens of at most ``max_token_words`` words (4 unless given). No text at all
+        splits by it), tokens of at most ``max_token_words`` words (4 unless given).
+        ``reserve_special_tokens=N`` adds N unused special tokens after the others
+        (``<|reserved_special_token_0|>``, ..., counted in ``vocab_size``), to name later
+        (:meth:`name_reserved_token`) without moving any id; ``pad_vocab_to_multiple_of=M``
+        rounds the vocabulary up to a multiple of M with more of them. No text at all
         (no items, only empty texts, an iterator already used up) raises
         :class:`~bpeforge.errors.NoTextError`, a ``ValueError`` saying which.
 
@@ -115,9 +125,38 @@ class Tokenizer(BaseTokenizer):
             max_token_words=max_token_words,
             superword_transition=superword_transition,
             superword_pattern=superword_pattern,
+            reserve_special_tokens=reserve_special_tokens,
+            pad_vocab_to_multiple_of=pad_vocab_to_multiple_of,
         )
         trained = Training(recipe, num_threads=num_threads).run(iterator, buffer_size, progress)
         return built(trained, cls)  # NoTextError (a ValueError) for no text at all
+
+    def name_reserved_token(self, name: str, slot: Optional[str] = None) -> "Tokenizer":
+        """A new tokenizer in which the reserved special token ``slot`` (by default the free one
+        with the smallest id: ``<|reserved_special_token_K|>``, as ``reserve_special_tokens``
+        and ``pad_vocab_to_multiple_of`` make them) is the special token ``name``, at the same
+        id: no id moves, so a model's embedding table needs no change. ValueError if ``name`` is
+        a special token already, or there is no such free slot.
+
+        >>> tok = Tokenizer.train_from_iterator(["ab ab"] * 3, 260, special_tokens=["<|bos|>"], reserve_special_tokens=2)
+        >>> tok.name_reserved_token("<|tool_start|>").special_tokens
+        {'<|bos|>': 257, '<|tool_start|>': 258, '<|reserved_special_token_1|>': 259}
+        """
+        specials = self.special_tokens
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"name must be a non-empty str, got {name!r}")
+        if name in specials:
+            raise ValueError(f"{name!r} is a special token already, at id {specials[name]}")
+        free = sorted((i, n) for n, i in specials.items() if RESERVED.fullmatch(n))
+        if slot is None:
+            if not free:
+                raise ValueError("no reserved special token is free (train with reserve_special_tokens=N to keep some)")
+            slot = free[0][1]
+        elif slot not in specials or not RESERVED.fullmatch(slot):
+            raise ValueError(f"{slot!r} is not a free reserved special token of this tokenizer")
+        renamed = {(name if n == slot else n): i for n, i in specials.items()}
+        tokenizer = type(self)(self.mergeable_ranks, self.pattern, renamed, name=self.encoding.name)
+        return tokenizer
 
     def truncate(self, vocab_size: int) -> "Tokenizer":
         """A new tokenizer of this one's first ranks: ``vocab_size`` ids in all, special tokens
@@ -200,6 +239,8 @@ class Tokenizer(BaseTokenizer):
         max_token_words: Optional[int] = None,
         superword_transition: Optional[int] = None,
         superword_pattern: Optional[str] = None,
+        reserve_special_tokens: int = 0,
+        pad_vocab_to_multiple_of: Optional[int] = None,
         superword_counts: Optional[_core.SpanCounts] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on span counts (:func:`bpeforge.count`, ``SpanCounts.load``, ...):
@@ -229,6 +270,8 @@ class Tokenizer(BaseTokenizer):
             max_token_words=max_token_words,
             superword_transition=superword_transition,
             superword_pattern=superword_pattern,
+            reserve_special_tokens=reserve_special_tokens,
+            pad_vocab_to_multiple_of=pad_vocab_to_multiple_of,
         )
         trained = Training(recipe, num_threads=num_threads).run(counts=counts, progress=progress, superword_counts=superword_counts)
         return built(trained, cls)

@@ -128,7 +128,9 @@ class TrainedRanks:
         self.stats: dict[str, Any] = dict(trainer.stats)
         #: The pattern the tokenizer splits by (the superword stage's, if there was one).
         self.pattern: str = recipe.encoding_pattern
-        self.special_tokens: list[str] = list(recipe.special_tokens)
+        #: The special tokens' names, numbered after the ranks: those given, those reserved, and
+        #: those padding the vocabulary (the base's, when extending).
+        self.special_tokens: list[str] = recipe.special_token_names(len(self.ranks)) if base is None else list(base.special_tokens)
         #: How many ranks were asked for: ``vocab_size`` minus the special tokens (with a base,
         #: its ranks and the new tokens).
         self.ranks_asked = ranks_asked
@@ -143,6 +145,14 @@ class TrainedRanks:
         """Every merge in order as ``(left_id, right_id, token_id, count)`` (asked of the
         trainer when needed: the command line's report lists some, the API none)."""
         return list(self.trainer.get_merges())
+
+    @property
+    def reached(self) -> int:
+        """The vocabulary size the training reached, as ``vocab_size`` counts it: the ranks, and
+        the special tokens given and reserved (not those padding it)."""
+        if self.base is not None:
+            return max(self.ranks.values(), default=-1) + 1
+        return len(self.ranks) + len(self.recipe.special_tokens) + self.recipe.reserve_special_tokens
 
     @property
     def stopped_early(self) -> bool:
@@ -191,6 +201,19 @@ class TrainedRanks:
         """The special tokens as :meth:`build` gives them to the tokenizer: a list, numbered
         after the ranks, or the base's with their ids."""
         return self.special_tokens if self.base is None else dict(self.base.special_tokens)
+
+    def at_size(self, vocab_size: int, tokenizer_class: type[T]) -> T:
+        """The tokenizer this training would have made at ``vocab_size`` (at most the size it
+        reached): its first ranks, and the recipe's special tokens after them (reserved and
+        padding ones included), as training to that size numbers them. BPE merges are greedy,
+        so this *is* that training (see :meth:`bpeforge.Tokenizer.truncate`)."""
+        if self.base is not None:
+            raise ValueError("an extension has no smaller sizes of its own")
+        n_ranks = vocab_size - len(self.recipe.special_tokens) - self.recipe.reserve_special_tokens
+        if not 256 <= n_ranks <= len(self.ranks):
+            raise ValueError(f"vocab size {vocab_size:,} is outside what this training reached (its ranks and special tokens)")
+        ranks = {token: rank for token, rank in self.ranks.items() if rank < n_ranks}
+        return tokenizer_class(ranks, self.pattern, self.recipe.special_token_names(n_ranks))
 
 
 class Training:

@@ -24,6 +24,7 @@ from ..plot import INSTALL_HINT
 from ..progress import ConsoleProgress, is_terminal
 from ..sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, check_vocab_sizes, sizes_reached, stopped_note
 from ..tokenizer import Tokenizer
+from ..training import TrainedRanks
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_parent, holds_only_a_saved_tokenizer
 from .mix import add_source_options, count_and_mix, find_source, heldout_texts, loaded_pattern, parse_sources, parse_weights
@@ -241,11 +242,11 @@ def sizes_kept(sizes: List[int], n_vocab: int, stop_reason: str, notes: List[str
 
 
 def measure_sweep(
-    args: argparse.Namespace, tokenizer: Tokenizer, sizes: List[int], texts: Dict[str, SweepText], title: str, notes: List[str]
+    args: argparse.Namespace, trained: TrainedRanks, sizes: List[int], texts: Dict[str, SweepText], title: str, notes: List[str]
 ) -> Sweep:
-    """Every size of ``tokenizer`` measured on ``texts``; a failure is a :class:`CLIError`."""
+    """Every size of ``trained`` measured on ``texts``; a failure is a :class:`CLIError`."""
     try:
-        return Sweep.from_tokenizer(tokenizer, sizes, texts, corpus=title, notes=notes, num_threads=args.threads or 8)
+        return Sweep.from_training(trained, sizes, texts, corpus=title, notes=notes, num_threads=args.threads or 8)
     except (EvalError, ValueError) as e:
         raise CLIError(one_line(e)) from None
     except RuntimeError as e:
@@ -275,10 +276,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
-        tokenizer = trained.build(Tokenizer)
         t_trained = time.perf_counter()
         notes: List[str] = []
-        kept = sizes_kept(sizes, tokenizer.n_vocab, trained.stop_reason, notes)
+        kept = sizes_kept(sizes, trained.reached, trained.stop_reason, notes)
         texts: Dict[str, SweepText] = {}
         if corpus.heldout:
             texts["held-out"] = corpus.heldout
@@ -289,8 +289,8 @@ def run_sweep(args: argparse.Namespace) -> int:
                 f"the first {corpus.sample_bytes:,} bytes of the training text, which favours the larger sizes"
             )
         texts.update(eval_texts)
-        sweep = measure_sweep(args, tokenizer, kept, texts, corpus_title(found, corpus.total_bytes), notes)
-    return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
+        sweep = measure_sweep(args, trained, kept, texts, corpus_title(found, corpus.total_bytes), notes)
+    return finish_sweep(args, sweep, folder, notes, trained.reached, t_start, t_trained)
 
 
 def sweep_folder(args: argparse.Namespace) -> Path:
@@ -326,13 +326,12 @@ def run_sweep_from_counts(args: argparse.Namespace) -> int:
     progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on_counts(training, counts, progress, args.from_counts)
-        tokenizer = trained.build(Tokenizer)
         t_trained = time.perf_counter()
         notes: List[str] = []
-        kept = sizes_kept(sizes, tokenizer.n_vocab, trained.stop_reason, notes)
+        kept = sizes_kept(sizes, trained.reached, trained.stop_reason, notes)
         title = f"span counts {Path(args.from_counts).name} ({counts.total_bytes / 1e6:,.1f} MB)"
-        sweep = measure_sweep(args, tokenizer, kept, dict(eval_texts), title, notes)
-    return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
+        sweep = measure_sweep(args, trained, kept, dict(eval_texts), title, notes)
+    return finish_sweep(args, sweep, folder, notes, trained.reached, t_start, t_trained)
 
 
 def run_sweep_on_sources(args: argparse.Namespace) -> int:
@@ -362,17 +361,16 @@ def run_sweep_on_sources(args: argparse.Namespace) -> int:
         progress = ConsoleProgress(file=sys.stderr, bars=None if show else False, log=show)
         shown.append(progress)
         trained = train_on_counts(set_up_training_on(args, mixed), mixed, progress)
-        tokenizer = trained.build(Tokenizer)
         t_trained = time.perf_counter()
         notes: List[str] = []
-        kept = sizes_kept(sizes, tokenizer.n_vocab, trained.stop_reason, notes)
+        kept = sizes_kept(sizes, trained.reached, trained.stop_reason, notes)
         texts: Dict[str, SweepText] = {name: docs for name, docs in heldout_texts(sources).items() if docs}
         texts.update(eval_texts)
         if not texts:
             raise CLIError("nothing to measure on: no source has held-out documents (--holdout 0, or span counts files); give --eval-text FILE")
         title = f"a mix of {', '.join(s.name for s in sources)} ({sum(s.counts.total_bytes for s in sources if s.counts is not None) / 1e6:,.1f} MB)"
-        sweep = measure_sweep(args, tokenizer, kept, texts, title, notes)
-    return finish_sweep(args, sweep, folder, notes, tokenizer.n_vocab, t_start, t_trained)
+        sweep = measure_sweep(args, trained, kept, texts, title, notes)
+    return finish_sweep(args, sweep, folder, notes, trained.reached, t_start, t_trained)
 
 
 def finish_sweep(args: argparse.Namespace, sweep: Sweep, folder: Path, notes: List[str], n_vocab: int, t_start: float, t_trained: float) -> int:

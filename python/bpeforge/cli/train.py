@@ -52,6 +52,8 @@ FLAGS = {
     "max_token_words": "--max-token-words",
     "superword_transition": "--superword-transition",
     "superword_pattern": "--superword-pattern",
+    "reserve_special_tokens": "--reserve-special-tokens",
+    "pad_vocab_to_multiple_of": "--pad-vocab-to-multiple-of",
 }
 
 TRAIN_EPILOG = """\
@@ -160,6 +162,9 @@ def set_up_training(args: argparse.Namespace) -> Training:
             for flag, value in (("--superword-transition", args.superword_transition), ("--superword-pattern", args.superword_pattern)):
                 if value is not None:
                     raise CLIError(f"{flag} cannot be used with --extend: extend with --pattern superword instead", EXIT_USAGE)
+            for flag, value in (("--reserve-special-tokens", args.reserve_special_tokens), ("--pad-vocab-to-multiple-of", args.pad_vocab_to_multiple_of)):
+                if value:
+                    raise CLIError(f"{flag} cannot be used with --extend: the base's special tokens (and reserved ones) are kept", EXIT_USAGE)
             recipe = extension_recipe(
                 base, args.vocab_size, pattern=args.pattern, min_frequency=args.min_frequency,
                 max_token_length=args.max_token_length, doc_cap=args.doc_cap, max_token_words=args.max_token_words,
@@ -175,6 +180,8 @@ def set_up_training(args: argparse.Namespace) -> Training:
                 max_token_words=args.max_token_words,
                 superword_transition=args.superword_transition,
                 superword_pattern=args.superword_pattern,
+                reserve_special_tokens=args.reserve_special_tokens,
+                pad_vocab_to_multiple_of=args.pad_vocab_to_multiple_of,
             )
         return Training(recipe, base=base, num_threads=args.threads)
     except OptionError as e:
@@ -547,6 +554,8 @@ def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     add_input_options(p)
     p.add_argument("--pattern", metavar="PRESET|REGEX", help="split pattern: a preset (gpt4, cl100k_base, nanochat, gpt2, r50k_base, p50k_base, o200k_base) or a regex (default gpt4)")
     p.add_argument("--special-tokens", metavar="none|A,B,...", help="special tokens after the ranks: nanochat (default, 9 tokens), none, or a comma-separated list")
+    p.add_argument("--reserve-special-tokens", type=int_at_least(0, "--reserve-special-tokens"), default=0, metavar="N", help="N unused special tokens after the others, <|reserved_special_token_0|>... (counted in --vocab-size; default 0)")
+    p.add_argument("--pad-vocab-to-multiple-of", type=int_at_least(1, "--pad-vocab-to-multiple-of"), metavar="M", help="round the vocabulary up to a multiple of M with more reserved special tokens")
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
     p.add_argument("--max-token-length", type=int_at_least(2, "--max-token-length"), metavar="N", help="never make a token longer than N bytes: skip such merges (default: no limit)")
     p.add_argument("--max-token-words", type=int_at_least(1, "--max-token-words"), metavar="N", help="never make a token of more than N words (runs of non-space bytes; default: no limit, 4 with --superword-transition)")

@@ -32,7 +32,7 @@ pub(super) const NANOCHAT_SPECIAL_TOKENS: [&str; 9] = [
 ];
 
 /// The fields of a recipe, in the order `Recipe.as_dict` gives them.
-const FIELDS: [&str; 9] = [
+const FIELDS: [&str; 11] = [
     "vocab_size",
     "pattern",
     "special_tokens",
@@ -42,7 +42,14 @@ const FIELDS: [&str; 9] = [
     "max_token_words",
     "superword_transition",
     "superword_pattern",
+    "reserve_special_tokens",
+    "pad_vocab_to_multiple_of",
 ];
+
+/// The name of reserved special token `k` (Llama 3's).
+fn reserved_name(k: usize) -> String {
+    format!("<|reserved_special_token_{k}|>")
+}
 
 /// The words a superword token may hold when the recipe says nothing (SuperBPE's).
 const SUPERWORD_MAX_WORDS: usize = 4;
@@ -51,10 +58,12 @@ const SUPERWORD_MAX_WORDS: usize = 4;
 /// included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
 /// the trained ranks), `min_frequency`, `max_token_length` (bytes), `doc_cap` (each document
 /// cropped to its first `doc_cap` characters), `max_token_words` (words, runs of bytes other
-/// than the space), and the superword stage: from `superword_transition` ranks and special
-/// tokens on, merging goes on over spans split by `superword_pattern` (SuperBPE; 4 words a
-/// token unless `max_token_words` says otherwise). Immutable; `replace` makes a changed copy,
-/// checked again.
+/// than the space), the superword stage (from `superword_transition` ranks and special tokens
+/// on, merging goes on over spans split by `superword_pattern`: SuperBPE; 4 words a token
+/// unless `max_token_words` says otherwise), and the layout of the vocabulary:
+/// `reserve_special_tokens` unused special tokens after the others (counted in `vocab_size`),
+/// and the whole padded with more to a multiple of `pad_vocab_to_multiple_of`. Immutable;
+/// `replace` makes a changed copy, checked again.
 #[pyclass(module = "bpeforge._core", frozen)]
 #[derive(Clone)]
 pub(super) struct Recipe {
@@ -66,6 +75,10 @@ pub(super) struct Recipe {
     doc_cap: Option<u64>,
     max_token_words: Option<usize>,
     superword: Option<Superword>,
+    /// How many of `special_tokens`, at its end, are reserved (named `reserved_name(k)`).
+    reserved: usize,
+    /// The vocabulary is padded with more reserved tokens to a multiple of this.
+    pad_to: Option<usize>,
 }
 
 /// A recipe's superword stage: from `transition` (the vocabulary size, special tokens included,
@@ -152,7 +165,8 @@ impl Recipe {
     #[new]
     #[pyo3(signature = (
         vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None,
-        max_token_words=None, superword_transition=None, superword_pattern=None, base=None
+        max_token_words=None, superword_transition=None, superword_pattern=None, reserve_special_tokens=None,
+        pad_vocab_to_multiple_of=None, base=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -166,9 +180,22 @@ impl Recipe {
         max_token_words: Option<&Bound<'_, PyAny>>,
         superword_transition: Option<&Bound<'_, PyAny>>,
         superword_pattern: Option<&Bound<'_, PyAny>>,
+        reserve_special_tokens: Option<&Bound<'_, PyAny>>,
+        pad_vocab_to_multiple_of: Option<&Bound<'_, PyAny>>,
         base: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let special_tokens = special_tokens_arg(py, special_tokens)?;
+        let mut special_tokens = special_tokens_arg(py, special_tokens)?;
+        let reserved = naming(py, "reserve_special_tokens", optional_int_arg(reserve_special_tokens, "reserve_special_tokens", 0))?.unwrap_or(0) as usize;
+        if reserved > MAX_TOKEN_ID {
+            return Err(option_error(py, "reserve_special_tokens", format!("reserve_special_tokens must be at most {MAX_TOKEN_ID}, got {reserved}")));
+        }
+        for name in (0..reserved).map(reserved_name) {
+            if special_tokens.contains(&name) {
+                return Err(option_error(py, "special_tokens", format!("special token {name:?} is given, and reserved too (reserve_special_tokens)")));
+            }
+            special_tokens.push(name);
+        }
+        let pad_to = naming(py, "pad_vocab_to_multiple_of", optional_int_arg(pad_vocab_to_multiple_of, "pad_vocab_to_multiple_of", 1))?.map(|m| m as usize);
         let Some(size) = as_int(vocab_size) else {
             return Err(PyTypeError::new_err(format!("vocab_size must be an int, got {}", type_name(vocab_size))));
         };
@@ -183,6 +210,13 @@ impl Recipe {
                     "vocab_size must be at least 256 + {} special tokens = {least} and at most {MAX_TOKEN_ID}, got {size}",
                     special_tokens.len()
                 )))
+            }
+        };
+        if let Some(m) = pad_to {
+            if vocab_size.div_ceil(m) * m > MAX_TOKEN_ID {
+                return Err(option_error(py, "pad_vocab_to_multiple_of", format!(
+                    "vocab_size {vocab_size} padded to a multiple of {m} is more than {MAX_TOKEN_ID} ids"
+                )));
             }
         };
         let splitter = pattern_field(py, "pattern", pattern)?.unwrap_or(splitter_arg(presets::GPT4)?);
@@ -220,7 +254,7 @@ impl Recipe {
         if superword.is_some() && base.is_some() {
             return Err(option_error(py, "superword_transition", "a superword stage trains from the single bytes: to add superword tokens to a tokenizer, extend it with pattern='superword'".into()));
         }
-        let recipe = Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap, max_token_words, superword };
+        let recipe = Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap, max_token_words, superword, reserved, pad_to };
         if let Some(base) = &base {
             recipe.check_base(py, base, &size.to_string())?;
         }
@@ -239,10 +273,34 @@ impl Recipe {
         self.splitter.pattern()
     }
 
-    /// The special tokens' names, numbered after the trained ranks.
+    /// The special tokens' names as given (the reserved ones are `special_token_names`').
     #[getter]
     fn special_tokens(&self) -> Vec<String> {
-        self.special_tokens.clone()
+        self.special_tokens[..self.special_tokens.len() - self.reserved].to_vec()
+    }
+
+    /// How many unused special tokens are reserved after the others.
+    #[getter]
+    fn reserve_special_tokens(&self) -> usize {
+        self.reserved
+    }
+
+    /// The vocabulary is padded with reserved special tokens to a multiple of this (None: not).
+    #[getter]
+    fn pad_vocab_to_multiple_of(&self) -> Option<usize> {
+        self.pad_to
+    }
+
+    /// The special tokens of a tokenizer with `ranks` ranks, numbered after them in this order:
+    /// those given, those reserved (`<|reserved_special_token_0|>`, ...), and as many more
+    /// reserved ones as make `ranks` and all of them a multiple of `pad_vocab_to_multiple_of`.
+    fn special_token_names(&self, ranks: usize) -> Vec<String> {
+        let mut names = self.special_tokens.clone();
+        if let Some(m) = self.pad_to {
+            let size = ranks + names.len();
+            names.extend((self.reserved..self.reserved + (size.div_ceil(m) * m - size)).map(reserved_name));
+        }
+        names
     }
 
     /// Training stops when the best pair occurs fewer times than this.
@@ -300,13 +358,15 @@ impl Recipe {
         let d = PyDict::new(py);
         d.set_item("vocab_size", self.vocab_size)?;
         d.set_item("pattern", self.pattern())?;
-        d.set_item("special_tokens", self.special_tokens.clone())?;
+        d.set_item("special_tokens", self.special_tokens())?;
         d.set_item("min_frequency", self.min_frequency)?;
         d.set_item("max_token_length", self.max_token_length)?;
         d.set_item("doc_cap", self.doc_cap)?;
         d.set_item("max_token_words", self.max_token_words)?;
         d.set_item("superword_transition", self.superword_transition())?;
         d.set_item("superword_pattern", self.superword_pattern())?;
+        d.set_item("reserve_special_tokens", self.reserved)?;
+        d.set_item("pad_vocab_to_multiple_of", self.pad_to)?;
         Ok(d)
     }
 
@@ -338,6 +398,8 @@ impl Recipe {
             field("max_token_words").as_ref(),
             field("superword_transition").as_ref(),
             field("superword_pattern").as_ref(),
+            field("reserve_special_tokens").as_ref(),
+            field("pad_vocab_to_multiple_of").as_ref(),
             None,
         )
     }
@@ -356,14 +418,17 @@ impl Recipe {
             Some(s) => format!(", superword_transition={}, superword_pattern={}", s.transition, pattern_shown(s.splitter.pattern())),
         };
         format!(
-            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={}, max_token_words={}{superword})",
+            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={}, max_token_words={}{superword}, \
+             reserve_special_tokens={}, pad_vocab_to_multiple_of={})",
             self.vocab_size,
             pattern_shown(self.pattern()),
-            self.special_tokens,
+            self.special_tokens(),
             self.min_frequency,
             optional(self.max_token_length.map(|v| v.to_string())),
             optional(self.doc_cap.map(|v| v.to_string())),
             optional(self.max_token_words.map(|v| v.to_string())),
+            self.reserved,
+            optional(self.pad_to.map(|v| v.to_string())),
         )
     }
 }
@@ -448,7 +513,18 @@ impl Recipe {
     /// The recipe made with the arguments of `Trainer`'s own methods (rustbpe's shape): no
     /// special tokens, `vocab_size` counting the ranks alone.
     pub(super) fn of_ranks(splitter: Splitter, vocab_size: usize, min_frequency: u64, max_token_length: Option<usize>, doc_cap: Option<u64>) -> Self {
-        Recipe { vocab_size, splitter, special_tokens: Vec::new(), min_frequency, max_token_length, doc_cap, max_token_words: None, superword: None }
+        Recipe {
+            vocab_size,
+            splitter,
+            special_tokens: Vec::new(),
+            min_frequency,
+            max_token_length,
+            doc_cap,
+            max_token_words: None,
+            superword: None,
+            reserved: 0,
+            pad_to: None,
+        }
     }
 
     /// Refuses, as an `OptionError` naming the option, a base this recipe cannot extend: one
@@ -457,6 +533,9 @@ impl Recipe {
     /// split pattern may differ: the new texts are split by the recipe's, and each span starts
     /// as the base encodes it.
     fn check_base(&self, py: Python<'_>, base: &Base, asked: &str) -> PyResult<()> {
+        if self.pad_to.is_some() {
+            return Err(option_error(py, "pad_vocab_to_multiple_of", "an extension keeps the base's special tokens: it cannot pad the vocabulary".into()));
+        }
         let mut names: Vec<(&u32, &String)> = base.special_tokens.iter().map(|(name, id)| (id, name)).collect();
         names.sort();
         if names.iter().map(|(_, name)| name.as_str()).ne(self.special_tokens.iter().map(String::as_str)) {

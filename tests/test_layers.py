@@ -45,6 +45,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.eval", "bpeforge.inputs.sources"},
     # compression at several vocabulary sizes of one training
     {"bpeforge.sweep"},
+    # superword transitions compared at one size (on the sweep's measuring)
+    {"bpeforge.superword_sweep"},
     {"bpeforge.inputs.files"},
     {"bpeforge.inputs.text", "bpeforge.inputs.jsonl", "bpeforge.inputs.parquet"},
     {"bpeforge.inputs.corpus"},

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
+import bpeforge.superword_sweep
 import reference
 from bpeforge.errors import OptionError
 from strategies import corpora
@@ -123,3 +124,65 @@ def test_bad_superword_options_are_refused_naming_them():
         bpeforge.training.Recipe(300, special_tokens=[], superword_transition=270, base=base)
     assert bpeforge.training.Recipe(300, superword_transition=280).max_token_words == 4
     assert bpeforge.training.Recipe(300, superword_transition=280, max_token_words=2).max_token_words == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.one_of(phrases, st.text(max_size=60)))
+def test_huggingface_splits_by_the_superword_pattern_as_bpeforge_does(text):
+    tokenizers = pytest.importorskip("tokenizers")
+    split = tokenizers.pre_tokenizers.Split(tokenizers.Regex(bpeforge.huggingface.oniguruma_regex(SUPERWORD)), behavior="isolated")
+    assert [piece for piece, _ in split.pre_tokenize_str(text)] == bpeforge.split(text, "superword")
+
+
+def test_a_superword_tokenizer_exports_to_huggingface_and_back(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    prose = ["by the way, the cat sat on the mat: yes. By the way, it was 12 of the 40 days.\n"] * 30
+    tok = quietly(bpeforge.Tokenizer.train_from_iterator, prose, 420, special_tokens=["<|bos|>"], superword_transition=300)
+    tok.save_huggingface(tmp_path)
+    hf = tokenizers.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    for text in prose[:1] + ["the way of the cat: by the mat", "new words, by the way"]:
+        assert hf.encode(text).ids == tok.encode(text)
+    back = bpeforge.Tokenizer.from_huggingface(tmp_path / "tokenizer.json")
+    assert back.pattern == SUPERWORD and back.mergeable_ranks == tok.mergeable_ranks
+
+
+def test_a_transition_sweep_trains_each_tokenizer_as_training_does(tmp_path):
+    prose = ["by the way, the cat sat on the mat. In the end, the dog ran off the mat and out of the door."] * 40
+    counts, superword = bpeforge.count(prose), bpeforge.count(prose, pattern="superword")
+    sweep = quietly(
+        bpeforge.superword_sweep.sweep_superword_transitions, counts, superword, 420, [300, 380], {"t": prose[0]}, special_tokens=[]
+    )
+    plain = quietly(bpeforge.Tokenizer.train_from_iterator, prose, 420, special_tokens=[])
+    assert sweep.tokenizers[None].mergeable_ranks == plain.mergeable_ranks
+    for t in (300, 380):
+        direct = quietly(bpeforge.Tokenizer.train_from_iterator, prose, 420, special_tokens=[], superword_transition=t)
+        assert sweep.tokenizers[t].mergeable_ranks == direct.mergeable_ranks
+    rows = {r.transition: r for r in sweep.rows}
+    assert rows[None].tokens == len(plain.encode(prose[0])) and rows[None].tokens_saved is None
+    assert rows[300].tokens == len(sweep.tokenizers[300].encode(prose[0]))
+    assert rows[300].tokens_saved == pytest.approx((rows[None].tokens - rows[300].tokens) / rows[None].tokens * 100)
+    with pytest.raises(ValueError, match="increasing"):
+        bpeforge.superword_sweep.check_transitions([380, 300], 420, 0)
+
+
+def test_the_command_line_sweeps_transitions(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "prose.txt"
+    path.write_text("by the way, the cat sat on the mat. In the end, the dog ran off the mat and out of the door.\n" * 200)
+    out = tmp_path / "sweep"
+    done = subprocess.run(
+        [sys.executable, "-m", "bpeforge", "sweep", str(path), "--vocab-sizes", "400", "--superword-transitions", "300,350",
+         "--special-tokens", "none", "--holdout", "0", "--eval-text", str(path), "-o", str(out)],
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "plain BPE" in done.stdout and "Vs plain" in done.stdout
+    docs = path.read_text().splitlines()
+    direct = quietly(bpeforge.Tokenizer.train_from_iterator, docs, 400, special_tokens=[], superword_transition=350)
+    assert bpeforge.Tokenizer.load(out / "350").mergeable_ranks == direct.mergeable_ranks
+    assert (out / "plain.tiktoken").is_file() and (out / "sweep.csv").is_file()
+    again = subprocess.run([sys.executable, "-m", "bpeforge", "sweep", str(path), "--vocab-sizes", "400,500",
+                            "--superword-transitions", "300", "-o", str(tmp_path / "x")], capture_output=True, text=True)
+    assert again.returncode == 2 and "one vocabulary size" in again.stderr

@@ -36,7 +36,7 @@ from typing import Any, Callable, Optional, TypeVar, Union
 from . import _core
 from .base import BaseTokenizer, check_tiktoken_parts
 from .io import write_atomic
-from .patterns import PATTERNS, pattern_label
+from .patterns import PATTERNS, SUPERWORD_PATTERN, pattern_label
 
 T = TypeVar("T", bound=BaseTokenizer)
 
@@ -229,12 +229,14 @@ def oniguruma_regex(pattern: str) -> str:
 
 def huggingface_pattern(tokenizer: BaseTokenizer) -> str:
     """The regex HF's ``Split`` must be given to split as ``tokenizer``'s pattern does with
-    tiktoken: only a preset's (see :func:`oniguruma_regex`); ValueError otherwise."""
+    tiktoken: only a preset's or the superword pattern (see :func:`oniguruma_regex`; the
+    superword pattern's look-around, ``{2,}`` and ``[\s\S]`` mean the same in both engines, as
+    tests/test_superword.py checks on generated text); ValueError otherwise."""
     if pattern_label(tokenizer.pattern) == "custom regex":
         raise ValueError(
             "cannot export: the split pattern is a custom regex; HuggingFace splits with another regex engine "
             "(Oniguruma), which bpeforge has checked against tiktoken's only for the presets "
-            f"({', '.join(PATTERNS)}), so only those are exported"
+            f"({', '.join(PATTERNS)}) and the superword pattern, so only those are exported"
         )
     return oniguruma_regex(tokenizer.pattern)
 
@@ -402,7 +404,7 @@ def split_pattern(pre_tokenizer: Any) -> Optional[str]:
     regex = (split.get("pattern") or {}).get("Regex")
     if regex == GPT2_BYTE_LEVEL_PATTERN:
         return PATTERNS["gpt2"]
-    return next((preset for preset in PATTERNS.values() if oniguruma_regex(preset) == regex), None)
+    return next((known for known in (*PATTERNS.values(), SUPERWORD_PATTERN) if oniguruma_regex(known) == regex), None)
 
 
 def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) -> T:

@@ -15,6 +15,10 @@ PATTERNS: dict[str, str] = dict(_core.PRESETS)
 """Preset split patterns by name: gpt4 (the default), cl100k_base, nanochat, gpt2, r50k_base,
 p50k_base, o200k_base."""
 
+SUPERWORD_PATTERN: str = _core.SUPERWORD_PATTERN
+"""The superword stage's split pattern (``pattern="superword"``; docs/superword.md): spans that
+may hold several words."""
+
 
 def resolve_pattern(pattern: Optional[str]) -> str:
     """The split pattern for ``pattern``: ``None`` is GPT-4's, a preset name is that preset's,
@@ -35,9 +39,12 @@ def resolve_pattern(pattern: Optional[str]) -> str:
 
 
 def pattern_label(regex: str) -> str:
-    """The preset's name for ``regex``, or ``"custom regex"``.
+    """The preset's name for ``regex`` (``superword`` for the superword pattern), or
+    ``"custom regex"``.
 
-    >>> pattern_label(resolve_pattern("gpt2")), pattern_label(r"\\S+|\\s+")
-    ('gpt2', 'custom regex')
+    >>> pattern_label(resolve_pattern("gpt2")), pattern_label(r"\\S+|\\s+"), pattern_label(SUPERWORD_PATTERN)
+    ('gpt2', 'custom regex', 'superword')
     """
+    if regex == SUPERWORD_PATTERN:
+        return "superword"
     return next((name for name, preset in PATTERNS.items() if preset == regex), "custom regex")

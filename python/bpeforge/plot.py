@@ -57,6 +57,7 @@ def plot_curves(
     tick_labels: Optional[Mapping[int, str]] = None,
     gains: bool = False,
     by_size: bool = True,
+    x_label: Optional[str] = None,
 ) -> None:
     """Draws ``curves`` (line name -> points ``(vocabulary size, bytes per token, label)``) into
     the PNG file ``path``: one line per name, its points marked and labelled with their bytes
@@ -64,7 +65,8 @@ def plot_curves(
     sizes, with these labels (else at powers of two). ``gains``: under each segment of a line,
     how many fewer tokens the larger size needs (bytes per token up by r: tokens down by
     1 - 1/r). ``by_size=False``: the x values are the places of tokenizers in a row (0, 1, ...)
-    rather than sizes, on a linear axis, each named by ``tick_labels``."""
+    rather than sizes, on a linear axis, each named by ``tick_labels``. ``x_label``: the x values
+    are those quantities (named so on the axis), on a linear axis."""
     import_matplotlib()
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -107,13 +109,17 @@ def plot_curves(
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: size_label(int(round(x)))))
     # Room for the labels above the points and half a step of the axis either side.
     lo, hi = (min(sizes), max(sizes)) if sizes else (256, 512)
-    ax.set_xlim(*((lo / 2**0.35, hi * 2**0.35) if by_size else (lo - 0.5, hi + 0.5)))
+    if x_label is not None:
+        margin = max(hi - lo, 1) * 0.08
+        ax.set_xlim(lo - margin, hi + margin)
+    else:
+        ax.set_xlim(*((lo / 2**0.35, hi * 2**0.35) if by_size else (lo - 0.5, hi + 0.5)))
     ys_all = [y for points in curves.values() for _, y, _ in points]
     if ys_all:
         y_lo, y_hi = min(ys_all), max(ys_all)
         pad = max(y_hi - y_lo, 0.2) * 0.15
         ax.set_ylim(y_lo - pad, y_hi + 2.2 * pad)
-    ax.set_xlabel("vocabulary size (tokens, log scale)" if by_size else "tokenizer and vocabulary size, smallest first")
+    ax.set_xlabel(x_label or ("vocabulary size (tokens, log scale)" if by_size else "tokenizer and vocabulary size, smallest first"))
     ax.set_ylabel("bytes per token (higher: fewer tokens)")
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)

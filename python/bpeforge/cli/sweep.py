@@ -18,15 +18,17 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 from .._core import SpanCounts
-from ..errors import EvalError
+from ..errors import EvalError, InputError
 from ..eval import TextFile
 from ..plot import INSTALL_HINT
 from ..progress import ConsoleProgress, is_terminal
 from ..sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, check_vocab_sizes, sizes_reached, stopped_note
+from ..superword_sweep import PLAIN, check_transitions, sweep_superword_transitions
 from ..tokenizer import Tokenizer
 from ..training import TrainedRanks
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_parent, holds_only_a_saved_tokenizer
+from .count import count_corpus
 from .mix import add_source_options, count_and_mix, find_source, heldout_texts, loaded_pattern, parse_sources, parse_weights
 from .signals import ctrl_c_ends_the_process, ctrl_c_held_back
 from .train import (
@@ -73,6 +75,7 @@ examples:
   bpeforge sweep --vocab-sizes {EXAMPLE_SIZES} -o out/sweep data/*.parquet
   bpeforge sweep --vocab-sizes 1024,2048,4096 -o out/sweep corpus.txt --eval-text dev.txt other.txt
   bpeforge sweep --vocab-sizes {EXAMPLE_SIZES} -o out/sweep --from-counts counts/ --eval-text dev.txt
+  bpeforge sweep --vocab-sizes 32768 --superword-transitions 16384,24576,28672 -o out/t data/*.txt
 """
 
 
@@ -120,6 +123,11 @@ def add_sweep_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--from-counts", metavar="PATH",
         help="train on span counts (a file or folder `bpeforge count` wrote) instead of INPUTs; needs --eval-text",
     )
+    p.add_argument(
+        "--superword-transitions", type=parse_vocab_sizes, metavar="T,T,...",
+        help="superword tokens at one --vocab-sizes size: train plain BPE and one superword tokenizer per transition T "
+        "(docs/superword.md), measure each, plot bytes per token against T",
+    )
     add_reading_and_training_arguments(p)
     add_source_options(p)
     # Held out unless --eval-text gives the text to measure on (see run_sweep).
@@ -150,10 +158,12 @@ def holds_only_a_sweep(folder: Path) -> bool:
         return False
     for entry in entries:
         name = entry.name
-        if name in (CSV_FILE, JSON_FILE, PLOT_FILE) or (name.endswith(".tiktoken") and name[: -len(".tiktoken")].isdecimal()):
+        tokenizer = name.isdecimal() or name == PLAIN  # a size's, a transition's, or plain BPE's
+        stem = name[: -len(".tiktoken")] if name.endswith(".tiktoken") else None
+        if name in (CSV_FILE, JSON_FILE, PLOT_FILE) or (stem is not None and (stem == PLAIN or stem.isdecimal())):
             if entry.is_file() and not entry.is_symlink():
                 continue
-        elif name.isdecimal() and entry.is_dir() and not entry.is_symlink() and holds_only_a_saved_tokenizer(entry):
+        elif tokenizer and entry.is_dir() and not entry.is_symlink() and holds_only_a_saved_tokenizer(entry):
             continue
         return False
     return True
@@ -257,6 +267,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     """Runs ``bpeforge sweep`` with parsed ``args``: checks the options, trains once at the
     largest size, measures every size, writes the outputs and prints the table; returns the exit
     code. Raises :class:`CLIError`."""
+    if args.superword_transitions is not None:
+        return run_transition_sweep(args)
     if args.from_counts is not None and not args.mix_sources:
         return run_sweep_from_counts(args)
     if args.mix_sources or args.mix_alpha is not None or args.mix_weights:
@@ -291,6 +303,69 @@ def run_sweep(args: argparse.Namespace) -> int:
         texts.update(eval_texts)
         sweep = measure_sweep(args, trained, kept, texts, corpus_title(found, corpus.total_bytes), notes)
     return finish_sweep(args, sweep, folder, notes, trained.reached, t_start, t_trained)
+
+
+def run_transition_sweep(args: argparse.Namespace) -> int:
+    """``bpeforge sweep INPUT... --vocab-sizes V --superword-transitions T,...``: counts the
+    inputs with both patterns (reading them twice), trains plain BPE and one superword tokenizer
+    per transition from those counts, measures each on the held-out documents (or
+    ``--eval-text``), and writes the table, the tokenizers and the plot."""
+    t_start = time.perf_counter()
+    refused = [flag for flag, given in [("--from-counts", args.from_counts), ("--source", args.mix_sources),
+                                        ("--superword-transition", args.superword_transition)] if given]
+    if refused:
+        raise CLIError(f"--superword-transitions counts INPUTs itself: {', '.join(refused)} cannot go with it", EXIT_USAGE)
+    sizes = check_sizes(args)
+    if len(sizes) != 1:
+        raise CLIError("--superword-transitions measures one vocabulary size: give one with --vocab-sizes", EXIT_USAGE)
+    eval_texts = evaluation_texts(args)
+    if args.holdout is None:
+        args.holdout = 0 if eval_texts else HOLDOUT_EVERY
+    args.vocab_size = sizes[0]
+    args.superword_transition = args.superword_transitions[0]  # the recipe's checks, for the first
+    recipe = set_up_training(args).recipe
+    options = {k: v for k, v in recipe.as_dict().items() if k not in ("vocab_size", "superword_transition", "doc_cap")}
+    options["max_token_words"] = args.max_token_words  # as given: the superword stage's default is its own
+    try:
+        transitions = check_transitions(args.superword_transitions, sizes[0], len(recipe.special_tokens) + recipe.reserve_special_tokens)
+    except ValueError as e:
+        raise CLIError(f"--superword-transitions: {e}", EXIT_USAGE) from None
+    folder = sweep_folder(args)
+    found = find_inputs(args)
+    if any(str(source.path) == "-" for source in found.sources):
+        raise CLIError("--superword-transitions reads its inputs twice (once per pattern): standard input cannot be one", EXIT_USAGE)
+    progress, show = start_progress(args, found, "Counting")
+    with ctrl_c_ends_the_process(args, lambda: progress.bars):
+        counted = {}
+        for name, pattern in (("plain", recipe.pattern), ("superword", recipe.superword_pattern)):
+            corpus = open_corpus(args, found, progress, show)
+            try:
+                counted[name] = count_corpus(args, corpus, pattern, progress).counts
+            except InputError as e:
+                raise CLIError(str(e)) from None
+        check_trained_on_something(corpus, args.holdout)
+        texts: Dict[str, SweepText] = {"held-out": corpus.heldout} if corpus.heldout else {}
+        texts.update(eval_texts)
+        if not texts:
+            raise CLIError("nothing to measure on: no document was held out (--holdout 0); give --eval-text FILE")
+        try:
+            sweep = sweep_superword_transitions(
+                counted["plain"], counted["superword"], sizes[0], transitions, texts, num_threads=args.threads,
+                progress=progress, corpus=corpus_title(found, corpus.total_bytes), **options,
+            )
+        except (EvalError, ValueError) as e:
+            raise CLIError(one_line(e)) from None
+    t_trained = time.perf_counter()
+    drawn = save_sweep(sweep, folder, args.force)
+    if args.quiet:
+        return 0
+    if not drawn:
+        stderr_line(f"{PROG}: note: no plot ({PLOT_FILE}): matplotlib is not installed; {INSTALL_HINT} gives it")
+    print(sweep.table())
+    written = f"{CSV_FILE}, {JSON_FILE}" + (f", {PLOT_FILE}" if drawn else "")
+    print(f"\nsaved in {folder}/: {written}; tokenizers {PLAIN}/ and {', '.join(f'{t}/' for t in transitions)} (and .tiktoken)")
+    print(f"counted twice and trained {len(transitions) + 1} tokenizers in {t_trained - t_start:.1f} s")
+    return 0
 
 
 def sweep_folder(args: argparse.Namespace) -> Path:

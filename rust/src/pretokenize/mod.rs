@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn presets_take_the_fast_path_and_others_the_regex() {
-        for (name, pattern) in presets::PRESETS {
+        for (name, pattern) in presets::NAMED {
             assert!(Splitter::new(pattern).unwrap().is_fast(), "{name}");
         }
         assert!(!Splitter::new(r"\S+|\s+").unwrap().is_fast());

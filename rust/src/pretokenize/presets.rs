@@ -82,7 +82,7 @@ mod tests {
         assert_eq!(spans.concat(), text, "every character is in a span");
         assert_eq!(
             spans,
-            ["By the way:", " it ran", " ", "123", "45", " times", "...", " Then", "\n\n", " ", " it stopped", "!!", " a", " ", " b"]
+            ["By the way:", " it ran ", "123", "45", " times", "...", " Then", "\n\n", " ", " it stopped", "!!", " a", " ", " b"]
         );
     }
 }

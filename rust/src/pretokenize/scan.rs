@@ -30,6 +30,8 @@ pub enum Scanner {
     R50k,
     /// o200k_base's pattern ([`presets::O200K`]).
     O200k,
+    /// The superword stage's pattern ([`presets::SUPERWORD`]).
+    Superword,
 }
 
 impl Scanner {
@@ -46,6 +48,8 @@ impl Scanner {
             Some(Scanner::R50k)
         } else if pattern == presets::O200K {
             Some(Scanner::O200k)
+        } else if pattern == presets::SUPERWORD {
+            Some(Scanner::Superword)
         } else {
             None
         }
@@ -79,6 +83,7 @@ impl Scanner {
             Scanner::Cl100k => drive!(cur.gpt4(i, 2, Trailing::Cl100k)),
             Scanner::R50k => drive!(cur.r50k(i)),
             Scanner::O200k => drive!(cur.o200k(i)),
+            Scanner::Superword => drive!(cur.superword(i)),
         }
     }
 
@@ -351,6 +356,83 @@ impl Cursor<'_> {
         self.space(i, trailing)
     }
 
+    /// One span of the superword pattern, from `i < len`:
+    ///
+    /// ```text
+    /// \p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)|[\r\n]+
+    /// |[\s\S](?:(?!\p{N}| ?[^\s\p{L}\p{N}]{2}| +(?!\S)|[\r\n])(?:(?<!:) |[^ ]))*
+    /// ```
+    ///
+    /// The alternatives start with different characters (a number, a space or punctuation
+    /// followed by punctuation, spaces with no non-space after the last, a newline), so at most
+    /// one of the first four matches; the last takes a character, then each next one while none
+    /// of the first four would start there and it is not a space after a colon.
+    #[inline(always)]
+    fn superword(&self, i: usize) -> usize {
+        let (c0, l0) = self.at(i);
+        if c0 == NUM {
+            return self.digits(i + l0, 2);
+        }
+        if c0 == NL {
+            return self.run(i + l0, CRLF);
+        }
+        if let Some(e) = self.punctuation_run(i).or_else(|| self.spaces_before_space(i)) {
+            return e;
+        }
+        let mut j = i + l0;
+        loop {
+            let (c, len) = self.at(j);
+            if c == END || c == NUM || c == NL {
+                return j;
+            }
+            if self.b[j] == b' ' && self.b[j - 1] == b':' {
+                return j;
+            }
+            if self.punctuation_run(j).is_some() || self.spaces_before_space(j).is_some() {
+                return j;
+            }
+            j += len;
+        }
+    }
+
+    /// The end of ` ?[^\s\p{L}\p{N}]{2,}[\r\n/]*` at `i`, if it matches.
+    #[inline(always)]
+    fn punctuation_run(&self, i: usize) -> Option<usize> {
+        let start = if self.b[i] == b' ' { i + 1 } else { i };
+        let (c1, l1) = self.at(start);
+        if !is(P, c1) {
+            return None;
+        }
+        let (c2, l2) = self.at(start + l1);
+        if !is(P, c2) {
+            return None;
+        }
+        let mut end = self.run(start + l1 + l2, P);
+        while matches!(self.b.get(end), Some(b'\r' | b'\n' | b'/')) {
+            end += 1;
+        }
+        Some(end)
+    }
+
+    /// The end of ` +(?!\S)` at `i`, if it matches: the run of spaces if the text ends after it
+    /// or white space follows, else all but its last space, if that leaves one.
+    #[inline(always)]
+    fn spaces_before_space(&self, i: usize) -> Option<usize> {
+        let mut j = i;
+        while self.b.get(j) == Some(&b' ') {
+            j += 1;
+        }
+        if j == i {
+            return None;
+        }
+        let (c, _) = self.at(j);
+        if c == END || is(S, c) {
+            Some(j)
+        } else {
+            (j - i >= 2).then_some(j - 1)
+        }
+    }
+
     /// One span of GPT-2's pattern, from `i < len`:
     ///
     /// ```text
@@ -556,12 +638,13 @@ mod tests {
     use super::*;
     use fancy_regex::Regex;
 
-    const ALL: [(&str, &str); 5] = [
+    const ALL: [(&str, &str); 6] = [
         ("gpt4", presets::GPT4),
         ("nanochat", presets::NANOCHAT),
         ("cl100k", presets::CL100K),
         ("r50k", presets::R50K),
         ("o200k", presets::O200K),
+        ("superword", presets::SUPERWORD),
     ];
 
     struct Pair {
@@ -814,7 +897,7 @@ mod tests {
                 ".", ",", ";", "(", ")", "{", "}", "-", "+", "=", "\"", "#", "*", "_", "!",
             ],
         ),
-        (5, &["/", "/", "//", "/*"]),
+        (5, &["/", "/", "//", "/*", ":", ": ", "::"]),
         (6, &["é", "É", "ñ", "ø", "ö", "Ö", "ı", "İ"]),
         (
             6,

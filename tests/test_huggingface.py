@@ -171,14 +171,15 @@ def test_what_hf_would_encode_otherwise_is_refused(tmp_path):
         clash.save_huggingface(tmp_path / "c")
     ok = bpeforge.Tokenizer({bytes([b]): b for b in range(256)})
     ok.save(tmp_path / "saved")
-    with pytest.raises(ValueError, match="holds a saved bpeforge tokenizer"):
-        ok.save_huggingface(tmp_path / "saved")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "saved").iterdir()}
+    ok.save_huggingface(tmp_path / "saved")  # a saved folder is what the export writes: the same files
+    assert {p.name: p.read_bytes() for p in (tmp_path / "saved").iterdir()} == before
     import tiktoken
 
     unchecked = bpeforge.Tokenizer.from_encoding(
         tiktoken.Encoding("odd", pat_str=PATTERNS["gpt4"], mergeable_ranks={bytes([b]): b for b in range(256)} | {b"abc": 256}, special_tokens={})
     )
-    with pytest.raises(ValueError, match=r"cannot export: invalid mergeable ranks: rank 256 \(b'abc'\) is not the concatenation"):
+    with pytest.raises(ValueError, match=r"cannot (save|export): invalid mergeable ranks: rank 256 \(b'abc'\) is not the concatenation"):
         unchecked.save_huggingface(tmp_path / "d")
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="it is a file"):
@@ -351,9 +352,13 @@ def test_import_names_a_bad_path(tmp_path):
     (tmp_path / "bad.json").write_text("{nope")
     with pytest.raises(ValueError, match="not valid JSON"):
         bpeforge.Tokenizer.from_huggingface(tmp_path / "bad.json")
-    bpeforge.Tokenizer({bytes([b]): b for b in range(256)}).save(tmp_path / "saved")
+    # A folder saved by bpeforge's format version 1, whose tokenizer.json was bpeforge's config
+    # (version 2's is HuggingFace's own, read like any other).
+    v1 = Path(__file__).parent / "data" / "saved-v1"
     with pytest.raises(ValueError, match="a bpeforge tokenizer's config.*Tokenizer.load"):
-        bpeforge.Tokenizer.from_huggingface(tmp_path / "saved")
+        bpeforge.Tokenizer.from_huggingface(v1)
+    bpeforge.Tokenizer({bytes([b]): b for b in range(256)}).save(tmp_path / "saved")
+    assert bpeforge.Tokenizer.from_huggingface(tmp_path / "saved").mergeable_ranks == {bytes([b]): b for b in range(256)}
 
 
 def test_export_then_import_is_the_same_tokenizer(exported, tmp_path):

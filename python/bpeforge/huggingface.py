@@ -35,7 +35,6 @@ from typing import Any, Callable, Optional, TypeVar, Union
 
 from . import _core
 from .base import BaseTokenizer, check_tiktoken_parts
-from .io import write_atomic
 from .patterns import PATTERNS, pattern_label
 
 T = TypeVar("T", bound=BaseTokenizer)
@@ -302,10 +301,52 @@ def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
     }
 
 
+CHAT_TEMPLATE = (
+    "{%- set ns = namespace(system='') -%}"
+    "{{- bos_token -}}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'system' -%}"
+    "{%- set ns.system = message['content'] + '\\n\\n' -%}"
+    "{%- elif message['role'] == 'user' -%}"
+    "{{- '<|user_start|>' + ns.system + message['content'] + '<|user_end|>' -}}"
+    "{%- set ns.system = '' -%}"
+    "{%- elif message['role'] == 'assistant' -%}"
+    "{{- '<|assistant_start|>' -}}"
+    "{%- if message['content'] is string -%}"
+    "{{- message['content'] -}}"
+    "{%- else -%}"
+    "{%- for part in message['content'] -%}"
+    "{%- if part['type'] == 'python' -%}"
+    "{{- '<|python_start|>' + part['text'] + '<|python_end|>' -}}"
+    "{%- elif part['type'] == 'python_output' -%}"
+    "{{- '<|output_start|>' + part['text'] + '<|output_end|>' -}}"
+    "{%- else -%}"
+    "{{- part['text'] -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- endif -%}"
+    "{{- '<|assistant_end|>' -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}"
+    "{{- '<|assistant_start|>' -}}"
+    "{%- endif -%}"
+)
+"""nanochat's chat format as a Jinja template for ``transformers``' ``apply_chat_template``:
+the text whose encoding (special tokens recognized, as ``apply_chat_template`` encodes) gives
+:func:`bpeforge.chat.render_conversation`'s ids, for conversations whose texts hold no special
+token's name and whose assistant parts do not put two text parts side by side (bpeforge
+encodes each part alone); ``add_generation_prompt`` ends it with ``<|assistant_start|>``, as
+:func:`bpeforge.chat.render_for_completion` does."""
+
+
 def transformers_config(tokenizer: BaseTokenizer) -> dict[str, Any]:
-    """``tokenizer_config.json`` for ``transformers.AutoTokenizer``: a fast tokenizer, the bos
-    and eos tokens where the tokenizer has them, and no added prefix space or cleanup of
-    spaces (either would change the text)."""
+    """``tokenizer_config.json`` for ``transformers.AutoTokenizer``: a fast tokenizer, the bos,
+    eos and pad tokens where the tokenizer has them (pad: a dedicated ``<|pad|>``, else the eos
+    token), nanochat's chat template when it has nanochat's special tokens, and no added prefix
+    space or cleanup of spaces (either would change the text)."""
+    from .base import NANOCHAT_SPECIAL_TOKENS
+
     specials = tokenizer.special_tokens
     config: dict[str, Any] = {
         "tokenizer_class": "PreTrainedTokenizerFast",
@@ -313,40 +354,39 @@ def transformers_config(tokenizer: BaseTokenizer) -> dict[str, Any]:
         "add_prefix_space": False,
         "model_max_length": 1_000_000_000_000_000_019_884_624_838_656,  # transformers' "no limit"
     }
-    for role, candidates in (("bos_token", ("<|bos|>", "<|endoftext|>")), ("eos_token", ("<|eos|>", "<|endoftext|>"))):
+    roles = (
+        ("bos_token", ("<|bos|>", "<|endoftext|>")),
+        ("eos_token", ("<|eos|>", "<|assistant_end|>", "<|endoftext|>")),
+        ("pad_token", ("<|pad|>", "<|eos|>", "<|assistant_end|>", "<|endoftext|>")),
+    )
+    for role, candidates in roles:
         found = next((name for name in candidates if name in specials), None)
         if found is not None:
             config[role] = found
+    if all(name in specials for name in NANOCHAT_SPECIAL_TOKENS):
+        config["chat_template"] = CHAT_TEMPLATE
     return config
 
 
+def huggingface_files(tokenizer: BaseTokenizer) -> dict[str, bytes]:
+    """``{name: contents}`` of ``tokenizer.json`` and ``tokenizer_config.json`` for ``tokenizer``,
+    or ValueError if HF could not encode as tiktoken does (see the module docstring)."""
+    data = json.dumps(to_huggingface(tokenizer), indent=2, ensure_ascii=False) + "\n"
+    config = json.dumps(transformers_config(tokenizer), indent=2, ensure_ascii=False) + "\n"
+    return {TOKENIZER_FILE: data.encode("utf-8"), CONFIG_FILE: config.encode("utf-8")}
+
+
 def save_huggingface(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike]) -> None:
-    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` of ``tokenizer`` into
-    ``directory`` (created if needed), each atomically, or raises ValueError before writing
-    anything if HF could not encode as tiktoken does."""
+    """Writes the folder ``directory`` as :meth:`bpeforge.Tokenizer.save` does (the same files,
+    switched in one step), or raises ValueError before writing anything if HF could not encode
+    as tiktoken does: HuggingFace's ``tokenizer.json`` and ``tokenizer_config.json`` are then
+    always there."""
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"cannot export to {os.fspath(directory)!r}: it is a file, and a HuggingFace tokenizer is a folder")
-    if holds_bpeforge_save(directory):
-        raise ValueError(
-            f"cannot export to {os.fspath(directory)!r}: it holds a saved bpeforge tokenizer, whose config is "
-            f"{TOKENIZER_FILE} too; export to another folder"
-        )
-    data = json.dumps(to_huggingface(tokenizer), indent=2, ensure_ascii=False) + "\n"
-    config = json.dumps(transformers_config(tokenizer), indent=2, ensure_ascii=False) + "\n"
-    directory.mkdir(parents=True, exist_ok=True)
-    write_atomic(directory / TOKENIZER_FILE, data.encode("utf-8"))
-    write_atomic(directory / CONFIG_FILE, config.encode("utf-8"))
+    from . import io
 
-
-def holds_bpeforge_save(directory: Path) -> bool:
-    """Whether ``directory`` holds a tokenizer saved by ``Tokenizer.save``, whose config is
-    named ``tokenizer.json`` as HuggingFace's file is."""
-    try:
-        config = json.loads((directory / TOKENIZER_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(config, dict) and config.get("format") == "bpeforge"
+    io.save(tokenizer, directory, require_huggingface=True)
 
 
 # ------------------------------------------------------------------------------ import

@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar, Union
 
-from . import _core
+from . import _core, io
 from .base import BaseTokenizer, check_tiktoken_parts
 from .patterns import PATTERNS, pattern_label
 
@@ -376,6 +376,30 @@ def huggingface_files(tokenizer: BaseTokenizer) -> dict[str, bytes]:
     return {TOKENIZER_FILE: data.encode("utf-8"), CONFIG_FILE: config.encode("utf-8")}
 
 
+def saved_files(tokenizer: BaseTokenizer, *, extra_files: Optional[dict] = None, require_huggingface: bool = False) -> dict:
+    """``{name: contents}`` of the saved folder of ``tokenizer`` (:func:`bpeforge.io.saved_files`)
+    with HuggingFace's ``tokenizer.json`` and ``tokenizer_config.json``, which are left out when
+    HuggingFace cannot encode as tiktoken does (e.g. a custom split pattern), or then raise
+    ValueError if ``require_huggingface``."""
+    try:
+        hf = huggingface_files(tokenizer)
+    except ValueError:
+        if require_huggingface:
+            raise
+        hf = {}
+    return io.saved_files(tokenizer, extra_files={**hf, **(extra_files or {})})
+
+
+def save_folder(
+    tokenizer: BaseTokenizer, directory: Union[str, os.PathLike], *, extra_files: Optional[dict] = None, require_huggingface: bool = False
+) -> None:
+    """:func:`bpeforge.io.save` with HuggingFace's files (:func:`saved_files`): the folder
+    :meth:`bpeforge.Tokenizer.save` writes."""
+    io.check_save_path(directory)
+    io.write_saved(Path(directory), saved_files(tokenizer, extra_files=extra_files, require_huggingface=require_huggingface))
+    io.forget_tiktoken_cache(os.path.join(os.fspath(directory), io.RANKS_FILE))  # the caller's spelling, `./` and all
+
+
 def save_huggingface(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike]) -> None:
     """Writes the folder ``directory`` as :meth:`bpeforge.Tokenizer.save` does (the same files,
     switched in one step), or raises ValueError before writing anything if HF could not encode
@@ -384,9 +408,7 @@ def save_huggingface(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"cannot export to {os.fspath(directory)!r}: it is a file, and a HuggingFace tokenizer is a folder")
-    from . import io
-
-    io.save(tokenizer, directory, require_huggingface=True)
+    save_folder(tokenizer, directory, require_huggingface=True)
 
 
 # ------------------------------------------------------------------------------ import

@@ -71,14 +71,25 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def holds_only_saved_files(folder: Path) -> bool:
     """Whether ``folder`` is empty or holds nothing but files a save writes (regular files of
-    the names in :data:`SAVED_FILES`, or version 1's) and leftovers of cut-off saves: the
+    the names in :data:`SAVED_FILES`) and leftovers of cut-off saves, its ``tokenizer.json``
+    (if there) bpeforge's: beside a ``bpeforge.json``, or version 1's config. These are the
     folders ``--force`` may replace, and that a save swaps whole. Anything else (a model's
-    weights, a user's notes, a subfolder) is never replaced."""
+    weights, a user's notes, a subfolder, a HuggingFace tokenizer of other origin) is never
+    replaced."""
     try:
         names = os.listdir(folder)
     except OSError:
         return False
-    return all((n in SAVED_FILES or files.is_leftover(n)) and files.is_regular_file(folder / n) for n in names)
+    if not all((n in SAVED_FILES or files.is_leftover(n)) and files.is_regular_file(folder / n) for n in names):
+        return False
+    if HF_TOKENIZER_FILE in names and META_FILE not in names:
+        # Version 1's config, or HuggingFace's own file of a tokenizer that is not bpeforge's.
+        try:
+            config = json.loads(files.read_member(folder, LEGACY_CONFIG_FILE))
+        except (OSError, ValueError, RecursionError):
+            return False
+        return isinstance(config, dict) and config.get("format") == FORMAT
+    return True
 
 
 def ranks_to_tiktoken(ranks: dict) -> bytes:
@@ -129,18 +140,13 @@ def _canonical(meta: dict) -> bytes:
     return json.dumps(meta, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def saved_files(
-    tokenizer: BaseTokenizer, *, extra_files: Optional[dict] = None, require_huggingface: bool = False
-) -> dict:
+def saved_files(tokenizer: BaseTokenizer, *, extra_files: Optional[dict] = None) -> dict:
     """``{name: contents}`` of every file :func:`save` writes for ``tokenizer``, ``bpeforge.json``
-    last: the ranks, the token byte lengths, HuggingFace's ``tokenizer.json`` and
-    ``tokenizer_config.json`` (left out when HuggingFace cannot encode as tiktoken does, e.g. a
-    custom split pattern; ValueError then if ``require_huggingface``), ``extra_files``, and
-    bpeforge's metadata: the pattern, the special tokens, the number of ranks and every other
-    file's SHA-256, with a SHA-256 of all that (so that an edit of any file, this one included,
-    is caught by :func:`load`)."""
-    from . import huggingface
-
+    last: the ranks, the token byte lengths, ``extra_files`` (HuggingFace's files, added by
+    :func:`bpeforge.huggingface.saved_files`; nanochat's pickle), and bpeforge's metadata: the
+    pattern, the special tokens, the number of ranks and every other file's SHA-256, with a
+    SHA-256 of all that (so that an edit of any file, this one included, is caught by
+    :func:`load`)."""
     mergeable_ranks = tokenizer.mergeable_ranks  # (a copy: taken once)
     check_savable(tokenizer, mergeable_ranks)
     out: dict = {RANKS_FILE: ranks_to_tiktoken(mergeable_ranks)}
@@ -151,11 +157,6 @@ def saved_files(
             f"cannot save: {TOKEN_BYTES_FILE} would hold one entry per id up to {tokenizer.n_vocab - 1:,} "
             f"(the largest special token id), more than fits in memory"
         ) from None
-    try:
-        out.update(huggingface.huggingface_files(tokenizer))
-    except ValueError:
-        if require_huggingface:
-            raise
     out.update(extra_files or {})
     meta: dict = {
         "format": FORMAT,
@@ -170,19 +171,23 @@ def saved_files(
     return out
 
 
-def save(
-    tokenizer: BaseTokenizer,
-    directory: Union[str, os.PathLike],
-    *,
-    extra_files: Optional[dict] = None,
-    require_huggingface: bool = False,
-) -> None:
-    """Writes the files of ``tokenizer`` (:func:`saved_files`) as the folder ``directory``,
+def save(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike], *, extra_files: Optional[dict] = None) -> None:
+    """Writes the files of ``tokenizer`` (:func:`saved_files`; :meth:`bpeforge.Tokenizer.save`
+    adds HuggingFace's through :func:`bpeforge.huggingface.save_folder`) as the folder ``directory``,
     switched in one step (:func:`bpeforge.files.new_folder`): readers, and a crash, see the
     whole old folder or the whole new one. A folder that holds anything else (a model's
     weights, notes) keeps it: there each file is replaced atomically, ``bpeforge.json`` last,
     and a crash in between leaves a folder :func:`load` refuses (its checksums) rather than one
     mixing two tokenizers. ``directory`` and its parents are made if needed."""
+    check_save_path(directory)
+    # Every file's contents first: a save that fails leaves the folder as it was.
+    write_saved(Path(directory), saved_files(tokenizer, extra_files=extra_files))
+    forget_tiktoken_cache(os.path.join(os.fspath(directory), RANKS_FILE))  # the caller's spelling, `./` and all
+
+
+def check_save_path(directory: Union[str, os.PathLike]) -> None:
+    """Refuses a ``directory`` that :func:`save` cannot write: one named like a ranks file (not
+    a folder already, no trailing slash), or something other than a folder."""
     given, directory = directory, Path(directory)
     spelled = os.fspath(given)
     named_as_folder = spelled.endswith("/") or spelled.endswith(os.sep)  # `x.tiktoken/`: a folder, as asked
@@ -196,9 +201,6 @@ def save(
         )
     if (directory.exists() or directory.is_symlink()) and not directory.is_dir():
         raise FileExistsError(errno.EEXIST, "cannot save: it exists and is not a folder", spelled)
-    # Every file's contents first: a save that fails leaves the folder as it was.
-    write_saved(directory, saved_files(tokenizer, extra_files=extra_files, require_huggingface=require_huggingface))
-    forget_tiktoken_cache(os.path.join(spelled, RANKS_FILE))  # the caller's spelling, `./` and all
 
 
 def write_saved(directory: Path, contents: dict) -> None:

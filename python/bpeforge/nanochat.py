@@ -27,7 +27,7 @@ import pickle
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
 from .base import BOS, NANOCHAT_SPECIAL_TOKENS
-from . import io
+from . import huggingface, io
 from .patterns import PATTERNS
 from .tokenizer import Tokenizer
 
@@ -120,4 +120,4 @@ class RustBPETokenizer(Tokenizer):
         the pickled encoding nanochat's own ``from_directory`` reads, so that the rest of
         nanochat's pipeline finds the tokenizer where it looks: one folder, switched in one
         step, whose ``bpeforge.json`` has the pickle's checksum too."""
-        io.save(self, tokenizer_dir, extra_files={PICKLE_FILE: pickle.dumps(self.encoding)})
+        huggingface.save_folder(self, tokenizer_dir, extra_files={PICKLE_FILE: pickle.dumps(self.encoding)})

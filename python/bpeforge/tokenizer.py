@@ -203,7 +203,7 @@ class Tokenizer(BaseTokenizer):
         new one (see ``docs/tokenizer.md``). A ``directory`` ending in ``.tiktoken`` (without a
         trailing slash) that is not a folder already is refused with a ValueError: it names a
         ranks file, not the folder this writes."""
-        io.save(self, directory)
+        huggingface.save_folder(self, directory)
 
     @classmethod
     def load(cls, directory: Union[str, os.PathLike]) -> "Tokenizer":

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..eval import load_tokenizer
-from .. import io
+from .. import huggingface, io
 from ..huggingface import TOKENIZER_FILE
 from ..io import ranks_to_tiktoken, write_atomic
 from ..tokenizer import Tokenizer
@@ -99,7 +99,7 @@ def run_export(args: argparse.Namespace) -> int:
     tokenizer = read_tokenizer(args.tokenizer, args.pattern)
     try:
         if args.format == "huggingface":
-            contents = io.saved_files(tokenizer, require_huggingface=True)
+            contents = huggingface.saved_files(tokenizer, require_huggingface=True)
             check_export_output(output, args.format, args.force)
             io.write_saved(output, contents)
             io.forget_tiktoken_cache(output / io.RANKS_FILE)
@@ -122,4 +122,4 @@ def check_export_output(output: Path, format: str, force: bool) -> None:
     check_parent(output)
     if format == "huggingface" and io.named_like_ranks_file(output):
         raise CLIError(f"-o {output}: --format huggingface writes a folder, and this names a .tiktoken file")
-    check_free(output, force, folder=format == "huggingface", what="a saved tokenizer")
+    check_free(output, force, folder=format == "huggingface", what="a tokenizer bpeforge saved")

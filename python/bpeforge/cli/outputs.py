@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Tuple
 
-from .. import files, io
+from .. import files, huggingface, io
 from ..base import BaseTokenizer
 from .arguments import EXIT_USAGE, CLIError
 from .signals import ctrl_c_held_back
@@ -56,7 +56,7 @@ def check_parent(path: Path) -> None:
         raise CLIError(f"cannot write the output {path}: {problem}")
 
 
-def check_free(path: Path, force: bool, *, folder: bool, ours: Callable[[Path], bool] = io.holds_only_saved_files, what: str = "bpeforge") -> None:
+def check_free(path: Path, force: bool, *, folder: bool, ours: Callable[[Path], bool] = io.holds_only_saved_files, what: str = "bpeforge's outputs") -> None:
     """The one rule of every command's outputs (docs/training.md, "Outputs"): nothing at
     ``path``, or an empty folder, is written; anything else is refused unless ``force``, and
     even then a folder only is replaced if ``ours`` says it holds nothing but what bpeforge
@@ -79,7 +79,7 @@ def check_free(path: Path, force: bool, *, folder: bool, ours: Callable[[Path], 
     if not force:
         raise CLIError(f"output {kind} {path} already exists (use --force to replace it)")
     if folder and not path.is_symlink() and not ours(path):
-        raise CLIError(f"output folder {path} holds something other than {what}'s outputs; not replacing it, even with --force")
+        raise CLIError(f"output folder {path} exists and holds something other than {what}; not replacing it, even with --force")
 
 
 def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
@@ -87,7 +87,7 @@ def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
     that holds nothing but a saved tokenizer, so that ``-o ~ --force`` cannot wipe a home
     folder), and an output whose parent cannot be written."""
     check_parent(folder)
-    check_free(folder, force, folder=True, what="a saved tokenizer")
+    check_free(folder, force, folder=True, what="a tokenizer bpeforge saved")
     check_free(tiktoken_file, force, folder=False)
 
 
@@ -106,7 +106,7 @@ def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, fo
         raise CLIError(f"cannot create the output folder's parent {parent}: {e.strerror or e}") from None
     link = f"{folder.name}/{io.RANKS_FILE}"
     try:
-        contents = io.saved_files(tokenizer)
+        contents = huggingface.saved_files(tokenizer)
         with ctrl_c_held_back():  # the switch happens whole, or (on an error) not at all
             check_output(folder, tiktoken_file, force)  # again: it may have appeared while we trained
             existed = folder.is_dir()

@@ -165,7 +165,7 @@ def check_sweep_output(folder: Path, force: bool) -> None:
     sweep's (the rule of every command: :func:`~bpeforge.cli.outputs.check_free`); and one
     whose parent cannot be written."""
     check_parent(folder)
-    check_free(folder, force, folder=True, ours=holds_only_a_sweep, what="an earlier sweep")
+    check_free(folder, force, folder=True, ours=holds_only_a_sweep, what="an earlier sweep's outputs")
 
 
 def save_sweep(sweep: Sweep, folder: Path, force: bool) -> bool:

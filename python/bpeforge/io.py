@@ -376,7 +376,8 @@ def _read_legacy_config(directory: Path) -> tuple:
     n_lines = sum(1 for line in ranks_data.split(b"\n") if line.strip())
     if n_ranks is not None and n_lines != n_ranks:
         raise TokenizerFileError(f"{ranks_path}: {n_lines} ranks, the config says {n_ranks} (truncated?)")
-    check_checksum(directory, RANKS_FILE, config.get("ranks_sha256"), ranks_data, config_path)
+    if config.get("ranks_sha256") is not None:  # (early version-1 configs have none)
+        check_checksum(directory, RANKS_FILE, config["ranks_sha256"], ranks_data, config_path)
     if config.get("token_bytes_sha256") is not None:
         data = files.read_member(directory, TOKEN_BYTES_FILE)
         check_checksum(directory, TOKEN_BYTES_FILE, config.get("token_bytes_sha256"), data, config_path)

@@ -106,6 +106,7 @@ def run_export(args: argparse.Namespace) -> int:
             stderr_line(f"{PROG}: wrote {output}/ ({', '.join(n for n in io.SAVED_FILES if n in contents)}; {tokenizer.n_vocab:,} ids)")
         else:
             check_export_output(output, args.format, args.force)
+            output.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(output, ranks_to_tiktoken(tokenizer.mergeable_ranks))
             io.forget_tiktoken_cache(output)
             stderr_line(f"{PROG}: wrote {output} ({len(tokenizer.mergeable_ranks):,} ranks); split pattern: {tokenizer.pattern}")

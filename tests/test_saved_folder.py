@@ -357,3 +357,56 @@ def test_no_chat_template_without_nanochat_s_special_tokens(tmp_path):
     tok.save(tmp_path / "t")
     config = json.loads((tmp_path / "t" / io.HF_CONFIG_FILE).read_text())
     assert "chat_template" not in config and config["bos_token"] == config["eos_token"] == config["pad_token"] == "<|endoftext|>"
+
+
+# ------------------------------------------------------------------------------ fallbacks, leftovers
+
+
+def test_without_rename_exchange_a_folder_is_replaced_in_two_renames(nano, tmp_path, monkeypatch):
+    import errno
+
+    other = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, "gpt4")
+    other.save(tmp_path / "tok")
+
+    def unsupported(source, target, flags):
+        raise OSError(errno.EINVAL, "not supported by this file system")
+
+    monkeypatch.setattr(files, "renameat2", unsupported)
+    nano.save(tmp_path / "tok")
+    assert bpeforge.Tokenizer.load(tmp_path / "tok").encode(SAMPLE) == nano.encode(SAMPLE)
+    assert sorted(os.listdir(tmp_path)) == ["tok"]  # the old folder removed, nothing left beside it
+
+
+def test_a_folder_holding_other_files_keeps_them(nano, tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights")
+    bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, "gpt4").save(model)
+    nano.save(model)  # file by file, bpeforge.json last
+    assert (model / "model.safetensors").read_bytes() == b"weights"
+    assert bpeforge.Tokenizer.load(model).encode(SAMPLE) == nano.encode(SAMPLE)
+    assert sorted(os.listdir(tmp_path)) == ["model"]
+
+
+def test_leftovers_of_killed_saves_are_removed_unless_a_live_save_holds_them(nano, tmp_path, monkeypatch):
+    import fcntl
+
+    dead = tmp_path / ".tok.deadbeef.tmp"  # a folder a killed save left
+    dead.mkdir()
+    (dead / io.RANKS_FILE).write_text("half")
+    live = tmp_path / ".tok.alive123.tmp"  # one a save under way holds
+    live.mkdir()
+    fd = os.open(live, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        nano.save(tmp_path / "tok")
+        assert dead.exists()  # too recent to be taken for a leftover (its save may have just begun)
+        monkeypatch.setattr(files, "LEFTOVER_AGE", 0.0)
+        nano.save(tmp_path / "tok")
+        assert not dead.exists() and live.exists()
+    finally:
+        os.close(fd)
+    planted = tmp_path / ".tok.symlink1.tmp"
+    planted.symlink_to(tmp_path / "tok")
+    nano.save(tmp_path / "tok")
+    assert planted.is_symlink() and (tmp_path / "tok" / io.META_FILE).is_file()  # a symlink is never followed

@@ -285,6 +285,19 @@ def test_export_refuses_an_existing_output_without_force(tmp_path, saved, capsys
     assert bpeforge.Tokenizer.load(tmp_path / "empty").mergeable_ranks == bpeforge.Tokenizer.load(saved).mergeable_ranks
 
 
+def test_eval_plot_follows_the_rule_too(tmp_path, saved, capsys):
+    pytest.importorskip("matplotlib")
+    text = tmp_path / "t.txt"
+    text.write_text(SAMPLE)
+    plot = tmp_path / "plot.png"
+    plot.write_bytes(b"mine")
+    argv = ["eval", str(saved), "--text", str(text), "--plot", str(plot)]
+    assert bpeforge.cli.main(argv) == 1
+    assert "already exists (use --force to replace it)" in capsys.readouterr().err and plot.read_bytes() == b"mine"
+    assert bpeforge.cli.main(argv + ["--force"]) == 0
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
 def test_count_checks_its_output_before_reading(tmp_path):
     docs = tmp_path / "docs.txt"
     docs.write_text("hello world\n")

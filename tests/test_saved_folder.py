@@ -390,6 +390,24 @@ def test_without_rename_exchange_a_folder_is_replaced_in_two_renames(nano, tmp_p
     assert sorted(os.listdir(tmp_path)) == ["tok"]  # the old folder removed, nothing left beside it
 
 
+def test_without_symlinks_train_writes_a_copy_beside_the_folder(tmp_path, monkeypatch):
+    import errno
+
+    docs = tmp_path / "docs.txt"
+    docs.write_text("\n".join(TEXTS))
+
+    def no_symlinks(*args, **kwargs):
+        raise OSError(errno.EPERM, "symlinks are not supported here")
+
+    monkeypatch.setattr(os, "symlink", no_symlinks)
+    for vocab in ("280", "290"):  # a first save, then one replacing it
+        argv = ["train", str(docs), "-q", "--vocab-size", vocab, "-o", str(tmp_path / "out" / "T"), "--force"]
+        assert bpeforge.cli.main(argv) == 0
+        ranks = bpeforge.Tokenizer.load(tmp_path / "out" / "T").mergeable_ranks
+        assert len(ranks) == int(vocab) - 9
+        assert not (tmp_path / "out" / "T.tiktoken").is_symlink() and load_tiktoken_bpe(str(tmp_path / "out" / "T.tiktoken")) == ranks
+
+
 def test_a_folder_holding_other_files_keeps_them(nano, tmp_path):
     model = tmp_path / "model"
     model.mkdir()

@@ -328,14 +328,14 @@ def _switch_in_two_renames(tmp: Path, folder: Path) -> None:
     _remove(old)
 
 
-def write_link(path: PathLike, target: str) -> None:
+def write_link(path: PathLike, target: str) -> bool:
     """Makes ``path`` a symlink to ``target`` (relative to ``path``'s folder), atomically,
-    replacing whatever file or link is there. Where symlinks cannot be made (a file system
-    without them), ``path`` becomes a copy of the file ``target`` names instead."""
+    replacing whatever file or link is there. Returns False, changing nothing, where symlinks
+    cannot be made (a file system without them)."""
     path = Path(path)
     with contextlib.suppress(OSError):
         if os.readlink(path) == target:
-            return
+            return True
     while True:
         tmp = path.with_name(f"{_prefix(path.name)}{secrets.token_hex(4)}.tmp")
         step()
@@ -344,9 +344,10 @@ def write_link(path: PathLike, target: str) -> None:
             break
         except FileExistsError:
             continue
-        except OSError:
-            write_file(path, (path.parent / target).read_bytes())
-            return
+        except OSError as e:
+            if e.errno in (errno.EPERM, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+                return False
+            raise
     try:
         step()
         os.replace(tmp, path)
@@ -355,6 +356,7 @@ def write_link(path: PathLike, target: str) -> None:
             os.unlink(tmp)
         raise
     fsync_folder(path.parent)
+    return True
 
 
 # ------------------------------------------------------------------------------ reading

@@ -109,12 +109,10 @@ def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, fo
         contents = huggingface.saved_files(tokenizer)
         with ctrl_c_held_back():  # the switch happens whole, or (on an error) not at all
             check_output(folder, tiktoken_file, force)  # again: it may have appeared while we trained
-            existed = folder.is_dir()
-            if existed:
-                files.write_link(tiktoken_file, link)  # the old folder's ranks, as the old file had
+            linked = folder.is_dir() and files.write_link(tiktoken_file, link)  # the old folder's ranks, as the old file had
             io.write_saved(folder, contents)
-            if not existed:
-                files.write_link(tiktoken_file, link)
+            if not linked and not files.write_link(tiktoken_file, link):
+                files.write_file(tiktoken_file, contents[io.RANKS_FILE])  # no symlinks here: a copy
         forget_cached_outputs(folder, tiktoken_file, output)
     except OSError as e:
         raise CLIError(f"cannot write the output {folder}: {e.strerror or e}") from None

@@ -78,6 +78,22 @@ def test_a_custom_pattern_saves_without_the_huggingface_files(tmp_path):
     assert bpeforge.Tokenizer.load(tmp_path / "t").pattern == r"\S+|\s+"
 
 
+def test_a_token_too_long_to_check_quickly_saves_without_the_huggingface_files(tmp_path):
+    from bpeforge.huggingface import LONGEST_TOKEN_SAVED
+
+    ranks = {bytes([i]): i for i in range(256)}
+    token = b"a"
+    while len(token) <= LONGEST_TOKEN_SAVED:
+        token += token
+        ranks[token] = len(ranks)
+    tok = bpeforge.Tokenizer(ranks, "gpt4")
+    tok.save(tmp_path / "t")
+    assert io.HF_TOKENIZER_FILE not in os.listdir(tmp_path / "t")
+    assert bpeforge.Tokenizer.load(tmp_path / "t").mergeable_ranks == ranks
+    tok.save_huggingface(tmp_path / "hf")  # asked for: written regardless
+    assert tokenizers.Tokenizer.from_file(str(tmp_path / "hf" / io.HF_TOKENIZER_FILE)).encode("a" * 3000).ids == tok.encode("a" * 3000)
+
+
 def test_a_folder_saved_by_version_1_still_loads():
     # Written by the version-1 writer (bpeforge's config in tokenizer.json), checked in.
     tok = bpeforge.Tokenizer.load(V1)

@@ -34,7 +34,6 @@ import errno
 import fcntl
 import os
 import re
-import secrets
 import shutil
 import signal
 import stat
@@ -315,7 +314,7 @@ def _switch(tmp: Path, folder: Path) -> None:
 def _switch_in_two_renames(tmp: Path, folder: Path) -> None:
     """Where folders cannot be swapped: the old folder renamed to a temporary name, the new one
     renamed into place, the old one removed; if the second rename fails, the old one is put back."""
-    old = folder.with_name(f"{_prefix(folder.name)}{secrets.token_hex(4)}.tmp")
+    old = folder.with_name(f"{_prefix(folder.name)}{os.urandom(4).hex()}.tmp")
     step()
     rename_new(folder, old)
     try:
@@ -337,7 +336,7 @@ def write_link(path: PathLike, target: str) -> bool:
         if os.readlink(path) == target:
             return True
     while True:
-        tmp = path.with_name(f"{_prefix(path.name)}{secrets.token_hex(4)}.tmp")
+        tmp = path.with_name(f"{_prefix(path.name)}{os.urandom(4).hex()}.tmp")
         step()
         try:
             os.symlink(target, tmp)  # fails if anything is at that name: never follows

@@ -376,17 +376,25 @@ def huggingface_files(tokenizer: BaseTokenizer) -> dict[str, bytes]:
     return {TOKENIZER_FILE: data.encode("utf-8"), CONFIG_FILE: config.encode("utf-8")}
 
 
+LONGEST_TOKEN_SAVED = 1024
+"""The longest token (in bytes) for which :meth:`bpeforge.Tokenizer.save` writes HuggingFace's
+files unasked: finding every pair that makes a token, and checking HF's merge order, take time
+quadratic in a token's length (a tokenizer trained on a 5 MB run of spaces has a 5 MB token).
+:meth:`~bpeforge.Tokenizer.save_huggingface` and ``bpeforge export`` have no such limit."""
+
+
 def saved_files(tokenizer: BaseTokenizer, *, extra_files: Optional[dict] = None, require_huggingface: bool = False) -> dict:
     """``{name: contents}`` of the saved folder of ``tokenizer`` (:func:`bpeforge.io.saved_files`)
     with HuggingFace's ``tokenizer.json`` and ``tokenizer_config.json``, which are left out when
-    HuggingFace cannot encode as tiktoken does (e.g. a custom split pattern), or then raise
-    ValueError if ``require_huggingface``."""
-    try:
-        hf = huggingface_files(tokenizer)
-    except ValueError:
-        if require_huggingface:
-            raise
-        hf = {}
+    HuggingFace cannot encode as tiktoken does (e.g. a custom split pattern) or a token is longer
+    than :data:`LONGEST_TOKEN_SAVED` bytes; ``require_huggingface``: always written, or ValueError."""
+    hf: dict = {}
+    if require_huggingface or max(map(len, tokenizer.mergeable_ranks), default=0) <= LONGEST_TOKEN_SAVED:
+        try:
+            hf = huggingface_files(tokenizer)
+        except ValueError:
+            if require_huggingface:
+                raise
     return io.saved_files(tokenizer, extra_files={**hf, **(extra_files or {})})
 
 

@@ -158,6 +158,29 @@ def test_the_merge_loops_agree_on_every_short_string():
             assert hf.merged_by_list(s, priority, ranks) == parts
 
 
+def test_the_compiled_check_finds_what_the_slow_one_finds():
+    """The compiled core's check (run on every export) against check_merges_agree, on random
+    small vocabularies and every string of up to 6 bytes (most of them no tie context): the
+    first string each loop splits otherwise, or none, is the same."""
+    rng = random.Random(29)
+    strings = [bytes(s) for n in range(1, 7) for s in itertools.product(b"abc", repeat=n)]
+    disagreed = 0
+    for _ in range(80):
+        ranks = random_ranks(rng)
+        merges = hf.merges_of(ranks)
+        # Half the lists shuffled whole, so that some disagree.
+        shuffled = sorted(merges, key=lambda pair: rng.random()) if rng.random() < 0.5 else merges
+        priority: dict = {}
+        for i, pair in enumerate(shuffled):
+            priority.setdefault(pair, i)
+        slow = next(((s, hf.merged_by_list(s, priority, ranks), hf.merged_by_rank(s, ranks)) for s in strings
+                     if hf.merged_by_list(s, priority, ranks) != hf.merged_by_rank(s, ranks)), None)
+        fast = bpeforge._core.first_merge_disagreement(list(ranks.items()), shuffled, strings)
+        assert (None if fast is None else tuple(fast)) == slow
+        disagreed += slow is not None
+    assert disagreed > 0, "some shuffled lists must disagree, or the test shows nothing"
+
+
 def test_what_hf_would_encode_otherwise_is_refused(tmp_path):
     custom = bpeforge.Tokenizer({bytes([b]): b for b in range(256)}, r"\S+|\s+")
     with pytest.raises(ValueError, match="custom regex; HuggingFace splits with another regex engine"):
@@ -171,14 +194,15 @@ def test_what_hf_would_encode_otherwise_is_refused(tmp_path):
         clash.save_huggingface(tmp_path / "c")
     ok = bpeforge.Tokenizer({bytes([b]): b for b in range(256)})
     ok.save(tmp_path / "saved")
-    with pytest.raises(ValueError, match="holds a saved bpeforge tokenizer"):
-        ok.save_huggingface(tmp_path / "saved")
+    before = {p.name: p.read_bytes() for p in (tmp_path / "saved").iterdir()}
+    ok.save_huggingface(tmp_path / "saved")  # a saved folder is what the export writes: the same files
+    assert {p.name: p.read_bytes() for p in (tmp_path / "saved").iterdir()} == before
     import tiktoken
 
     unchecked = bpeforge.Tokenizer.from_encoding(
         tiktoken.Encoding("odd", pat_str=PATTERNS["gpt4"], mergeable_ranks={bytes([b]): b for b in range(256)} | {b"abc": 256}, special_tokens={})
     )
-    with pytest.raises(ValueError, match=r"cannot export: invalid mergeable ranks: rank 256 \(b'abc'\) is not the concatenation"):
+    with pytest.raises(ValueError, match=r"cannot (save|export): invalid mergeable ranks: rank 256 \(b'abc'\) is not the concatenation"):
         unchecked.save_huggingface(tmp_path / "d")
     (tmp_path / "file").write_text("x")
     with pytest.raises(ValueError, match="it is a file"):
@@ -351,9 +375,13 @@ def test_import_names_a_bad_path(tmp_path):
     (tmp_path / "bad.json").write_text("{nope")
     with pytest.raises(ValueError, match="not valid JSON"):
         bpeforge.Tokenizer.from_huggingface(tmp_path / "bad.json")
-    bpeforge.Tokenizer({bytes([b]): b for b in range(256)}).save(tmp_path / "saved")
+    # A folder saved by bpeforge's format version 1, whose tokenizer.json was bpeforge's config
+    # (version 2's is HuggingFace's own, read like any other).
+    v1 = Path(__file__).parent / "data" / "saved-v1"
     with pytest.raises(ValueError, match="a bpeforge tokenizer's config.*Tokenizer.load"):
-        bpeforge.Tokenizer.from_huggingface(tmp_path / "saved")
+        bpeforge.Tokenizer.from_huggingface(v1)
+    bpeforge.Tokenizer({bytes([b]): b for b in range(256)}).save(tmp_path / "saved")
+    assert bpeforge.Tokenizer.from_huggingface(tmp_path / "saved").mergeable_ranks == {bytes([b]): b for b in range(256)}
 
 
 def test_export_then_import_is_the_same_tokenizer(exported, tmp_path):

@@ -11,7 +11,19 @@ import tiktoken.load
 
 import bpeforge
 from bpeforge import io
-from bpeforge.io import CONFIG_FILE, RANKS_FILE, TOKEN_BYTES_FILE, read_token_bytes
+from bpeforge.io import HF_CONFIG_FILE, HF_TOKENIZER_FILE, META_FILE, RANKS_FILE, TOKEN_BYTES_FILE, read_token_bytes
+
+SAVED = sorted([RANKS_FILE, META_FILE, TOKEN_BYTES_FILE, HF_TOKENIZER_FILE, HF_CONFIG_FILE])
+
+
+def resign(folder):
+    """Rewrites bpeforge.json with the checksums of the files as they are now, as if a save had
+    written them: what load then finds wrong it finds by parsing, not by a checksum."""
+    meta = json.loads((folder / META_FILE).read_text())
+    meta["files"] = {name: io._sha256((folder / name).read_bytes()) for name in meta["files"]}
+    meta.pop("sha256", None)
+    meta["sha256"] = io._sha256(io._canonical(meta))
+    (folder / META_FILE).write_text(json.dumps(meta))
 
 BYTES = {bytes([i]): i for i in range(256)}
 SAMPLE = "The quick brown fox; jumps over 12345 lazy dogs!\n\tdon't STOP — ünïcödé 日本語 🎉"
@@ -62,25 +74,26 @@ def test_tiktoken_reads_a_saved_file_anew_after_a_save_replaces_it(tok, tmp_path
 def test_no_temporary_files_left(tok, tmp_path):
     tok.save(tmp_path)
     tok.save(tmp_path)  # overwriting works too
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([RANKS_FILE, CONFIG_FILE, TOKEN_BYTES_FILE])
+    assert sorted(p.name for p in tmp_path.iterdir()) == SAVED
 
 
 def test_missing_directory_and_files(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a directory"):
         bpeforge.Tokenizer.load(tmp_path / "nope")
-    with pytest.raises(FileNotFoundError, match=CONFIG_FILE):
+    with pytest.raises(FileNotFoundError, match=META_FILE):
         bpeforge.Tokenizer.load(tmp_path)
 
 
 def saved(tok, tmp_path):
     tok.save(tmp_path)
-    return tmp_path / RANKS_FILE, tmp_path / CONFIG_FILE
+    return tmp_path / RANKS_FILE, tmp_path / META_FILE
 
 
 def test_truncated_ranks(tok, tmp_path):
     ranks, _ = saved(tok, tmp_path)
     lines = ranks.read_bytes().splitlines(keepends=True)
     ranks.write_bytes(b"".join(lines[:300]))
+    resign(tmp_path)
     with pytest.raises(bpeforge.TokenizerFileError, match="truncated"):
         bpeforge.Tokenizer.load(tmp_path)
 
@@ -89,6 +102,7 @@ def test_truncated_mid_line(tok, tmp_path):
     ranks, _ = saved(tok, tmp_path)
     data = ranks.read_bytes()
     ranks.write_bytes(data[: len(data) - 3])
+    resign(tmp_path)
     last = len(data.splitlines())
     with pytest.raises(bpeforge.TokenizerFileError, match=f"{RANKS_FILE}:{last}: rank"):
         bpeforge.Tokenizer.load(tmp_path)
@@ -96,13 +110,14 @@ def test_truncated_mid_line(tok, tmp_path):
 
 @pytest.mark.parametrize(
     "line, message",
-    [(b"!!notbase64 300\n", "bad base64"), (b"YWJj\n", "expected 'base64-token rank'"), (b"YWJj x\n", "bad rank")],
+    [(b"!!notbase64 300\n", "the token is not valid base64"), (b"YWJj\n", "expected 'base64-token rank'"), (b"YWJj x\n", "the rank is not an integer")],
 )
 def test_corrupt_line_names_file_and_line(tok, tmp_path, line, message):
     ranks, _ = saved(tok, tmp_path)
     lines = ranks.read_bytes().splitlines(keepends=True)
     lines[299] = line
     ranks.write_bytes(b"".join(lines))
+    resign(tmp_path)
     with pytest.raises(bpeforge.TokenizerFileError, match=f"{RANKS_FILE}:300: {message}"):
         bpeforge.Tokenizer.load(tmp_path)
 
@@ -112,7 +127,8 @@ def test_duplicate_token(tok, tmp_path):
     lines = ranks.read_bytes().splitlines(keepends=True)
     lines[300] = lines[299].split()[0] + b" 300\n"
     ranks.write_bytes(b"".join(lines))
-    with pytest.raises(bpeforge.TokenizerFileError, match=":301: token .* already has rank 299"):
+    resign(tmp_path)
+    with pytest.raises(bpeforge.TokenizerFileError, match=":301: the token of this line already has rank 299"):
         bpeforge.Tokenizer.load(tmp_path)
 
 
@@ -121,10 +137,12 @@ def test_a_rank_given_twice_names_the_line(tok, tmp_path):
     lines = ranks.read_bytes().splitlines(keepends=True)
     lines[-1] = lines[-1].split()[0] + b" 300\n"
     ranks.write_bytes(b"".join(lines))
+    resign(tmp_path)
     with pytest.raises(bpeforge.TokenizerFileError, match=rf":{len(lines)}: rank 300 is given twice"):
         bpeforge.Tokenizer.load(tmp_path)
     lines[-1] = lines[-1].split()[0] + b" -3\n"
     ranks.write_bytes(b"".join(lines))
+    resign(tmp_path)
     with pytest.raises(bpeforge.TokenizerFileError, match=rf":{len(lines)}: rank -3 is out of range"):
         bpeforge.Tokenizer.load(tmp_path)
 
@@ -154,9 +172,9 @@ def test_a_save_cut_off_between_files_is_caught(tok, tmp_path):
     other.save(tmp_path / "other")
     # As if a crash came after the new ranks were in place but before the new config.
     (tmp_path / RANKS_FILE).write_bytes((tmp_path / "other" / RANKS_FILE).read_bytes())
-    data = json.loads((tmp_path / CONFIG_FILE).read_text())
+    data = json.loads((tmp_path / META_FILE).read_text())
     data["n_ranks"] = len(other.mergeable_ranks)
-    (tmp_path / CONFIG_FILE).write_text(json.dumps(data))
+    (tmp_path / META_FILE).write_text(json.dumps(data))
     with pytest.raises(bpeforge.TokenizerFileError, match="does not match"):
         bpeforge.Tokenizer.load(tmp_path)
 
@@ -206,7 +224,7 @@ def test_saves_into_one_folder_from_two_threads(tmp_path):
             continue
         assert loaded.mergeable_ranks in [t.mergeable_ranks for t in tokenizers]
         assert read_token_bytes(tmp_path) == loaded.token_bytes()
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([RANKS_FILE, CONFIG_FILE, TOKEN_BYTES_FILE])
+    assert sorted(p.name for p in tmp_path.iterdir()) == SAVED
 
 
 def byte_ranks():
@@ -264,6 +282,7 @@ def test_config_fields_of_the_wrong_type(tok, tmp_path, edit, message):
     data = json.loads(config.read_text())
     edit(data)
     config.write_text(json.dumps(data))
+    resign(tmp_path)
     with pytest.raises(bpeforge.TokenizerFileError, match=message):
         bpeforge.Tokenizer.load(tmp_path)
 
@@ -349,9 +368,10 @@ def test_load_names_the_folder_of_an_out_of_range_special_id(tmp_path):
     import json
 
     bpeforge.Tokenizer(BYTES, special_tokens={"<|bos|>": 256}).save(tmp_path / "t")
-    config = json.loads((tmp_path / "t" / "tokenizer.json").read_text())
+    config = json.loads((tmp_path / "t" / META_FILE).read_text())
     config["special_tokens"]["<|bos|>"] = 2**64
-    (tmp_path / "t" / "tokenizer.json").write_text(json.dumps(config))
+    (tmp_path / "t" / META_FILE).write_text(json.dumps(config))
+    resign(tmp_path / "t")
     with pytest.raises(bpeforge.TokenizerFileError, match="special ids must be"):
         bpeforge.Tokenizer.load(tmp_path / "t")
 

@@ -23,8 +23,8 @@ LAYERS: list[set[str]] = [
     # leaves: exceptions, argument checks, split patterns, console progress, the version, mixing
     # sources' span counts (weights from sizes, the mix's record)
     {"bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version", "bpeforge.mixing"},
-    # the encoding core
-    {"bpeforge.base"},
+    # the encoding core; writing files crash-consistently
+    {"bpeforge.base", "bpeforge.files"},
     # a tokenizer's first ranks (a smaller vocabulary); plots (matplotlib, nothing of the package)
     {"bpeforge.prefix", "bpeforge.plot"},
     # files, training, tiktoken's named encodings

@@ -49,7 +49,7 @@ def recipes(draw) -> dict:
     """A recipe's options, every field drawn, made coherent: a superword transition between
     the bytes and specials and vocab_size, and a superword pattern only with one."""
     options = draw(st.fixed_dictionaries(VARIED))
-    least = 256 + len(options["special_tokens"])
+    least = 256 + len(options["special_tokens"]) + options["reserve_special_tokens"]
     if options["superword_transition"] is None:
         options["superword_pattern"] = None
     else:

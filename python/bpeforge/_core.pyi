@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 
 from typing_extensions import disjoint_base
 
-__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
+__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "first_merge_disagreement", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -378,7 +378,8 @@ class SpanCounts:
     def save(self, path: Union[str, os.PathLike[str]]) -> None:
         """Writes the counts to `path` as Parquet (span bytes as `binary`, counts as `uint64`, sorted
         by span; pattern, options, format version, totals and a checksum in the metadata),
-        atomically: a temporary file in the same folder, renamed into place. See
+        atomically: a temporary file in the same folder (created exclusively under an
+        unpredictable name, never through a symlink), flushed, renamed into place. See
         docs/span-counts.md.
         """
     @staticmethod
@@ -546,3 +547,12 @@ class JsonlReader(DocumentReader):
         batch_docs: Optional[int] = None,
         batch_bytes: Optional[int] = None,
     ) -> JsonlReader: ...
+
+def first_merge_disagreement(
+    ranks: Sequence[tuple[bytes, int]], merges: Sequence[tuple[bytes, bytes]], contexts: Sequence[bytes]
+) -> Optional[tuple[bytes, list[bytes], list[bytes]]]:
+    """The first of `contexts` (in their order) that HuggingFace's merge loop, given `merges` (pairs
+    of token bytes, the first place of a pair counting) with `ignore_merges` on, splits otherwise
+    than tiktoken does with `ranks` (token bytes and rank), and both splits: `(context, HF's
+    tokens, tiktoken's tokens)`. None when every context splits alike.
+    """

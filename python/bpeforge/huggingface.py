@@ -33,9 +33,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Optional, TypeVar, Union
 
-from . import _core
+from . import _core, io
 from .base import BaseTokenizer, check_tiktoken_parts
-from .io import write_atomic
 from .patterns import PATTERNS, SUPERWORD_PATTERN, pattern_label
 
 T = TypeVar("T", bound=BaseTokenizer)
@@ -69,10 +68,19 @@ def byte_level_alphabet() -> dict[int, str]:
     return alphabet
 
 
+@lru_cache(maxsize=1)
+def byte_level_table() -> dict[int, str]:
+    """The byte-level alphabet as a ``str.translate`` table over the bytes read as Latin-1."""
+    return dict(byte_level_alphabet())
+
+
 def byte_level(token: bytes) -> str:
-    """``token`` spelled in the byte-level alphabet (what HF's vocabulary and merges hold)."""
-    alphabet = byte_level_alphabet()
-    return "".join(alphabet[b] for b in token)
+    """``token`` spelled in the byte-level alphabet (what HF's vocabulary and merges hold).
+
+    >>> byte_level(b"a b")
+    'aĠb'
+    """
+    return token.decode("latin-1").translate(byte_level_table())
 
 
 @lru_cache(maxsize=1)
@@ -265,7 +273,16 @@ def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
     except ValueError as e:
         raise ValueError(f"cannot export: {e}") from None
     merges = merges_of(ranks)
-    check_merges_agree(ranks, merges, tokenizer.encoding._encode_single_piece)
+    # check_merges_agree's test, run by the compiled core (on every save: a 32k vocabulary has
+    # some 18 thousand contexts, seconds in Python).
+    contexts = sorted(set(tie_contexts(ranks, merges)), key=lambda c: (len(c), c))
+    disagreement = _core.first_merge_disagreement(list(ranks.items()), merges, contexts)
+    if disagreement is not None:
+        context, theirs, ours = disagreement
+        raise ValueError(
+            f"cannot export: HuggingFace's BPE would split {context!r} as {theirs!r} where tiktoken gives {ours!r} "
+            f"(a token made from two different pairs, merged in another order)"
+        )
     vocab = {byte_level(token): rank for token, rank in ranks.items()}
     added = []
     for name, special_id in sorted(tokenizer.special_tokens.items(), key=lambda x: x[1]):
@@ -304,11 +321,53 @@ def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
     }
 
 
+CHAT_TEMPLATE = (
+    "{%- set ns = namespace(system='') -%}"
+    "{{- bos_token -}}"
+    "{%- for message in messages -%}"
+    "{%- if message['role'] == 'system' -%}"
+    "{%- set ns.system = message['content'] + '\\n\\n' -%}"
+    "{%- elif message['role'] == 'user' -%}"
+    "{{- '<|user_start|>' + ns.system + message['content'] + '<|user_end|>' -}}"
+    "{%- set ns.system = '' -%}"
+    "{%- elif message['role'] == 'assistant' -%}"
+    "{{- '<|assistant_start|>' -}}"
+    "{%- if message['content'] is string -%}"
+    "{{- message['content'] -}}"
+    "{%- else -%}"
+    "{%- for part in message['content'] -%}"
+    "{%- if part['type'] == 'python' -%}"
+    "{{- '<|python_start|>' + part['text'] + '<|python_end|>' -}}"
+    "{%- elif part['type'] == 'python_output' -%}"
+    "{{- '<|output_start|>' + part['text'] + '<|output_end|>' -}}"
+    "{%- else -%}"
+    "{{- part['text'] -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- endif -%}"
+    "{{- '<|assistant_end|>' -}}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}"
+    "{{- '<|assistant_start|>' -}}"
+    "{%- endif -%}"
+)
+"""nanochat's chat format as a Jinja template for ``transformers``' ``apply_chat_template``:
+the text whose encoding (special tokens recognized, as ``apply_chat_template`` encodes) gives
+:func:`bpeforge.chat.render_conversation`'s ids, for conversations whose texts hold no special
+token's name and whose assistant parts do not put two text parts side by side (bpeforge
+encodes each part alone); ``add_generation_prompt`` ends it with ``<|assistant_start|>``, as
+:func:`bpeforge.chat.render_for_completion` does."""
+
+
 def transformers_config(tokenizer: BaseTokenizer) -> dict[str, Any]:
-    """``tokenizer_config.json`` for ``transformers.AutoTokenizer``: a fast tokenizer, the bos
-    and eos tokens where the tokenizer has them, no added prefix space or cleanup of spaces
-    (either would change the text), and every special token at its id (reserved ones
-    included), as transformers lists them in ``added_tokens_decoder``."""
+    """``tokenizer_config.json`` for ``transformers.AutoTokenizer``: a fast tokenizer, the bos,
+    eos and pad tokens where the tokenizer has them (pad: a dedicated ``<|pad|>``, else the eos
+    token), nanochat's chat template when it has nanochat's special tokens, no added prefix
+    space or cleanup of spaces (either would change the text), and every special token at its
+    id (reserved ones included), as transformers lists them in ``added_tokens_decoder``."""
+    from .base import NANOCHAT_SPECIAL_TOKENS
+
     specials = tokenizer.special_tokens
     config: dict[str, Any] = {
         "tokenizer_class": "PreTrainedTokenizerFast",
@@ -320,40 +379,69 @@ def transformers_config(tokenizer: BaseTokenizer) -> dict[str, Any]:
             for name, i in sorted(specials.items(), key=lambda item: item[1])
         },
     }
-    for role, candidates in (("bos_token", ("<|bos|>", "<|endoftext|>")), ("eos_token", ("<|eos|>", "<|endoftext|>"))):
+    roles = (
+        ("bos_token", ("<|bos|>", "<|endoftext|>")),
+        ("eos_token", ("<|eos|>", "<|assistant_end|>", "<|endoftext|>")),
+        ("pad_token", ("<|pad|>", "<|eos|>", "<|assistant_end|>", "<|endoftext|>")),
+    )
+    for role, candidates in roles:
         found = next((name for name in candidates if name in specials), None)
         if found is not None:
             config[role] = found
+    if all(name in specials for name in NANOCHAT_SPECIAL_TOKENS):
+        config["chat_template"] = CHAT_TEMPLATE
     return config
 
 
+def huggingface_files(tokenizer: BaseTokenizer) -> dict[str, bytes]:
+    """``{name: contents}`` of ``tokenizer.json`` and ``tokenizer_config.json`` for ``tokenizer``,
+    or ValueError if HF could not encode as tiktoken does (see the module docstring)."""
+    data = json.dumps(to_huggingface(tokenizer), indent=2, ensure_ascii=False) + "\n"
+    config = json.dumps(transformers_config(tokenizer), indent=2, ensure_ascii=False) + "\n"
+    return {TOKENIZER_FILE: data.encode("utf-8"), CONFIG_FILE: config.encode("utf-8")}
+
+
+LONGEST_TOKEN_SAVED = 1024
+"""The longest token (in bytes) for which :meth:`bpeforge.Tokenizer.save` writes HuggingFace's
+files unasked: finding every pair that makes a token, and checking HF's merge order, take time
+quadratic in a token's length (a tokenizer trained on a 5 MB run of spaces has a 5 MB token).
+:meth:`~bpeforge.Tokenizer.save_huggingface` and ``bpeforge export`` have no such limit."""
+
+
+def saved_files(tokenizer: BaseTokenizer, *, extra_files: Optional[dict] = None, require_huggingface: bool = False) -> dict:
+    """``{name: contents}`` of the saved folder of ``tokenizer`` (:func:`bpeforge.io.saved_files`)
+    with HuggingFace's ``tokenizer.json`` and ``tokenizer_config.json``, which are left out when
+    HuggingFace cannot encode as tiktoken does (e.g. a custom split pattern) or a token is longer
+    than :data:`LONGEST_TOKEN_SAVED` bytes; ``require_huggingface``: always written, or ValueError."""
+    hf: dict = {}
+    if require_huggingface or max(map(len, tokenizer.mergeable_ranks), default=0) <= LONGEST_TOKEN_SAVED:
+        try:
+            hf = huggingface_files(tokenizer)
+        except ValueError:
+            if require_huggingface:
+                raise
+    return io.saved_files(tokenizer, extra_files={**hf, **(extra_files or {})})
+
+
+def save_folder(
+    tokenizer: BaseTokenizer, directory: Union[str, os.PathLike], *, extra_files: Optional[dict] = None, require_huggingface: bool = False
+) -> None:
+    """:func:`bpeforge.io.save` with HuggingFace's files (:func:`saved_files`): the folder
+    :meth:`bpeforge.Tokenizer.save` writes."""
+    io.check_save_path(directory)
+    io.write_saved(Path(directory), saved_files(tokenizer, extra_files=extra_files, require_huggingface=require_huggingface))
+    io.forget_tiktoken_cache(os.path.join(os.fspath(directory), io.RANKS_FILE))  # the caller's spelling, `./` and all
+
+
 def save_huggingface(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike]) -> None:
-    """Writes ``tokenizer.json`` and ``tokenizer_config.json`` of ``tokenizer`` into
-    ``directory`` (created if needed), each atomically, or raises ValueError before writing
-    anything if HF could not encode as tiktoken does."""
+    """Writes the folder ``directory`` as :meth:`bpeforge.Tokenizer.save` does (the same files,
+    switched in one step), or raises ValueError before writing anything if HF could not encode
+    as tiktoken does: HuggingFace's ``tokenizer.json`` and ``tokenizer_config.json`` are then
+    always there."""
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise ValueError(f"cannot export to {os.fspath(directory)!r}: it is a file, and a HuggingFace tokenizer is a folder")
-    if holds_bpeforge_save(directory):
-        raise ValueError(
-            f"cannot export to {os.fspath(directory)!r}: it holds a saved bpeforge tokenizer, whose config is "
-            f"{TOKENIZER_FILE} too; export to another folder"
-        )
-    data = json.dumps(to_huggingface(tokenizer), indent=2, ensure_ascii=False) + "\n"
-    config = json.dumps(transformers_config(tokenizer), indent=2, ensure_ascii=False) + "\n"
-    directory.mkdir(parents=True, exist_ok=True)
-    write_atomic(directory / TOKENIZER_FILE, data.encode("utf-8"))
-    write_atomic(directory / CONFIG_FILE, config.encode("utf-8"))
-
-
-def holds_bpeforge_save(directory: Path) -> bool:
-    """Whether ``directory`` holds a tokenizer saved by ``Tokenizer.save``, whose config is
-    named ``tokenizer.json`` as HuggingFace's file is."""
-    try:
-        config = json.loads((directory / TOKENIZER_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return False
-    return isinstance(config, dict) and config.get("format") == "bpeforge"
+    save_folder(tokenizer, directory, require_huggingface=True)
 
 
 # ------------------------------------------------------------------------------ import

@@ -24,11 +24,10 @@ from __future__ import annotations
 
 import os
 import pickle
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
 from .base import BOS, NANOCHAT_SPECIAL_TOKENS
-from .io import write_atomic
+from . import huggingface, io
 from .patterns import PATTERNS
 from .tokenizer import Tokenizer
 
@@ -43,7 +42,7 @@ SPECIAL_TOKENS: list[str] = list(NANOCHAT_SPECIAL_TOKENS)
 SPLIT_PATTERN: str = PATTERNS["nanochat"]
 """nanochat's split pattern: GPT-4's, except that digits go one or two at a time (``\\p{N}{1,2}``)."""
 
-PICKLE_FILE = "tokenizer.pkl"
+PICKLE_FILE = io.PICKLE_FILE
 """The file nanochat's own ``RustBPETokenizer.from_directory`` reads: the pickled encoding."""
 
 
@@ -120,8 +119,8 @@ class RustBPETokenizer(Tokenizer):
         return super().get_bos_token_id() if self._bos_token_id is None else self._bos_token_id
 
     def save(self, tokenizer_dir: Union[str, os.PathLike]) -> None:
-        """Writes bpeforge's files (see :meth:`bpeforge.Tokenizer.save`), then ``tokenizer.pkl``,
+        """Writes bpeforge's files (see :meth:`bpeforge.Tokenizer.save`) and ``tokenizer.pkl``,
         the pickled encoding nanochat's own ``from_directory`` reads, so that the rest of
-        nanochat's pipeline finds the tokenizer where it looks."""
-        super().save(tokenizer_dir)
-        write_atomic(Path(tokenizer_dir) / PICKLE_FILE, pickle.dumps(self.encoding))
+        nanochat's pipeline finds the tokenizer where it looks: one folder, switched in one
+        step, whose ``bpeforge.json`` has the pickle's checksum too."""
+        huggingface.save_folder(self, tokenizer_dir, extra_files={PICKLE_FILE: pickle.dumps(self.encoding)})

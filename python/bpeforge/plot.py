@@ -124,7 +124,13 @@ def plot_curves(
     ax.set_title(title, fontsize=11)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(title="text" if len(curves) > 1 else None, loc="lower right", fontsize=9)
-    figure.savefig(os.fspath(path), format="png")
+    import io as _io
+
+    from .files import write_file
+
+    png = _io.BytesIO()
+    figure.savefig(png, format="png")
+    write_file(path, png.getvalue())  # atomically, never through a symlink planted at a temporary name
 
 
 def text_size(n_bytes: int) -> str:

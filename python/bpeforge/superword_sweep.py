@@ -152,15 +152,16 @@ class TransitionSweep:
 
     def save(self, directory: Union[str, "os.PathLike[str]"], *, plot: Optional[bool] = None) -> Optional[Path]:
         """Writes ``sweep.csv``, ``sweep.json``, each tokenizer (``plain/``, ``T/``) with its
-        ``.tiktoken``, and ``sweep.png`` (as :meth:`bpeforge.sweep.Sweep.save` does)."""
+        ``.tiktoken``, and ``sweep.png``, each atomically (as :meth:`bpeforge.sweep.Sweep.save`
+        does: ``bpeforge sweep`` builds a fresh folder and switches it whole)."""
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         for transition, tokenizer in self.tokenizers.items():
             name = PLAIN if transition is None else str(transition)
             tokenizer.save(folder / name)
-            (folder / f"{name}.tiktoken").write_bytes(io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
-        (folder / CSV_FILE).write_text(self.to_csv(), encoding="utf-8")
-        (folder / JSON_FILE).write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            io.write_atomic(folder / f"{name}.tiktoken", io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
+        io.write_atomic(folder / CSV_FILE, self.to_csv().encode("utf-8"))
+        io.write_atomic(folder / JSON_FILE, (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
         if plot is False:
             return None
         if plot is None:

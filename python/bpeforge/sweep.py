@@ -332,15 +332,15 @@ class Sweep:
         its ranks ``N.tiktoken``, and ``sweep.png``. ``plot``: None draws the plot when
         matplotlib is installed, True requires it (:class:`~bpeforge.plot.PlotUnavailable`),
         False never draws. Returns the plot's path, or None when none was drawn. Files of these
-        names are replaced; nothing else in ``directory`` is touched (``bpeforge sweep`` writes a
-        fresh folder)."""
+        names are replaced, each atomically; nothing else in ``directory`` is touched (``bpeforge
+        sweep`` builds a fresh folder and switches it whole)."""
         folder = Path(directory)
         folder.mkdir(parents=True, exist_ok=True)
         for size, tokenizer in self.tokenizers.items():
             tokenizer.save(folder / str(size))
-            (folder / f"{size}.tiktoken").write_bytes(io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
-        (folder / CSV_FILE).write_text(self.to_csv(), encoding="utf-8")
-        (folder / JSON_FILE).write_text(json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            io.write_atomic(folder / f"{size}.tiktoken", io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
+        io.write_atomic(folder / CSV_FILE, self.to_csv().encode("utf-8"))
+        io.write_atomic(folder / JSON_FILE, (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
         if plot is False:
             return None
         if plot is None:

@@ -279,27 +279,32 @@ class Tokenizer(BaseTokenizer):
     # --------------------------------------------------------------------------- files
 
     def save(self, directory: Union[str, os.PathLike]) -> None:
-        """Writes ``tokenizer.tiktoken`` (the ranks, loadable by
-        ``tiktoken.load.load_tiktoken_bpe``), ``tokenizer.json`` (pattern, special tokens) and
-        ``token_bytes.npy`` (bytes per token id) into ``directory``, each atomically. A
-        ``directory`` ending in ``.tiktoken`` (without a trailing slash) that is not a folder
-        already is refused with a ValueError: it names a ranks file, not the folder this writes."""
-        io.save(self, directory)
+        """Writes the folder ``directory``, which every library loads with the same ids:
+        ``tokenizer.tiktoken`` (the ranks, for ``tiktoken.load.load_tiktoken_bpe``),
+        ``tokenizer.json`` and ``tokenizer_config.json`` (for ``tokenizers`` and
+        ``transformers.AutoTokenizer``; left out when HuggingFace cannot encode as tiktoken does,
+        e.g. a custom split pattern), ``token_bytes.npy`` (bytes per token id, for nanochat) and
+        ``bpeforge.json`` (pattern, special tokens and every file's checksum, for :meth:`load`).
+        The folder is switched whole, in one step: readers and a crash see the old one or the
+        new one (see ``docs/tokenizer.md``). A ``directory`` ending in ``.tiktoken`` (without a
+        trailing slash) that is not a folder already is refused with a ValueError: it names a
+        ranks file, not the folder this writes."""
+        huggingface.save_folder(self, directory)
 
     @classmethod
     def load(cls, directory: Union[str, os.PathLike]) -> "Tokenizer":
-        """Reads a tokenizer written by :meth:`save`. A missing file raises FileNotFoundError;
-        a truncated or corrupt one raises :class:`bpeforge.TokenizerFileError` naming the file
-        and line."""
+        """Reads a tokenizer written by :meth:`save` (by this version or an earlier one). A
+        missing folder raises FileNotFoundError; a truncated, edited, mixed or symlinked file
+        raises :class:`bpeforge.TokenizerFileError` naming the file (never its contents)."""
         return io.load(directory, cls)
 
     # --------------------------------------------------------------------------- HuggingFace
 
     def save_huggingface(self, directory: Union[str, os.PathLike]) -> None:
-        """Writes ``tokenizer.json`` and ``tokenizer_config.json`` into ``directory``: a
-        ByteLevel BPE that ``tokenizers.Tokenizer.from_file`` and
-        ``transformers.PreTrainedTokenizerFast(tokenizer_file=...)`` load, giving the ids this
-        tokenizer gives. Raises ValueError, before writing anything, for what HuggingFace would
+        """Writes the folder ``directory`` as :meth:`save` does, requiring its ``tokenizer.json``
+        and ``tokenizer_config.json``: a ByteLevel BPE that ``tokenizers.Tokenizer.from_file`` and
+        ``transformers.AutoTokenizer`` load, giving the ids this tokenizer gives. Raises
+        ValueError, before writing anything, for what HuggingFace would
         encode otherwise (a custom split pattern; see ``docs/huggingface.md``). HF splits
         special tokens out of text, where :meth:`encode` keeps them as text.
 

@@ -21,7 +21,7 @@ def test_the_export_command(tmp_path, capsys):
     assert (tmp_path / "t.tiktoken").read_bytes() == (tmp_path / "tok" / "tokenizer.tiktoken").read_bytes()
     assert f'"<|bos|>": {tok.special_tokens["<|bos|>"]}' in capsys.readouterr().err
     assert main(["export", str(tmp_path / "tok"), "--format", "huggingface", "-o", str(tmp_path / "tok")]) == 1
-    assert "holds a saved bpeforge tokenizer" in capsys.readouterr().err
+    assert "already exists (use --force to replace it)" in capsys.readouterr().err
     assert main(["export", str(tmp_path / "nope"), "--format", "huggingface", "-o", str(tmp_path / "x")]) == 1
     assert capsys.readouterr().err == f"bpeforge: error: {tmp_path / 'nope'}: no such file or folder\n"
 

@@ -82,18 +82,19 @@ def test_an_output_path_through_a_missing_folder_creates_only_what_it_names(corp
 def test_force_ignores_what_an_interrupted_save_left(corpus, tmp_path):
     d, _ = corpus
     assert run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok").returncode == 0
-    (tmp_path / "tok" / f".tokenizer.json.{12345}.{67890}.tmp").write_text("{")  # a save cut off
-    (tmp_path / "tok" / f".tokenizer.tiktoken.{4242}.tmp").write_text("")  # the form without the thread
+    (tmp_path / "tok" / ".tokenizer.json.k2j_x9a0.tmp").write_text("{")  # a file's save cut off
+    (tmp_path / ".tok.ab12cd34.tmp").mkdir()  # a folder's save cut off, beside it
     r = run("train", d / "docs.txt", "--vocab-size", 350, "-o", tmp_path / "tok", "--force")
     assert r.returncode == 0, r.stderr
     assert check_saved(tmp_path / "tok").n_vocab == 350
     # Only such files: a folder of that name, or another name, is the user's.
-    (tmp_path / "tok" / ".tokenizer.json.\u0661.\u0662.tmp").write_text("mine")  # digits, but not ASCII ones
+    mine = tmp_path / "tok" / ".tokenizer.json.\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668.tmp"  # digits, not ASCII ones
+    mine.write_text("mine")
     r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok", "--force")
     assert r.returncode == 1 and "holds something other than a tokenizer" in r.stderr
-    assert (tmp_path / "tok" / ".tokenizer.json.\u0661.\u0662.tmp").read_text() == "mine"
-    (tmp_path / "tok" / ".tokenizer.json.\u0661.\u0662.tmp").unlink()
-    for name in (".tokenizer.json.123.456.tmp", ".tokenizer.json.notes.tmp"):
+    assert mine.read_text() == "mine"
+    mine.unlink()
+    for name in (".tokenizer.json.12345678.tmp", ".tokenizer.json.notes.tmp"):
         (tmp_path / "tok" / name).mkdir()
         (tmp_path / "tok" / name / "thesis.txt").write_text("precious")
         r = run("train", d / "docs.txt", "--vocab-size", 300, "-o", tmp_path / "tok", "--force")

@@ -81,7 +81,7 @@ def test_an_existing_output_is_replaced_only_with_force_and_only_if_a_sweep(tmp_
     out.mkdir()  # empty: used
     assert cli.main(sweep_argv(out, docs_file)) == 0
     assert cli.main(sweep_argv(out, docs_file, sizes="300,500")) == 1
-    assert "already exists and is not empty (use --force" in capsys.readouterr().err
+    assert "already exists (use --force to replace it)" in capsys.readouterr().err
     assert cli.main(sweep_argv(out, docs_file, "--force", sizes="300,500")) == 0
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["300", "500"]  # the old sizes are gone
     (out / "notes.txt").write_text("mine")

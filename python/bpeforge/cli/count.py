@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, List, Optional, Tuple
 
+from .. import files
 from .._core import SpanCounts
 from ..counts import Counted, count_with_figures
 from ..errors import SPLIT_FAILED, InputError
@@ -18,6 +19,7 @@ from ..inputs import Corpus
 from ..patterns import resolve_pattern
 from ..progress import ConsoleProgress
 from .arguments import CLIError, EXIT_USAGE, PROG, int_at_least, one_line, stderr_line
+from .outputs import check_free, check_parent
 from .report import Row, aligned, peak_memory, seconds
 from .ray import RAY_HELP, add_ray_options, check_ray_options, count_on_ray, on_ray
 from .signals import ctrl_c_ends_the_process
@@ -37,15 +39,14 @@ examples:
 
 
 def check_count_output(output: str, force: bool) -> Path:
-    """The output path, checked before any input is read: a ``.parquet`` file, not there yet
-    unless ``--force``; its folder is made if need be."""
+    """The output path, checked before any input is read: a ``.parquet`` file in a folder this
+    process can write, not there yet unless ``--force`` (the rule of every command,
+    :func:`~bpeforge.cli.outputs.check_free`); its folder is made if need be."""
     path = Path(output)
     if path.suffix != ".parquet":
         raise CLIError(f"-o {output}: span counts are written to a .parquet file (a folder of them loads as their sum)", EXIT_USAGE)
-    if path.is_dir():
-        raise CLIError(f"-o {output}: is a folder")
-    if path.exists() and not force:
-        raise CLIError(f"-o {output}: already exists (use --force to replace it)")
+    check_parent(path)  # before any input is read: an unwritable folder is found now, not after counting
+    check_free(path, force, folder=False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -134,6 +135,7 @@ def save_counts(counts: SpanCounts, output: Path) -> float:
     """Saves the span counts to ``output`` (``-o``); returns the seconds it took."""
     t_save = time.perf_counter()
     try:
+        files.remove_leftovers(output.parent, output.name)  # of an earlier count cut off
         counts.save(output)
     except OSError as e:
         raise CLIError(f"-o {output}: {one_line(e)}") from None

@@ -19,6 +19,7 @@ from ..eval import READ_BYTES, TextFile, evaluate, format_table, load_tokenizer,
 from ..plot import PlotUnavailable, import_matplotlib, plot_eval
 from ..tokenizer import Tokenizer
 from .arguments import EXIT_USAGE, PROG, CLIError, int_at_least, stderr_line
+from .outputs import check_free, check_parent
 
 EVAL_EPILOG = """\
 tokenizers:
@@ -54,6 +55,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
         help="also draw bytes per token against vocabulary size, a line per text, into this PNG file "
         "(needs matplotlib: pip install 'bpeforge[plot]')",
     )
+    p.add_argument("--force", action="store_true", help="replace an existing --plot file")
     p.add_argument(
         "--color", choices=["auto", "always", "never"], default="auto",
         help="colour the table (auto: when standard output is a terminal and NO_COLOR is unset)",
@@ -126,6 +128,8 @@ def run_eval(args: argparse.Namespace) -> int:
             import_matplotlib()  # said now, not after the texts are encoded
         except PlotUnavailable as e:
             raise CLIError(f"--plot: {e}") from None
+        check_parent(Path(args.plot))  # the rule of every command's outputs, checked before the work
+        check_free(Path(args.plot), args.force, folder=False)
     with tempfile.TemporaryDirectory(prefix="bpeforge-eval-") as spool:
         texts = _text_files(args.texts, Path(spool))
         tokenizers: Dict[str, Tokenizer] = {}

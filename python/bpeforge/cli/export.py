@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from ..eval import load_tokenizer
+from .. import huggingface, io
 from ..huggingface import TOKENIZER_FILE
 from ..io import ranks_to_tiktoken, write_atomic
 from ..tokenizer import Tokenizer
 from .arguments import PROG, CLIError, stderr_line
+from .outputs import check_free, check_parent
 
 EXPORT_EPILOG = """\
 tokenizers:
@@ -24,10 +26,15 @@ tokenizers:
   NAME                  a tiktoken encoding (gpt2, cl100k_base, ...); downloaded on first use
 
 formats:
-  huggingface           -o DIR: DIR/tokenizer.json and DIR/tokenizer_config.json, for
-                        tokenizers.Tokenizer.from_file and transformers' AutoTokenizer
+  huggingface           -o DIR: the folder Tokenizer.save writes, its tokenizer.json and
+                        tokenizer_config.json required (tokenizers.Tokenizer.from_file,
+                        transformers' AutoTokenizer), tokenizer.tiktoken, token_bytes.npy
+                        and bpeforge.json (Tokenizer.load)
   tiktoken              -o FILE: the ranks, for tiktoken.load.load_tiktoken_bpe (the split
                         pattern and the special tokens are not part of it: they are printed)
+
+An existing output is refused unless --force; even then a folder is replaced only if it holds
+nothing but files bpeforge writes there (an empty folder is written without --force).
 
 examples:
   bpeforge export out/tok --format huggingface -o out/tok-hf
@@ -47,6 +54,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("tokenizer", metavar="TOKENIZER", help="the tokenizer to write (see below)")
     p.add_argument("--format", required=True, choices=["huggingface", "tiktoken"], help="the format to write")
     p.add_argument("-o", "--output", required=True, metavar="PATH", help="the folder (huggingface) or file (tiktoken) to write")
+    p.add_argument("--force", action="store_true", help="replace an existing output (a folder only if it holds nothing but bpeforge's files)")
     p.add_argument("--pattern", default=None, help="split pattern of a .tiktoken file given without :PATTERN (preset name or regex)")
     p.set_defaults(run=run_export)
     return p
@@ -57,6 +65,8 @@ def is_huggingface_file(spec: str) -> bool:
     not a bpeforge save (whose config has that name too)."""
     path = Path(spec)
     if path.is_dir():
+        if os.path.lexists(path / io.META_FILE):
+            return False  # a bpeforge save (its tokenizer.json is HuggingFace's, read through bpeforge.json)
         path = path / TOKENIZER_FILE
         if not path.is_file():
             return False
@@ -83,19 +93,34 @@ def read_tokenizer(spec: str, pattern: Any) -> Tokenizer:
 
 def run_export(args: argparse.Namespace) -> int:
     """Runs ``bpeforge export`` with parsed ``args``; returns the exit code."""
-    tokenizer = read_tokenizer(args.tokenizer, args.pattern)
     output = Path(args.output)
+    # The output is checked before the tokenizer is read (and again just before writing).
+    check_export_output(output, args.format, args.force)
+    tokenizer = read_tokenizer(args.tokenizer, args.pattern)
     try:
         if args.format == "huggingface":
-            tokenizer.save_huggingface(output)
-            stderr_line(f"{PROG}: wrote {output / TOKENIZER_FILE} ({tokenizer.n_vocab:,} ids)")
+            contents = huggingface.saved_files(tokenizer, require_huggingface=True)
+            check_export_output(output, args.format, args.force)
+            io.write_saved(output, contents)
+            io.forget_tiktoken_cache(output / io.RANKS_FILE)
+            stderr_line(f"{PROG}: wrote {output}/ ({', '.join(n for n in io.SAVED_FILES if n in contents)}; {tokenizer.n_vocab:,} ids)")
         else:
-            if output.is_dir():
-                raise ValueError(f"{os.fspath(output)!r} is a folder; --format tiktoken writes one file")
+            check_export_output(output, args.format, args.force)
+            output.parent.mkdir(parents=True, exist_ok=True)
             write_atomic(output, ranks_to_tiktoken(tokenizer.mergeable_ranks))
+            io.forget_tiktoken_cache(output)
             stderr_line(f"{PROG}: wrote {output} ({len(tokenizer.mergeable_ranks):,} ranks); split pattern: {tokenizer.pattern}")
             if tokenizer.special_tokens:
                 stderr_line(f"{PROG}: special tokens (not in the file): {json.dumps(tokenizer.special_tokens, ensure_ascii=False)}")
     except (OSError, ValueError) as e:
         raise CLIError(" ".join(str(e).split())) from None
     return 0
+
+
+def check_export_output(output: Path, format: str, force: bool) -> None:
+    """The rule of every command's outputs (:func:`~bpeforge.cli.outputs.check_free`): a folder
+    for huggingface, a file for tiktoken."""
+    check_parent(output)
+    if format == "huggingface" and io.named_like_ranks_file(output):
+        raise CLIError(f"-o {output}: --format huggingface writes a folder, and this names a .tiktoken file")
+    check_free(output, force, folder=format == "huggingface", what="a tokenizer bpeforge saved")

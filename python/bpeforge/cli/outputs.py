@@ -1,17 +1,15 @@
-"""Where ``bpeforge train`` writes: the tokenizer folder and the ``.tiktoken`` file beside it,
-checked before training and written whole or not at all after it."""
+"""Where ``bpeforge train`` writes: the tokenizer folder and the ``.tiktoken`` link beside it,
+checked before training and switched whole after it; and the rule of ``--force`` every command
+follows (:func:`check_free`)."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import tempfile
 import time
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
-from .. import io
+from .. import files, huggingface, io
 from ..base import BaseTokenizer
 from .arguments import EXIT_USAGE, CLIError
 from .signals import ctrl_c_held_back
@@ -44,113 +42,80 @@ def output_paths(output: str) -> Tuple[Path, Path]:
 
 
 def holds_only_a_saved_tokenizer(folder: Path) -> bool:
-    """Whether ``folder`` is empty or holds a tokenizer bpeforge saved and nothing else: only
-    the files ``save`` writes (and what a save cut off leaves), and its ``tokenizer.json`` (if
-    there) says it is bpeforge's. A HuggingFace model folder also has a ``tokenizer.json``,
-    beside weights that ``--force`` must never delete."""
-    try:
-        names = {p.name for p in folder.iterdir()}
-    except OSError:
-        return False
-    names = {n for n in names if not io.is_save_leftover(folder, n)}
-    if not names <= {io.CONFIG_FILE, io.RANKS_FILE, io.TOKEN_BYTES_FILE}:
-        return False
-    if io.CONFIG_FILE in names:
+    """Whether ``folder`` is empty or holds nothing but the files a save writes (and what a save
+    cut off leaves): :func:`bpeforge.io.holds_only_saved_files`. A HuggingFace model folder
+    has a ``tokenizer.json`` too, beside weights that ``--force`` must never delete."""
+    return io.holds_only_saved_files(folder)
+
+
+def check_parent(path: Path) -> None:
+    """Refuses an output whose folder cannot be made or written: found before the work, not
+    after it (:func:`bpeforge.files.check_writable_parent`)."""
+    problem = files.check_writable_parent(path)
+    if problem is not None:
+        raise CLIError(f"cannot write the output {path}: {problem}")
+
+
+def check_free(path: Path, force: bool, *, folder: bool, ours: Callable[[Path], bool] = io.holds_only_saved_files, what: str = "bpeforge's outputs") -> None:
+    """The one rule of every command's outputs (docs/training.md, "Outputs"): nothing at
+    ``path``, or an empty folder, is written; anything else is refused unless ``force``, and
+    even then a folder only is replaced if ``ours`` says it holds nothing but what bpeforge
+    writes there (a file is replaced whatever it holds; a symlink is replaced, never followed).
+    ``folder``: whether the output is a folder (else a file)."""
+    if not os.path.lexists(path):
+        return
+    kind = "folder" if folder else "file"
+    if folder and not path.is_symlink():
+        if not path.is_dir():
+            raise CLIError(f"output {path} exists and is not a folder")
         try:
-            config = json.loads((folder / io.CONFIG_FILE).read_bytes())
-        except (OSError, ValueError):
-            return False
-        return isinstance(config, dict) and config.get("format") == io.FORMAT
-    return True
-
-
-def check_parent(folder: Path) -> None:
-    """Refuses an output whose parent cannot be made or written: found before training, not
-    after it. The closest existing ancestor must be a folder this process may write in, and
-    in which a file can be made: permissions do not stop root, but a read-only file system or
-    a folder such as ``/proc`` does, and only trying finds out (an empty file, removed at once)."""
-    parent = folder.absolute().parent
-    while not (parent.exists() or parent.is_symlink()) and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise CLIError(f"cannot write the output {folder}: {parent} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise CLIError(f"cannot write the output {folder}: no permission to write in {parent}")
-    try:
-        fd, probe = tempfile.mkstemp(prefix=f".{folder.name}.probe-", dir=parent)
-    except OSError as e:
-        raise CLIError(f"cannot write the output {folder}: cannot make a file in {parent} ({e.strerror or e})") from None
-    os.close(fd)
-    try:
-        os.unlink(probe)
-    except OSError:
-        pass
+            empty = next(os.scandir(path), None) is None
+        except OSError as e:
+            raise CLIError(f"cannot read the output folder {path}: {e.strerror or e}") from None
+        if empty:
+            return
+    elif path.is_dir() and not path.is_symlink():
+        raise CLIError(f"output {kind} {path} exists and is a folder")
+    if not force:
+        raise CLIError(f"output {kind} {path} already exists (use --force to replace it)")
+    if folder and not path.is_symlink() and not ours(path):
+        raise CLIError(f"output folder {path} exists and holds something other than {what}; not replacing it, even with --force")
 
 
 def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
-    """Refuses an existing output unless ``force``; even then only replaces a folder that is empty
-    or holds a saved tokenizer (so that ``-o ~ --force`` cannot wipe a home folder). Also refuses
-    an output whose parent cannot be written."""
+    """Refuses an existing output unless ``force`` (:func:`check_free`: even then only a folder
+    that holds nothing but a saved tokenizer, so that ``-o ~ --force`` cannot wipe a home
+    folder), and an output whose parent cannot be written."""
     check_parent(folder)
-    if folder.exists() or folder.is_symlink():
-        if not folder.is_dir():
-            raise CLIError(f"output {folder} exists and is not a folder")
-        if not force:
-            raise CLIError(f"output folder {folder} already exists (use --force to replace it)")
-        if not holds_only_a_saved_tokenizer(folder):
-            raise CLIError(
-                f"output folder {folder} exists and holds something other than a tokenizer bpeforge saved; not replacing it, even with --force"
-            )
-    if tiktoken_file.exists():
-        if tiktoken_file.is_dir():
-            raise CLIError(f"output file {tiktoken_file} exists and is a folder")
-        if not force:
-            raise CLIError(f"output file {tiktoken_file} already exists (use --force to replace it)")
+    check_free(folder, force, folder=True, what="a tokenizer bpeforge saved")
+    check_free(tiktoken_file, force, folder=False)
 
 
 def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, force: bool, output: Optional[str] = None) -> float:
-    """Writes the tokenizer folder and the ``.tiktoken`` file, each complete or not at all:
-    the folder is written under a temporary name beside it and renamed at the end. ``output``:
-    the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold. Returns the
-    seconds it took (for the report)."""
+    """Writes the tokenizer folder and the ``.tiktoken`` link beside it so that they switch
+    together: the folder is swapped whole in one step (:func:`bpeforge.io.write_saved`), and the
+    ``.tiktoken`` file is a relative symlink to the folder's ``tokenizer.tiktoken`` (pointed
+    there before a swap, while the folder still holds the old ranks; made after a first save).
+    ``output``: the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold.
+    Returns the seconds it took (for the report)."""
     t_start = time.perf_counter()
     parent = folder.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise CLIError(f"cannot create the output folder's parent {parent}: {e.strerror or e}") from None
-    tag = f"{os.getpid()}"
-    tmp = parent / f".{folder.name}.tmp-{tag}"
-    old = parent / f".{folder.name}.old-{tag}"
-    tmp_file = parent / f".{tiktoken_file.name}.tmp-{tag}"
+    link = f"{folder.name}/{io.RANKS_FILE}"
     try:
-        io.save(tokenizer, tmp)
-        tmp_file.write_bytes(io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
-        with ctrl_c_held_back():  # the two renames happen together, or (on an error) not at all
+        contents = huggingface.saved_files(tokenizer)
+        with ctrl_c_held_back():  # the switch happens whole, or (on an error) not at all
             check_output(folder, tiktoken_file, force)  # again: it may have appeared while we trained
-            if folder.exists():
-                os.rename(folder, old)
-            os.rename(tmp, folder)
-            try:
-                os.replace(tmp_file, tiktoken_file)
-            except OSError:
-                os.rename(folder, tmp)  # take the new folder back out, so that nothing is half-done
-                raise
+            linked = folder.is_dir() and files.write_link(tiktoken_file, link)  # the old folder's ranks, as the old file had
+            io.write_saved(folder, contents)
+            if not linked and not files.write_link(tiktoken_file, link):
+                files.write_file(tiktoken_file, contents[io.RANKS_FILE])  # no symlinks here: a copy
         forget_cached_outputs(folder, tiktoken_file, output)
     except OSError as e:
         raise CLIError(f"cannot write the output {folder}: {e.strerror or e}") from None
-    finally:
-        if old.exists() or old.is_symlink():
-            if folder.exists():
-                if old.is_symlink():
-                    old.unlink()  # a link to the replaced tokenizer: the link goes, not its target
-                else:
-                    shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.rename(old, folder)  # put the replaced tokenizer back
-        shutil.rmtree(tmp, ignore_errors=True)
-        if tmp_file.exists():
-            tmp_file.unlink()
     return time.perf_counter() - t_start
 
 

@@ -11,24 +11,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Union
 
+from .. import files
 from .._core import SpanCounts
 from ..errors import EvalError, InputError
 from ..eval import TextFile
 from ..plot import INSTALL_HINT
 from ..progress import ConsoleProgress, is_terminal
 from ..sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, check_vocab_sizes, sizes_reached, stopped_note
-from ..superword_sweep import PLAIN, check_transitions, sweep_superword_transitions
+from ..superword_sweep import PLAIN, TransitionSweep, check_transitions, sweep_superword_transitions
 from ..tokenizer import Tokenizer
 from ..training import TrainedRanks
 from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, one_line, stderr_line
-from .outputs import check_parent, holds_only_a_saved_tokenizer
 from .count import count_corpus
+from .outputs import check_free, check_parent, holds_only_a_saved_tokenizer
 from .mix import add_source_options, count_and_mix, find_source, heldout_texts, loaded_pattern, parse_sources, parse_weights
 from .signals import ctrl_c_ends_the_process, ctrl_c_held_back
 from .train import (
@@ -158,6 +158,8 @@ def holds_only_a_sweep(folder: Path) -> bool:
         return False
     for entry in entries:
         name = entry.name
+        if files.is_leftover(name) and entry.is_file() and not entry.is_symlink():
+            continue
         tokenizer = name.isdecimal() or name == PLAIN  # a size's, a transition's, or plain BPE's
         stem = name[: -len(".tiktoken")] if name.endswith(".tiktoken") else None
         if name in (CSV_FILE, JSON_FILE, PLOT_FILE) or (stem is not None and (stem == PLAIN or stem.isdecimal())):
@@ -171,43 +173,22 @@ def holds_only_a_sweep(folder: Path) -> bool:
 
 def check_sweep_output(folder: Path, force: bool) -> None:
     """Refuses an output folder that holds something, unless ``force`` and it is an earlier
-    sweep's; and one whose parent cannot be written."""
+    sweep's (the rule of every command: :func:`~bpeforge.cli.outputs.check_free`); and one
+    whose parent cannot be written."""
     check_parent(folder)
-    if not (folder.exists() or folder.is_symlink()):
-        return
-    if not folder.is_dir():
-        raise CLIError(f"output {folder} exists and is not a folder")
-    try:
-        empty = next(folder.iterdir(), None) is None
-    except OSError as e:
-        raise CLIError(f"cannot read the output folder {folder}: {e.strerror or e}") from None
-    if empty:
-        return
-    if not force:
-        raise CLIError(f"output folder {folder} already exists and is not empty (use --force to replace an earlier sweep)")
-    if not holds_only_a_sweep(folder):
-        raise CLIError(f"output folder {folder} holds something other than an earlier sweep's outputs; not replacing it, even with --force")
+    check_free(folder, force, folder=True, ours=holds_only_a_sweep, what="an earlier sweep's outputs")
 
 
-def save_sweep(sweep: Sweep, folder: Path, force: bool) -> bool:
-    """Writes the sweep into ``folder`` whole or not at all (a temporary folder beside it,
-    renamed); returns whether the plot was drawn."""
-    parent = folder.parent
-    tag = str(os.getpid())
-    tmp, old = parent / f".{folder.name}.tmp-{tag}", parent / f".{folder.name}.old-{tag}"
+def save_sweep(sweep: Union[Sweep, TransitionSweep], folder: Path, force: bool) -> bool:
+    """Writes the sweep as the folder ``folder``, switched whole in one step
+    (:func:`bpeforge.files.new_folder`); returns whether the plot was drawn."""
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        drawn = sweep.save(tmp) is not None
-        with ctrl_c_held_back():
-            check_sweep_output(folder, force)  # again: it may have been filled while we trained
-            if folder.exists():
-                os.rename(folder, old)
-            os.rename(tmp, folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        # Checked again just before the switch: the output may have been filled while we trained.
+        with files.new_folder(folder, guard=ctrl_c_held_back, before_switch=lambda: check_sweep_output(folder, force)) as tmp:
+            drawn = sweep.save(tmp) is not None
     except OSError as e:
         raise CLIError(f"cannot write the output {folder}: {e.strerror or e}") from None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(old, ignore_errors=True)
     return drawn
 
 
@@ -337,7 +318,7 @@ def run_transition_sweep(args: argparse.Namespace) -> int:
     progress, show = start_progress(args, found, "Counting")
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
         counted = {}
-        for name, pattern in (("plain", recipe.pattern), ("superword", recipe.superword_pattern)):
+        for name, pattern in (("plain", recipe.pattern), ("superword", recipe.encoding_pattern)):
             corpus = open_corpus(args, found, progress, show)
             try:
                 counted[name] = count_corpus(args, corpus, pattern, progress).counts

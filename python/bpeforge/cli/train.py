@@ -81,10 +81,12 @@ documents:
   measured on the start of the training text (1 MB at most).
 
 output:
-  -o DIR writes DIR/ (tokenizer.tiktoken + tokenizer.json + token_bytes.npy, for bpeforge.Tokenizer.load)
-  and DIR.tiktoken beside it (the ranks alone, for tiktoken.load.load_tiktoken_bpe). An -o
-  ending in .tiktoken names that file, and the folder is the same name without it. Both
-  appear only once training succeeded (written to a temporary folder, then renamed).
+  -o DIR writes the folder DIR/ that bpeforge, tiktoken, tokenizers, transformers and nanochat
+  load (tokenizer.tiktoken, tokenizer.json, tokenizer_config.json, token_bytes.npy, bpeforge.json)
+  and DIR.tiktoken beside it, a link to DIR/tokenizer.tiktoken (for load_tiktoken_bpe). An -o
+  ending in .tiktoken names that link, and the folder is the same name without it. Both appear
+  only once training succeeded (built in a temporary folder, then switched in one step); an
+  existing output is replaced only with --force, and a folder only if it holds nothing else.
 
 progress and errors:
   Progress (reading: documents, MB, MB/s; merging: a bar, and a line per 1% of the merges

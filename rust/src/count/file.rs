@@ -61,19 +61,88 @@ fn format_error(e: impl std::fmt::Display) -> ReadError {
 }
 
 /// Writes `spans` with their `pattern` and `options` to `path`, atomically: to a temporary file
-/// in the same folder, flushed to disk, then renamed over `path`.
+/// in the same folder, created exclusively under an unpredictable name (`.NAME.XXXXXXXX.tmp`,
+/// `O_CREAT|O_EXCL|O_NOFOLLOW`: a symlink planted there is never followed), flushed to disk,
+/// renamed over `path` (a symlink at `path` is replaced, not followed), and the folder flushed.
+/// A cut-off save leaves the temporary file, which loading a folder of counts skips (its name
+/// starts with a dot).
 pub fn save(path: &Path, pattern: &str, options: &str, spans: &SortedSpans) -> std::io::Result<()> {
     let name = path.file_name().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"))?;
-    let thread = format!("{:?}", std::thread::current().id()).chars().filter(char::is_ascii_digit).collect::<String>();
-    let temp = path.with_file_name(format!(".{}.tmp-{}-{thread}", name.to_string_lossy(), std::process::id()));
-    let written = write(&temp, pattern, options, spans).and_then(|()| std::fs::rename(&temp, path));
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let (file, temp) = create_temporary(parent, &name.to_string_lossy())?;
+    kill_point();
+    let written = write(file, pattern, options, spans).and_then(|()| {
+        kill_point();
+        std::fs::rename(&temp, path)
+    });
     if written.is_err() {
         let _ = std::fs::remove_file(&temp);
+        return written;
     }
-    written
+    // The rename itself, flushed (some file systems refuse fsync on a folder: nothing more to do).
+    if let Ok(folder) = File::open(parent) {
+        let _ = folder.sync_all();
+    }
+    Ok(())
 }
 
-fn write(path: &Path, pattern: &str, options: &str, spans: &SortedSpans) -> std::io::Result<()> {
+/// A new file `.NAME.XXXXXXXX.tmp` in `folder` (eight random characters of `[a-z0-9]`, as
+/// Python's `mkstemp` makes them), created exclusively and never through a symlink; retried
+/// under another name if one is taken.
+fn create_temporary(folder: &Path, name: &str) -> std::io::Result<(File, std::path::PathBuf)> {
+    use std::hash::{BuildHasher, Hasher};
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let short: String = name.chars().take(100).collect();
+    loop {
+        // RandomState is seeded from the system's random source, per process and per call.
+        let mut bits = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        let random: String = (0..8)
+            .map(|_| {
+                let c = ALPHABET[(bits % ALPHABET.len() as u64) as usize] as char;
+                bits /= ALPHABET.len() as u64;
+                c
+            })
+            .collect();
+        let temp = folder.join(format!(".{short}.{random}.tmp"));
+        kill_point();
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true); // O_CREAT|O_EXCL: fails on anything there, a symlink too
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        }
+        match options.open(&temp) {
+            Ok(file) => return Ok((file, temp)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Testing hook, as bpeforge.files' in Python: with `BPEFORGE_KILL_AT_STEP=N` set, the N-th
+/// filesystem step of a save (temporary file created, written, renamed) kills the process
+/// (SIGKILL), so that tests can cut a save off at every step in turn.
+fn kill_point() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static STEPS: AtomicUsize = AtomicUsize::new(0);
+    if let Some(at) = std::env::var_os("BPEFORGE_KILL_AT_STEP").and_then(|v| v.to_str().and_then(|v| v.parse::<usize>().ok())) {
+        if STEPS.fetch_add(1, Ordering::SeqCst) + 1 == at {
+            #[cfg(target_os = "linux")]
+            // SAFETY: kill(2) with this process's own id and a valid signal number.
+            unsafe {
+                libc::kill(libc::getpid(), libc::SIGKILL);
+            }
+            #[cfg(not(target_os = "linux"))]
+            std::process::abort();
+        }
+    }
+}
+
+fn write(file: File, pattern: &str, options: &str, spans: &SortedSpans) -> std::io::Result<()> {
     let to_io = |e: parquet::errors::ParquetError| std::io::Error::other(e.to_string());
     let schema = Arc::new(
         parse_message_type("message span_counts { required binary span; required int64 count (INTEGER(64,false)); }").map_err(to_io)?,
@@ -97,7 +166,6 @@ fn write(path: &Path, pattern: &str, options: &str, spans: &SortedSpans) -> std:
         .set_max_row_group_size(ROWS_PER_GROUP)
         .set_key_value_metadata(Some(metadata))
         .build();
-    let file = File::create(path)?;
     let mut writer = SerializedFileWriter::new(file, schema, Arc::new(properties)).map_err(to_io)?;
     // The spans are slices of one shared buffer (no allocation per span).
     let all = bytes::Bytes::copy_from_slice(spans.spans().bytes());

@@ -1,0 +1,72 @@
+//! Whether HuggingFace's BPE, given a list of merges, splits some spans as tiktoken does with
+//! the ranks: the check `huggingface.to_huggingface` runs on every export (and so every save)
+//! before writing a `tokenizer.json`. `bpeforge.huggingface.check_merges_agree` says which spans
+//! and why, and is the slow reference this is tested against; here the spans are split in
+//! parallel without the GIL (a 32k vocabulary has some 18 thousand such spans).
+
+use pyo3::prelude::*;
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+
+use super::to_py;
+use crate::encode::Encoder;
+
+/// The first of `contexts` (in their order) that HuggingFace's merge loop, given `merges` (pairs
+/// of token bytes, the first place of a pair counting) with `ignore_merges` on, splits otherwise
+/// than tiktoken does with `ranks` (token bytes and rank), and both splits: `(context, HF's
+/// tokens, tiktoken's tokens)`. None when every context splits alike.
+#[pyfunction]
+pub(super) fn first_merge_disagreement(
+    py: Python<'_>,
+    ranks: Vec<(Vec<u8>, u32)>,
+    merges: Vec<(Vec<u8>, Vec<u8>)>,
+    contexts: Vec<Vec<u8>>,
+) -> PyResult<Option<(Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>)>> {
+    py.detach(|| {
+        let token_of: FxHashMap<u32, &[u8]> = ranks.iter().map(|(token, rank)| (*rank, &token[..])).collect();
+        let whole: FxHashMap<&[u8], u32> = ranks.iter().map(|(token, rank)| (&token[..], *rank)).collect();
+        let encoder = Encoder::new(ranks.iter().cloned()).map_err(to_py)?;
+        let mut priority: FxHashMap<(&[u8], &[u8]), usize> = FxHashMap::default();
+        for (place, (left, right)) in merges.iter().enumerate() {
+            priority.entry((&left[..], &right[..])).or_insert(place);
+        }
+        let splits = |context: &[u8]| {
+            let mut ids = Vec::new();
+            encoder.encode_span(context, &mut ids);
+            // Every id the encoder gives is one of the ranks it was made with.
+            let ours: Vec<Vec<u8>> = ids.iter().map(|id| token_of.get(id).map_or_else(Vec::new, |t| t.to_vec())).collect();
+            let theirs = if whole.contains_key(context) { vec![context.to_vec()] } else { merged_by_list(context, &priority) };
+            (theirs, ours)
+        };
+        let first = contexts.par_iter().position_first(|context| {
+            let (theirs, ours) = splits(context);
+            theirs != ours
+        });
+        Ok(first.map(|k| {
+            let (theirs, ours) = splits(&contexts[k]);
+            (contexts[k].clone(), theirs, ours)
+        }))
+    })
+}
+
+/// The parts of `piece` once every byte starts as a part and the adjacent pair listed first in
+/// `priority` is merged, the leftmost of equals, until no adjacent pair is listed: HuggingFace's
+/// loop. Each adjacent pair's place is looked up once, and again only when a merge beside it
+/// changes it (contexts are a few tokens long: the lowest place is found by a scan).
+fn merged_by_list(piece: &[u8], priority: &FxHashMap<(&[u8], &[u8]), usize>) -> Vec<Vec<u8>> {
+    // Part k is piece[starts[k]..starts[k + 1]]; places[k] is the place of the pair (k, k + 1).
+    let mut starts: Vec<usize> = (0..=piece.len()).collect();
+    let place = |starts: &[usize], k: usize| priority.get(&(&piece[starts[k]..starts[k + 1]], &piece[starts[k + 1]..starts[k + 2]])).copied();
+    let mut places: Vec<Option<usize>> = (0..piece.len().saturating_sub(1)).map(|k| place(&starts, k)).collect();
+    while let Some((k, _)) = places.iter().enumerate().filter_map(|(k, p)| p.map(|p| (k, p))).min_by_key(|&(k, p)| (p, k)) {
+        starts.remove(k + 1);
+        places.remove(k);
+        if k < places.len() {
+            places[k] = place(&starts, k);
+        }
+        if k > 0 {
+            places[k - 1] = place(&starts, k - 1);
+        }
+    }
+    starts.windows(2).map(|w| piece[w[0]..w[1]].to_vec()).collect()
+}

@@ -367,6 +367,8 @@ def read_json(path: Union[str, os.PathLike]) -> tuple[Path, dict[str, Any]]:
         raise FileNotFoundError(f"{path}: no such file (expected a HuggingFace tokenizer.json or a folder holding one)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise NotRepresentable(f"{path}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise NotRepresentable(f"{path}: not a HuggingFace tokenizer.json (its JSON is nested too deeply to read)") from None
     if isinstance(data, dict) and data.get("format") == "bpeforge":
         raise NotRepresentable(f"{path}: a bpeforge tokenizer's config, not HuggingFace's tokenizer.json: read it with Tokenizer.load")
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
@@ -489,8 +491,11 @@ def check_merges(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
     make tokens in the order of their ids: HF merges by the place in this list, tiktoken by the
     id made, so the two orders must be one. (A pair of tokens that is no merge but makes a
     token, which tiktoken would merge and HF not, is argued never to meet in
-    ``docs/huggingface.md`` for merges made by training, and tested.)"""
+    ``docs/huggingface.md`` for merges made by training, and tested.) Every token of more than
+    one byte must be made by some merge: HF reaches a token no merge makes only as a whole span
+    (with ``ignore_merges``), where tiktoken merges its two parts inside longer spans too."""
     last = -1
+    made_tokens: set[bytes] = set()
     for i, merge in enumerate(merges):
         pair = parse_merge(merge)
         left, right = (None, None) if pair is None else (from_byte_level(pair[0]), from_byte_level(pair[1]))
@@ -505,6 +510,15 @@ def check_merges(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
                 f"follow the ids they make, which tiktoken's ranks need"
             )
         last = made
+        made_tokens.add(left + right)
+    unmade = [token for token in ranks if len(token) > 1 and token not in made_tokens]
+    if unmade:
+        token = min(unmade, key=ranks.__getitem__)
+        raise refuse(
+            f"vocabulary entry {byte_level(token)!r} (id {ranks[token]}) is made by no merge: HF gives it only for a "
+            f"span that is that token whole, where tiktoken also merges its parts inside longer spans"
+            + (f" ({len(unmade)} such entries)" if len(unmade) > 1 else "")
+        )
 
 
 def check_tokens_are_reached(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:

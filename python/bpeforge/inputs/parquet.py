@@ -99,8 +99,9 @@ def _close(pf) -> None:
 
 def _open_parquet(source: Source, pa):
     try:
-        # Stream each column chunk through a 1 MB buffer rather than loading it whole.
-        return pa.parquet.ParquetFile(source.path, pre_buffer=False, buffer_size=1 << 20)
+        # Stream each column chunk through a 1 MB buffer rather than loading it whole; a page
+        # that carries a checksum is checked against it (as bpeforge's own reader does).
+        return pa.parquet.ParquetFile(source.path, pre_buffer=False, buffer_size=1 << 20, page_checksum_verification=True)
     except FileNotFoundError:
         raise InputError(f"{source.path}: no such file") from None
     except (pa.ArrowException, OSError, ValueError) as e:

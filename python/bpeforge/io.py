@@ -62,6 +62,10 @@ def write_atomic(path: Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:  # named by the file asked for, not the temporary one (a full disk too)
+        if e.errno is None:
+            raise
+        raise type(e)(e.errno, e.strerror, os.fspath(path)) from None
     finally:
         if tmp.exists():
             tmp.unlink()

@@ -297,8 +297,8 @@ class SpanCounts:
     def save(self, path: Union[str, os.PathLike[str]]) -> None:
         """Writes the counts to `path` as Parquet (span bytes as `binary`, counts as `uint64`, sorted
         by span; pattern, options, format version, totals and a checksum in the metadata),
-        atomically: a temporary file in the same folder, renamed into place. See
-        docs/span-counts.md.
+        atomically: a temporary file in the same folder (created if needed), renamed into place.
+        See docs/span-counts.md.
         """
     @staticmethod
     def load(path: Union[str, os.PathLike[str]]) -> SpanCounts:

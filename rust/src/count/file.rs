@@ -61,9 +61,13 @@ fn format_error(e: impl std::fmt::Display) -> ReadError {
 }
 
 /// Writes `spans` with their `pattern` and `options` to `path`, atomically: to a temporary file
-/// in the same folder, flushed to disk, then renamed over `path`.
+/// in the same folder (created if needed, as `bpeforge count -o` and `Tokenizer.save` do),
+/// flushed to disk, then renamed over `path`.
 pub fn save(path: &Path, pattern: &str, options: &str, spans: &SortedSpans) -> std::io::Result<()> {
     let name = path.file_name().ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "no file name"))?;
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)?;
+    }
     let thread = format!("{:?}", std::thread::current().id()).chars().filter(char::is_ascii_digit).collect::<String>();
     let temp = path.with_file_name(format!(".{}.tmp-{}-{thread}", name.to_string_lossy(), std::process::id()));
     let written = write(&temp, pattern, options, spans).and_then(|()| std::fs::rename(&temp, path));

@@ -320,8 +320,8 @@ impl PySpanCounts {
 
     /// Writes the counts to `path` as Parquet (span bytes as `binary`, counts as `uint64`, sorted
     /// by span; pattern, options, format version, totals and a checksum in the metadata),
-    /// atomically: a temporary file in the same folder, renamed into place. See
-    /// docs/span-counts.md.
+    /// atomically: a temporary file in the same folder (created if needed), renamed into place.
+    /// See docs/span-counts.md.
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         py.detach(|| file::save(&path, &self.pattern, &self.options, &self.spans))
             .map_err(|e| read_error(&path, ReadError::Io(e)))

@@ -129,7 +129,8 @@ def test_a_page_whose_checksum_fails_is_refused(tmp_path, arrow, dictionary):
     as pyarrow's own check does, instead of reading the changed text."""
     p = tmp_path / "x.parquet"
     texts = [f"row {i} of the sums" for i in range(1000)] + ["the checked text"]
-    pq.write_table(pa.table({"text": texts}), p, compression="none", use_dictionary=dictionary, write_page_checksum=True)
+    pq.write_table(pa.table({"text": texts}), p, compression="none", use_dictionary=dictionary, write_statistics=False, write_page_checksum=True)
+    assert p.read_bytes().count(b"the checked text") == 1  # in a page, not in statistics
     assert docs_of(read_parquet(text_source(p), arrow=arrow)) == texts
     data = bytearray(p.read_bytes())
     at = data.index(b"the checked text")

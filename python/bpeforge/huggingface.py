@@ -451,6 +451,11 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
         specials[added["content"]] = added["id"]
     ids_of_specials = set(specials.values())
     ranks: dict[bytes, int] = {}
+    # The file's JSON is let go of part by part as it is read (the vocabulary once it is ranks,
+    # the merges once checked), so that for millions of tokens it is not held beside the
+    # checks of the ranks and the tokenizer made of them (several times the ranks' size each).
+    del data
+    model.pop("vocab")
     for text, token_id in vocab.items():
         if token_id in ids_of_specials:
             if specials.get(text) != token_id:
@@ -460,6 +465,7 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
         if token is None or not token:
             raise refuse(f"vocabulary entry {text!r} (id {token_id}) is not spelled in the byte-level alphabet")
         ranks[token] = token_id
+    del vocab
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise refuse(f"the single byte {bytes([missing[0]])!r} is not in the vocabulary ({len(missing)} bytes missing)")
@@ -470,6 +476,7 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
     check_merges(merges, ranks, refuse)
     if not model.get("ignore_merges"):
         check_tokens_are_reached(merges, ranks, refuse)
+    del model, merges, added_tokens
     try:
         return tokenizer_class(ranks, pattern, specials, name=path.parent.name or "huggingface")
     except ValueError as e:
@@ -495,24 +502,28 @@ def check_merges(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
     one byte must be made by some merge: HF reaches a token no merge makes only as a whole span
     (with ``ignore_merges``), where tiktoken merges its two parts inside longer spans too."""
     last = -1
-    made_tokens: set[bytes] = set()
+    made = 0  # distinct ids made: the merges make them in increasing order
     for i, merge in enumerate(merges):
         pair = parse_merge(merge)
         left, right = (None, None) if pair is None else (from_byte_level(pair[0]), from_byte_level(pair[1]))
         if left is None or right is None:
             raise refuse(f"merge {i} ({merge!r}) is not two byte-level tokens")
-        made = ranks.get(left + right)
-        if made is None or left not in ranks or right not in ranks:
+        rank = ranks.get(left + right)
+        if rank is None or left not in ranks or right not in ranks:
             raise refuse(f"merge {i} ({merge!r}) joins or makes a token that is not in the vocabulary")
-        if made < last:
+        if rank < last:
             raise refuse(
-                f"merge {i} ({merge!r}) makes id {made}, after a merge that made id {last}: the merges' order does not "
+                f"merge {i} ({merge!r}) makes id {rank}, after a merge that made id {last}: the merges' order does not "
                 f"follow the ids they make, which tiktoken's ranks need"
             )
-        last = made
-        made_tokens.add(left + right)
-    unmade = [token for token in ranks if len(token) > 1 and token not in made_tokens]
-    if unmade:
+        made += rank != last
+        last = rank
+    if made < sum(len(token) > 1 for token in ranks):  # (counted, not listed: files of millions of merges)
+        made_ids = set()
+        for merge in merges:
+            left, right = parse_merge(merge)  # type: ignore[misc]  # checked above
+            made_ids.add(ranks[from_byte_level(left) + from_byte_level(right)])  # type: ignore[operator]
+        unmade = [token for token, rank in ranks.items() if len(token) > 1 and rank not in made_ids]
         token = min(unmade, key=ranks.__getitem__)
         raise refuse(
             f"vocabulary entry {byte_level(token)!r} (id {ranks[token]}) is made by no merge: HF gives it only for a "

@@ -401,6 +401,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def saved_message(folder: Path, tiktoken_file: Path) -> str:
+    """What is saved, for the lines that follow the save (a report that fails, Ctrl-C)."""
     return f"the tokenizer is saved in {folder}/ and {tiktoken_file}"
 
 

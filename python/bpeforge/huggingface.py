@@ -521,8 +521,8 @@ def check_merges(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
     if made < sum(len(token) > 1 for token in ranks):  # (counted, not listed: files of millions of merges)
         made_ids = set()
         for merge in merges:
-            left, right = parse_merge(merge)  # type: ignore[misc]  # checked above
-            made_ids.add(ranks[from_byte_level(left) + from_byte_level(right)])  # type: ignore[operator]
+            a, b = parse_merge(merge)  # type: ignore[misc]  # checked above
+            made_ids.add(ranks[from_byte_level(a) + from_byte_level(b)])  # type: ignore[operator]
         unmade = [token for token, rank in ranks.items() if len(token) > 1 and rank not in made_ids]
         token = min(unmade, key=ranks.__getitem__)
         raise refuse(

@@ -84,7 +84,7 @@ def ranks_to_tiktoken(ranks: dict) -> bytes:
     """The ``.tiktoken`` text of ``ranks``: one ``base64(token) rank`` line per token, by rank."""
     # Joined from the pieces, not from lines made first: a long token's base64 (a run of one
     # character can make tokens of megabytes) is then held once, and the text once more.
-    parts = []
+    parts: list[bytes] = []
     for token, rank in sorted(ranks.items(), key=lambda x: x[1]):
         parts += (base64.b64encode(token), b" %d\n" % rank)
     return b"".join(parts)

@@ -56,7 +56,11 @@ impl Vocab {
     /// Adds `bytes(left) + bytes(right)` as the next token; returns its id. Whether those bytes
     /// were a token already is for [`Vocab::first_repeat`] to tell.
     pub fn push_merge(&mut self, left: u32, right: u32) -> u32 {
-        self.try_push_merge(left, right).expect("out of memory")
+        let id = self.len() as u32;
+        self.bytes.extend_from_within(self.range(left));
+        self.bytes.extend_from_within(self.range(right));
+        self.ends.push(self.bytes.len());
+        id
     }
 
     /// [`Vocab::push_merge`], or [`Error::OutOfMemory`] if the tokens' bytes cannot grow (a
@@ -65,11 +69,7 @@ impl Vocab {
         let added = self.range(left).len() + self.range(right).len();
         crate::memory::try_reserve(&mut self.bytes, added, "adding a token to the vocabulary (the bytes of every token)")?;
         crate::memory::try_reserve(&mut self.ends, 1, "adding a token to the vocabulary")?;
-        let id = self.len() as u32;
-        self.bytes.extend_from_within(self.range(left));
-        self.bytes.extend_from_within(self.range(right));
-        self.ends.push(self.bytes.len());
-        Ok(id)
+        Ok(self.push_merge(left, right))
     }
 
     /// The first token whose bytes an earlier token has, as `(earlier, later)`, if any.

@@ -68,9 +68,9 @@ def _split_stream(chunks: Iterator[str], sep: str, lines: Optional[Deque[int]] =
         docs = non_empty(parts)
         if docs:
             yield docs
-    last = non_empty(["".join(pending)])
-    if last:
-        yield last
+    final = non_empty(["".join(pending)])
+    if final:
+        yield final
 
 
 # Bytes that are not UTF-8, as the "surrogateescape" error handler decodes them (U+DC80..U+DCFF;

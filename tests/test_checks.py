@@ -1,5 +1,7 @@
 """bpeforge.checks: integer types other than int (NumPy's) are taken wherever an int is, bools
-and floats are not."""
+and floats are not; special ids are numbered on from any number of ranks at once."""
+
+import signal
 
 import pytest
 
@@ -41,3 +43,24 @@ def test_integer_types_other_than_int_are_taken():
             bpeforge.Trainer().train_from_counts({"ab": bad}, 300)
         with pytest.raises(TypeError, match="vocab_size must be an int"):
             bpeforge.Tokenizer.train_from_iterator(["ab"], bad)
+
+
+def test_special_ids_follow_a_huge_number_of_ranks_at_once():
+    """Numbering special tokens after ``n`` ranks does not walk the ``n`` ids (a vocab_size near
+    2^31 stalled a minute before reading anything). The alarm's handler runs once the call
+    returns, so a walk fails the test, however long it takes."""
+    from bpeforge.checks import MAX_TOKEN_ID, special_token_ids
+
+    def walked(signum, frame):
+        raise AssertionError("special_token_ids walked the ranks' ids")
+
+    previous = signal.signal(signal.SIGALRM, walked)
+    signal.alarm(10)
+    try:
+        assert special_token_ids(["<|eos|>"], MAX_TOKEN_ID - 1) == {"<|eos|>": MAX_TOKEN_ID - 1}
+        assert special_token_ids(["<|eos|>"], range(7, MAX_TOKEN_ID - 1)) == {"<|eos|>": MAX_TOKEN_ID - 1}
+        with pytest.raises(ValueError, match=f"has id {MAX_TOKEN_ID}; special ids must be ints from 0 up to"):
+            special_token_ids(["<|eos|>"], MAX_TOKEN_ID)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)

@@ -369,12 +369,31 @@ def test_import_without_ignore_merges_refuses_a_token_its_merges_do_not_reach(tm
     assert tok.encode("\x00\x01\x02") == hf_ids(h, "\x00\x01\x02") == [data["model"]["vocab"]["ĀāĂ"]]
 
 
+def test_import_refuses_a_token_no_merge_makes(tmp_path):
+    # With ignore_merges HF gives such a token only for a span that is that token whole; tiktoken
+    # would merge "Q" + "Z" inside "QZQ" too.
+    def unmade(data):
+        data["model"]["ignore_merges"] = True
+        data["model"]["vocab"]["QZ"] = max(data["model"]["vocab"].values()) + 1
+
+    path = edited(tmp_path, unmade)
+    h = tokenizers.Tokenizer.from_file(str(path))
+    qz = h.token_to_id("QZ")
+    assert hf_ids(h, "QZ") == [qz] and qz not in hf_ids(h, "QZQ")
+    with pytest.raises(ValueError, match=f"vocabulary entry 'QZ' \\(id {qz}\\) is made by no merge") as e:
+        bpeforge.Tokenizer.from_huggingface(path)
+    assert str(path) in str(e.value)
+
+
 def test_import_names_a_bad_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         bpeforge.Tokenizer.from_huggingface(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text("{nope")
     with pytest.raises(ValueError, match="not valid JSON"):
         bpeforge.Tokenizer.from_huggingface(tmp_path / "bad.json")
+    (tmp_path / "deep.json").write_text("[" * 200_000)
+    with pytest.raises(ValueError, match="deep.json: not a HuggingFace tokenizer.json \\(its JSON is nested too deeply"):
+        bpeforge.Tokenizer.from_huggingface(tmp_path / "deep.json")
     # A folder saved by bpeforge's format version 1, whose tokenizer.json was bpeforge's config
     # (version 2's is HuggingFace's own, read like any other).
     v1 = Path(__file__).parent / "data" / "saved-v1"

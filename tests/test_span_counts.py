@@ -251,6 +251,8 @@ def test_saved_counts_load_equal(tmp_path):
     assert SpanCounts.load(path) == counts
     assert SpanCounts.load(str(path)) == counts
     assert [p.name for p in tmp_path.iterdir()] == ["part-0.parquet"]  # no temporary file left
+    counts.save(tmp_path / "new" / "folders" / "part-1.parquet")  # created, as count -o does (the README's snippet)
+    assert SpanCounts.load(tmp_path / "new" / "folders") == counts
 
 
 def test_a_folder_loads_as_the_sum_of_its_files(tmp_path):

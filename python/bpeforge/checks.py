@@ -71,7 +71,10 @@ def special_token_ids(
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
             raise ValueError(f"special token {dup!r} is given twice")
-        first = max(taken, default=-1) + 1
+        if isinstance(taken, range):  # the largest without walking up to 2^31 ids
+            first = max(taken[0], taken[-1]) + 1 if taken else 0
+        else:
+            first = max(taken, default=-1) + 1
         ids = {name: first + i for i, name in enumerate(names)}
     for name, i in ids.items():
         if not isinstance(name, str) or not name:

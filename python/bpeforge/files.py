@@ -163,6 +163,10 @@ def create_file(path: PathLike, data: bytes) -> None:
     try:
         _write_all(fd, data)
         os.fsync(fd)
+    except OSError as e:  # a full disk: named by the file (new_folder names it by its final place)
+        if e.errno is None or e.filename is not None:
+            raise
+        raise type(e)(e.errno, e.strerror, os.fspath(path)) from None
     finally:
         os.close(fd)
 
@@ -170,8 +174,17 @@ def create_file(path: PathLike, data: bytes) -> None:
 def write_file(path: PathLike, data: bytes) -> None:
     """Replaces the file ``path`` with ``data`` atomically (see the module docstring): a reader
     sees the whole old file or the whole new one; a symlink at ``path`` is replaced, not
-    followed."""
-    path = Path(path)
+    followed. An OSError (a full disk, a folder that is a file) names ``path``, not the
+    temporary file."""
+    try:
+        _write_file(Path(path), data)
+    except OSError as e:
+        if e.errno is None:
+            raise
+        raise type(e)(e.errno, e.strerror, os.fspath(path)) from None
+
+
+def _write_file(path: Path, data: bytes) -> None:
     parent = path.parent
     remove_leftovers(parent, path.name)
     step()
@@ -278,7 +291,12 @@ def new_folder(
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)  # ours while we work: remove_leftovers leaves it alone
         os.chmod(tmp, 0o777 & ~_UMASK)  # as mkdir would make it (mkdtemp makes it private)
-        yield tmp
+        try:
+            yield tmp
+        except OSError as e:  # a file of the temporary folder named by where it was to go
+            if e.errno is None or e.filename is None or Path(e.filename).parent != tmp:
+                raise
+            raise type(e)(e.errno, e.strerror, os.fspath(folder / Path(e.filename).name)) from None
         _fsync_tree(tmp)
         with guard() if guard is not None else contextlib.nullcontext():
             if before_switch is not None:

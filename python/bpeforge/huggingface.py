@@ -462,6 +462,8 @@ def read_json(path: Union[str, os.PathLike]) -> tuple[Path, dict[str, Any]]:
         raise FileNotFoundError(f"{path}: no such file (expected a HuggingFace tokenizer.json or a folder holding one)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise NotRepresentable(f"{path}: not valid JSON ({e})") from None
+    except RecursionError:
+        raise NotRepresentable(f"{path}: not a HuggingFace tokenizer.json (its JSON is nested too deeply to read)") from None
     if isinstance(data, dict) and data.get("format") == "bpeforge":
         raise NotRepresentable(f"{path}: a bpeforge tokenizer's config, not HuggingFace's tokenizer.json: read it with Tokenizer.load")
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
@@ -544,6 +546,11 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
         specials[added["content"]] = added["id"]
     ids_of_specials = set(specials.values())
     ranks: dict[bytes, int] = {}
+    # The file's JSON is let go of part by part as it is read (the vocabulary once it is ranks,
+    # the merges once checked), so that for millions of tokens it is not held beside the
+    # checks of the ranks and the tokenizer made of them (several times the ranks' size each).
+    del data
+    model.pop("vocab")
     for text, token_id in vocab.items():
         if token_id in ids_of_specials:
             if specials.get(text) != token_id:
@@ -553,6 +560,7 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
         if token is None or not token:
             raise refuse(f"vocabulary entry {text!r} (id {token_id}) is not spelled in the byte-level alphabet")
         ranks[token] = token_id
+    del vocab
     missing = [b for b in range(256) if bytes([b]) not in ranks]
     if missing:
         raise refuse(f"the single byte {bytes([missing[0]])!r} is not in the vocabulary ({len(missing)} bytes missing)")
@@ -563,6 +571,7 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
     check_merges(merges, ranks, refuse)
     if not model.get("ignore_merges"):
         check_tokens_are_reached(merges, ranks, refuse)
+    del model, merges, added_tokens
     try:
         return tokenizer_class(ranks, pattern, specials, name=path.parent.name or "huggingface")
     except ValueError as e:
@@ -584,22 +593,38 @@ def check_merges(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
     make tokens in the order of their ids: HF merges by the place in this list, tiktoken by the
     id made, so the two orders must be one. (A pair of tokens that is no merge but makes a
     token, which tiktoken would merge and HF not, is argued never to meet in
-    ``docs/huggingface.md`` for merges made by training, and tested.)"""
+    ``docs/huggingface.md`` for merges made by training, and tested.) Every token of more than
+    one byte must be made by some merge: HF reaches a token no merge makes only as a whole span
+    (with ``ignore_merges``), where tiktoken merges its two parts inside longer spans too."""
     last = -1
+    made = 0  # distinct ids made: the merges make them in increasing order
     for i, merge in enumerate(merges):
         pair = parse_merge(merge)
         left, right = (None, None) if pair is None else (from_byte_level(pair[0]), from_byte_level(pair[1]))
         if left is None or right is None:
             raise refuse(f"merge {i} ({merge!r}) is not two byte-level tokens")
-        made = ranks.get(left + right)
-        if made is None or left not in ranks or right not in ranks:
+        rank = ranks.get(left + right)
+        if rank is None or left not in ranks or right not in ranks:
             raise refuse(f"merge {i} ({merge!r}) joins or makes a token that is not in the vocabulary")
-        if made < last:
+        if rank < last:
             raise refuse(
-                f"merge {i} ({merge!r}) makes id {made}, after a merge that made id {last}: the merges' order does not "
+                f"merge {i} ({merge!r}) makes id {rank}, after a merge that made id {last}: the merges' order does not "
                 f"follow the ids they make, which tiktoken's ranks need"
             )
-        last = made
+        made += rank != last
+        last = rank
+    if made < sum(len(token) > 1 for token in ranks):  # (counted, not listed: files of millions of merges)
+        made_ids = set()
+        for merge in merges:
+            a, b = parse_merge(merge)  # type: ignore[misc]  # checked above
+            made_ids.add(ranks[from_byte_level(a) + from_byte_level(b)])  # type: ignore[operator]
+        unmade = [token for token, rank in ranks.items() if len(token) > 1 and rank not in made_ids]
+        token = min(unmade, key=ranks.__getitem__)
+        raise refuse(
+            f"vocabulary entry {byte_level(token)!r} (id {ranks[token]}) is made by no merge: HF gives it only for a "
+            f"span that is that token whole, where tiktoken also merges its parts inside longer spans"
+            + (f" ({len(unmade)} such entries)" if len(unmade) > 1 else "")
+        )
 
 
 def check_tokens_are_reached(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:

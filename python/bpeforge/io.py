@@ -94,8 +94,12 @@ def holds_only_saved_files(folder: Path) -> bool:
 
 def ranks_to_tiktoken(ranks: dict) -> bytes:
     """The ``.tiktoken`` text of ``ranks``: one ``base64(token) rank`` line per token, by rank."""
-    lines = [base64.b64encode(token) + b" " + str(rank).encode() for token, rank in sorted(ranks.items(), key=lambda x: x[1])]
-    return b"".join(line + b"\n" for line in lines)
+    # Joined from the pieces, not from lines made first: a long token's base64 (a run of one
+    # character can make tokens of megabytes) is then held once, and the text once more.
+    parts: list[bytes] = []
+    for token, rank in sorted(ranks.items(), key=lambda x: x[1]):
+        parts += (base64.b64encode(token), b" %d\n" % rank)
+    return b"".join(parts)
 
 
 def read_tiktoken(path: Union[str, os.PathLike], data: Optional[bytes] = None) -> dict:

@@ -29,6 +29,9 @@ pub enum Error {
     InvalidOption(String),
     /// The caller asked the work to stop.
     Interrupted,
+    /// A large structure could not grow: `bytes` asked for while `stage` (see
+    /// [`crate::memory::try_reserve`]). The work is given up, its state dropped.
+    OutOfMemory { stage: &'static str, bytes: usize },
     /// Something the code rules out happened: a bug in bpeforge.
     Internal(String),
 }
@@ -46,6 +49,9 @@ impl fmt::Display for Error {
             Error::InvalidRanks(e) => write!(f, "invalid mergeable ranks: {e}"),
             Error::InvalidOption(e) => write!(f, "{e}"),
             Error::Interrupted => write!(f, "interrupted"),
+            Error::OutOfMemory { stage, bytes } => {
+                write!(f, "out of memory while {stage}: a block of {} could not be allocated", crate::memory::describe_size(*bytes))
+            }
             Error::Internal(e) => write!(f, "internal error (a bpeforge bug: please report it): {e}"),
         }
     }

@@ -38,6 +38,8 @@
 //! memory); benches/README.md has the figures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
+
+use crate::Error;
 #[cfg(target_os = "linux")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -52,6 +54,49 @@ pub fn prefetch<T>(p: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+/// Makes room in `v` for `additional` more items, as `Vec::reserve` does (doubling), or
+/// returns [`Error::OutOfMemory`] naming `stage` and the size of the block asked for: Rust
+/// aborts the process on an allocation that fails, so the large structures grow through this
+/// (or [`try_filled`]) and the work gives up with an error instead.
+pub fn try_reserve<T>(v: &mut Vec<T>, additional: usize, stage: &'static str) -> Result<(), Error> {
+    if v.capacity() - v.len() >= additional {
+        return Ok(());
+    }
+    let asked = v.len().saturating_add(additional).max(v.capacity().saturating_mul(2));
+    v.try_reserve(additional).map_err(|_| Error::OutOfMemory { stage, bytes: asked.saturating_mul(std::mem::size_of::<T>()) })
+}
+
+/// [`try_reserve`] for exactly `additional` more items.
+pub fn try_reserve_exact<T>(v: &mut Vec<T>, additional: usize, stage: &'static str) -> Result<(), Error> {
+    let asked = v.len().saturating_add(additional);
+    v.try_reserve_exact(additional).map_err(|_| Error::OutOfMemory { stage, bytes: asked.saturating_mul(std::mem::size_of::<T>()) })
+}
+
+/// `vec![value; len]`, or [`Error::OutOfMemory`] naming `stage` (see [`try_reserve`]).
+pub fn try_filled<T: Clone>(len: usize, value: T, stage: &'static str) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    try_reserve_exact(&mut v, len, stage)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// A size in bytes for a message: `"1.5 GB (1,500,000,000 bytes)"`, or `"4,096 bytes"`.
+pub fn describe_size(bytes: usize) -> String {
+    let digits = bytes.to_string();
+    let mut grouped = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    match bytes {
+        b if b >= 1_000_000_000 => format!("{:.1} GB ({grouped} bytes)", b as f64 / 1e9),
+        b if b >= 1_000_000 => format!("{:.1} MB ({grouped} bytes)", b as f64 / 1e6),
+        _ => format!("{grouped} bytes"),
+    }
 }
 
 /// Blocks of at least this many bytes are mapped straight from the system.

@@ -11,7 +11,7 @@
 //! - `counts.rs`: the `SpanCounts` class and `count_texts`;
 //! - `readers.rs`: the `TextReader` and `JsonlReader` classes (and `InputError`).
 
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 mod args;
@@ -38,6 +38,7 @@ use args::{int_arg, type_name};
 fn to_py(e: Error) -> PyErr {
     match e {
         Error::Split(_) | Error::Internal(_) => PyRuntimeError::new_err(e.to_string()),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
 }

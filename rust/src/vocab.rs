@@ -63,6 +63,15 @@ impl Vocab {
         id
     }
 
+    /// [`Vocab::push_merge`], or [`Error::OutOfMemory`] if the tokens' bytes cannot grow (a
+    /// vocabulary of very long tokens, such as runs of one character, holds gigabytes).
+    pub fn try_push_merge(&mut self, left: u32, right: u32) -> Result<u32, Error> {
+        let added = self.range(left).len() + self.range(right).len();
+        crate::memory::try_reserve(&mut self.bytes, added, "adding a token to the vocabulary (the bytes of every token)")?;
+        crate::memory::try_reserve(&mut self.ends, 1, "adding a token to the vocabulary")?;
+        Ok(self.push_merge(left, right))
+    }
+
     /// The first token whose bytes an earlier token has, as `(earlier, later)`, if any.
     pub fn first_repeat(&self) -> Option<(u32, u32)> {
         let mut seen: AHashMap<&[u8], u32> = AHashMap::with_capacity(self.len());

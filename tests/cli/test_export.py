@@ -1,6 +1,10 @@
 """`bpeforge export` (bpeforge.cli.export): a saved tokenizer to HuggingFace's tokenizer.json and
 back to a .tiktoken file, and one-line errors."""
 
+import errno
+import os
+import re
+
 import pytest
 
 import bpeforge
@@ -38,3 +42,23 @@ def test_what_cannot_be_exported_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "hf").exists()
     assert main(["export", f"{ranks}:gpt2", "--format", "huggingface", "-o", str(tmp_path / "hf")]) == 0
     assert (tmp_path / "hf" / "tokenizer.json").is_file() and (tmp_path / "hf" / "tokenizer_config.json").is_file()
+
+
+def test_a_file_that_cannot_be_written_is_named_not_its_temporary(tmp_path, capsys, monkeypatch):
+    bpeforge.Tokenizer({bytes([b]): b for b in range(256)}).save(tmp_path / "t")
+    (tmp_path / "afile").write_text("")
+    out = tmp_path / "afile" / "x.tiktoken"
+    assert main(["export", str(tmp_path / "t"), "--format", "tiktoken", "-o", str(out)]) == 1
+    # Checked before any work: the output's folder is a file.
+    assert capsys.readouterr().err == f"bpeforge: error: cannot write the output {out}: {tmp_path / 'afile'} is not a folder\n"
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)  # a full disk, met when the file is flushed
+    out = tmp_path / "x.tiktoken"
+    assert main(["export", str(tmp_path / "t"), "--format", "tiktoken", "-o", str(out)]) == 1
+    assert capsys.readouterr().err == f"bpeforge: error: cannot write {out}: No space left on device\n"
+    with pytest.raises(OSError, match=re.escape(f"No space left on device: '{tmp_path / 't2' / 'tokenizer.tiktoken'}'")):
+        bpeforge.Tokenizer({bytes([b]): b for b in range(256)}).save(tmp_path / "t2")
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []

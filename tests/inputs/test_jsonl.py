@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from bpeforge import inputs
+from bpeforge import JsonlReader, inputs
 from bpeforge.inputs import InputError, read_jsonl
 
 from .helpers import docs_of, text_source, write_jsonl
@@ -28,6 +28,7 @@ def test_jsonl_reads_the_text_field(tmp_path):
     "line, message",
     [
         ('{"text": broken', "not valid JSON"),
+        ('{"text": "broken', "not valid JSON (Unterminated string starting at: line 1 column 10"),  # cut short
         ("[1, 2]", "expected a JSON object, got list"),
         ('{"body": "x"}', "no 'text' field (fields: body)"),
         ('{"text": 5}', "field 'text' is a int, expected a string"),
@@ -43,6 +44,9 @@ def test_jsonl_bad_lines_name_file_and_line(tmp_path, line, message):
     bad = inputs.BadLines()
     assert docs_of(read_jsonl(text_source(p), skip_bad_lines=True, bad_lines=bad)) == ["ok", "after"]
     assert bad.count == 1 and bad.examples[0].startswith(f"{p}:2: ")
+    with pytest.raises(InputError) as rust:  # the same message from the reader in Rust
+        docs_of(JsonlReader(p))
+    assert str(rust.value) == str(e.value)
 
 
 @pytest.mark.parametrize(

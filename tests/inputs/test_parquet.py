@@ -120,3 +120,24 @@ def test_parquet_with_invalid_utf8_is_an_input_error(tmp_path):
     pq.write_table(pa.table({"text": bad}), p)
     with pytest.raises(inputs.InputError, match="bad.parquet: cannot read"):
         list(inputs.read_parquet(Source(p, "parquet"), arrow=True))
+
+
+@pytest.mark.parametrize("dictionary", [False, True])
+@pytest.mark.parametrize("arrow", [False, True])
+def test_a_page_whose_checksum_fails_is_refused(tmp_path, arrow, dictionary):
+    """A file written with page checksums, one byte of a text changed: both readers refuse it,
+    as pyarrow's own check does, instead of reading the changed text."""
+    p = tmp_path / "x.parquet"
+    texts = [f"row {i} of the sums" for i in range(1000)] + ["the checked text"]
+    pq.write_table(pa.table({"text": texts}), p, compression="none", use_dictionary=dictionary, write_statistics=False, write_page_checksum=True)
+    assert p.read_bytes().count(b"the checked text") == 1  # in a page, not in statistics
+    assert docs_of(read_parquet(text_source(p), arrow=arrow)) == texts
+    data = bytearray(p.read_bytes())
+    at = data.index(b"the checked text")
+    data[at] = ord("T")
+    p.write_bytes(bytes(data))
+    with pytest.raises(OSError):
+        pq.ParquetFile(p, page_checksum_verification=True).read()
+    with pytest.raises(InputError, match="(?i)crc|checksum") as e:
+        docs_of(read_parquet(text_source(p), arrow=arrow))
+    assert str(p) in str(e.value)

@@ -50,8 +50,16 @@ def test_text_not_utf8_is_an_error_naming_the_line_or_skipped(tmp_path):
         docs_of(read_text(text_source(p)))
     bad = inputs.BadLines()
     assert docs_of(read_text(text_source(p), skip_bad_lines=True, bad_lines=bad)) == ["ok", "line two", "hello"]
-    assert bad.count == 2 and "document 3: not valid UTF-8 (byte 0xe9)" in bad.examples[0]
-    assert "document 5: not valid UTF-8 (byte 0xed)" in bad.examples[1]
+    assert bad.examples == [f"{p}:3: not valid UTF-8 (byte 0xe9)", f"{p}:5: not valid UTF-8 (byte 0xed)"]
+    # Located by line, as the error is, whatever the separator (not by document: the empty line
+    # 2 makes none).
+    p.write_bytes(b"ok\n\nline two\ncaf\xe9\nhello\n")
+    with pytest.raises(InputError, match=r"a\.txt:4: not valid UTF-8"):
+        docs_of(read_text(text_source(p)))
+    for separator, line in [("\n", 4), ("\n\n", 4), ("", 4), ("line", 4), ("\nc", 4)]:
+        bad = inputs.BadLines()
+        docs_of(read_text(text_source(p), separator, skip_bad_lines=True, bad_lines=bad))
+        assert bad.examples == [f"{p}:{line}: not valid UTF-8 (byte 0xe9)"], separator
 
 
 @pytest.mark.parametrize("chunk_bytes", [3, 7, 64, None])

@@ -15,7 +15,7 @@ from .. import huggingface, io
 from ..huggingface import TOKENIZER_FILE
 from ..io import ranks_to_tiktoken, write_atomic
 from ..tokenizer import Tokenizer
-from .arguments import PROG, CLIError, stderr_line
+from .arguments import PROG, CLIError, one_line, stderr_line
 from .outputs import check_free, check_parent
 
 EXPORT_EPILOG = """\
@@ -112,7 +112,9 @@ def run_export(args: argparse.Namespace) -> int:
             stderr_line(f"{PROG}: wrote {output} ({len(tokenizer.mergeable_ranks):,} ranks); split pattern: {tokenizer.pattern}")
             if tokenizer.special_tokens:
                 stderr_line(f"{PROG}: special tokens (not in the file): {json.dumps(tokenizer.special_tokens, ensure_ascii=False)}")
-    except (OSError, ValueError) as e:
+    except OSError as e:
+        raise CLIError(f"cannot write {e.filename or output}: {e.strerror or one_line(e)}") from None
+    except ValueError as e:
         raise CLIError(" ".join(str(e).split())) from None
     return 0
 

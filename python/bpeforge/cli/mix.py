@@ -30,13 +30,14 @@ from .report import Compression, Row, Timings, aligned, measure_compression, mer
 from . import train, train_counts
 from .count import count_corpus
 from .ray import on_ray
-from .signals import ctrl_c_ends_the_process
+from .signals import after_saving, ctrl_c_ends_the_process
 from .train import (
     build_tokenizer,
     Inputs,
     describe_pattern,
     find_inputs,
     open_corpus,
+    saved_message,
     set_up_training,
     set_up_training_on,
     stopped_early_warnings,
@@ -262,28 +263,32 @@ def run_mixed(args: argparse.Namespace) -> int:
         trained = train_on_counts(set_up_training_on(args, mixed), mixed, progress)
         tokenizer, t_build = build_tokenizer(trained)
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
-    if args.quiet:
+
+    def report() -> int:  # the tokenizer is saved: Ctrl-C skips the rest (after_saving)
+        if args.quiet:
+            return 0
+        warnings: List[str] = stopped_early_warnings(trained, tokenizer)
+        t_eval = time.perf_counter()
+        compressions = {
+            s.name: measure_compression(trained.ranks, trained.pattern, s.corpus, args.holdout, warnings)
+            if s.corpus is not None
+            else Compression("texts", "", 0, 0, 0, failure="span counts: no text")
+            for s in sources
+        }
+        t_eval = time.perf_counter() - t_eval
+        for w in warnings:
+            stderr_line(f"{PROG}: warning: {w}")
+        stats = dict(trained.stats, count_seconds=t_count, bytes=sum(s.bytes_read for s in sources))
+        rows = mix_rows(sources, mixed, alpha, compressions)
+        rows += vocabulary_rows(describe_pattern(args.pattern, tokenizer.pattern), len(trained.merges()), len(trained.ranks), tokenizer)
+        rows += time_rows(stats, stats["bytes"], len(trained.merges()), Timings(t_build, t_eval, t_save, time.perf_counter() - t_start))
+        rows += merge_rows(trained.merges(), trained.ranks, 5)
+        rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
+        sys.stdout.write(aligned(rows))
+        sys.stdout.flush()
         return 0
-    warnings: List[str] = stopped_early_warnings(trained, tokenizer)
-    t_eval = time.perf_counter()
-    compressions = {
-        s.name: measure_compression(trained.ranks, trained.pattern, s.corpus, args.holdout, warnings)
-        if s.corpus is not None
-        else Compression("texts", "", 0, 0, 0, failure="span counts: no text")
-        for s in sources
-    }
-    t_eval = time.perf_counter() - t_eval
-    for w in warnings:
-        stderr_line(f"{PROG}: warning: {w}")
-    stats = dict(trained.stats, count_seconds=t_count, bytes=sum(s.bytes_read for s in sources))
-    rows = mix_rows(sources, mixed, alpha, compressions)
-    rows += vocabulary_rows(describe_pattern(args.pattern, tokenizer.pattern), len(trained.merges()), len(trained.ranks), tokenizer)
-    rows += time_rows(stats, stats["bytes"], len(trained.merges()), Timings(t_build, t_eval, t_save, time.perf_counter() - t_start))
-    rows += merge_rows(trained.merges(), trained.ranks, 5)
-    rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
-    sys.stdout.write(aligned(rows))
-    sys.stdout.flush()
-    return 0
+
+    return after_saving(saved_message(folder, tiktoken_file), report)
 
 
 def mix_rows(sources: List[MixedSource], mixed: SpanCounts, alpha: Optional[float], compressions: Dict[str, Compression]) -> List[Row]:

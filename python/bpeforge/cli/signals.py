@@ -1,5 +1,6 @@
-"""Ctrl-C during ``bpeforge train``: ending the process at once while nothing is written, and
-holding it back while the outputs are renamed into place."""
+"""Ctrl-C during ``bpeforge train``: ending the process at once while nothing is written,
+holding it back while the outputs are renamed into place, and once they are, skipping the rest
+of the report with exit code 0."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import signal
 import threading
 from typing import Any, Callable, Iterator
 
-from .arguments import EXIT_INTERRUPTED, PROG
+from .arguments import EXIT_INTERRUPTED, PROG, stderr_line
 
 
 class ExitOnCtrlC:
@@ -110,3 +111,14 @@ def ctrl_c_held_back() -> Iterator[None]:
             signal.signal(signal.SIGINT, old)
     if pressed:
         raise KeyboardInterrupt
+
+
+def after_saving(saved: str, report: Callable[[], int]) -> int:
+    """Runs ``report`` (what follows the outputs once they are saved: measures, warnings, the
+    report) and returns its exit code. Ctrl-C there skips the rest and exits 0 with a line
+    saying so and what is ``saved``: 130 means nothing was written."""
+    try:
+        return report()
+    except KeyboardInterrupt:
+        stderr_line(f"{PROG}: interrupted: the rest of the report is skipped; {saved}")
+        return 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,9 +23,8 @@ from ..plot import INSTALL_HINT
 from ..progress import ConsoleProgress, is_terminal
 from ..sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, check_vocab_sizes, sizes_reached, stopped_note
 from ..superword_sweep import PLAIN, TransitionSweep, check_transitions, sweep_superword_transitions
-from ..tokenizer import Tokenizer
 from ..training import TrainedRanks
-from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, one_line, stderr_line
+from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .count import count_corpus
 from .outputs import check_free, check_parent, holds_only_a_saved_tokenizer
 from .mix import add_source_options, count_and_mix, find_source, heldout_texts, loaded_pattern, parse_sources, parse_weights
@@ -449,7 +447,7 @@ def finish_sweep(args: argparse.Namespace, sweep: Sweep, folder: Path, notes: Li
             f"trained once to {n_vocab:,} tokens in {t_trained - t_start:.1f} s; measured {len(sweep.vocab_sizes)} sizes "
             f"in {t_measured - t_trained:.1f} s; saved{' and plotted' if drawn else ''} in {time.perf_counter() - t_measured:.1f} s"
         )
-    except KeyboardInterrupt:
-        raise CLIError(f"interrupted; the sweep is saved in {folder}/", EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt:  # the sweep is saved: Ctrl-C skips the rest, as after_saving does
+        stderr_line(f"{PROG}: interrupted: the rest of the table is skipped; the sweep is saved in {folder}/")
     return 0
 

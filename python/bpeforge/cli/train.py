@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, List, Optional, Tuple, Union
+from typing import Any, Iterable, List, Optional, Tuple
 
 from .. import inputs
 from .._core import DocumentReader
@@ -23,11 +23,11 @@ from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
 from ..tokenizer import Tokenizer
 from ..training import Recipe, TrainedRanks, Training
-from .arguments import EXIT_INTERRUPTED, EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
+from .arguments import EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import RAY_HELP, add_ray_options
 from .report import Timings, corpus_rows, format_report, measure_compression
-from .signals import ctrl_c_ends_the_process
+from .signals import after_saving, ctrl_c_ends_the_process
 
 DEFAULT_VOCAB_SIZE = 8192
 HOLDOUT_EVERY = 100
@@ -94,7 +94,8 @@ progress and errors:
   -v; the report goes to stdout; -q prints errors only. The tokenizer is saved before the
   report is made: a compression that cannot be measured is a line of the report. An error
   is one line on stderr; exit codes: 1 data or output problem, 2 bad option, 130
-  interrupted (Ctrl-C writes nothing, or once the tokenizer is saved, says so).
+  interrupted, nothing written (once the tokenizer is saved, Ctrl-C skips the rest of the
+  report, says so, and exits 0).
 
 examples:
   bpeforge train --vocab-size 32768 -o out/tok data/*.parquet
@@ -423,10 +424,18 @@ def run_train(args: argparse.Namespace) -> int:
 
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
 
-    # The tokenizer is saved: from here on everything is only the report.
-    if args.quiet:
-        return 0
-    return print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save))
+    # The tokenizer is saved: from here on everything is only the report, which Ctrl-C skips.
+    def report() -> int:
+        if args.quiet:
+            return 0
+        return print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save))
+
+    return after_saving(saved_message(folder, tiktoken_file), report)
+
+
+def saved_message(folder: Path, tiktoken_file: Path) -> str:
+    """What is saved, for the lines that follow the save (a report that fails, Ctrl-C)."""
+    return f"the tokenizer is saved in {folder}/ and {tiktoken_file}"
 
 
 def print_report(
@@ -442,37 +451,34 @@ def print_report(
 ) -> int:
     """Measures the compression, prints the warnings and the report; returns the exit code.
     Runs once the tokenizer is saved, and cannot cost it: a compression that cannot be measured
-    is a line of the report, a report that fails a warning, and Ctrl-C says the tokenizer is
-    saved. ``times``: when the run started, seconds building the tokenizer, seconds saving it."""
+    is a line of the report, a report that fails a warning (Ctrl-C: :func:`after_saving`).
+    ``times``: when the run started, seconds building the tokenizer, seconds saving it."""
     t_start, t_build, t_save = times
-    saved = f"the tokenizer is saved in {folder}/ and {tiktoken_file}"
+    saved = saved_message(folder, tiktoken_file)
+    t_eval = time.perf_counter()
+    compression = measure_compression(trained.ranks, trained.pattern, corpus, args.holdout, warnings)
+    t_eval = time.perf_counter() - t_eval
+    for w in warnings:
+        stderr_line(f"{PROG}: warning: {w}")
+    if sys.stdout is None:  # started with standard output closed
+        return 0
     try:
-        t_eval = time.perf_counter()
-        compression = measure_compression(trained.ranks, trained.pattern, corpus, args.holdout, warnings)
-        t_eval = time.perf_counter() - t_eval
-        for w in warnings:
-            stderr_line(f"{PROG}: warning: {w}")
-        if sys.stdout is None:  # started with standard output closed
-            return 0
-        try:
-            report = format_report(
-                trained_on=corpus_rows(found.label, corpus, trained.stats),
-                nbytes=trained.stats.get("bytes", corpus.bytes),
-                stats=trained.stats,
-                merges=trained.merges(),
-                ranks=trained.ranks,
-                tokenizer=tokenizer,
-                pattern_label=describe_pattern(args.pattern, tokenizer.pattern) if getattr(args, "extend", None) is None else f"the base's, {pattern_label(tokenizer.pattern)}",
-                compression=compression,
-                timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
-                folder=folder,
-                tiktoken_file=tiktoken_file,
-            )
-        except Exception as e:  # noqa: BLE001 - a bug in the report must not hide a saved tokenizer
-            stderr_line(f"{PROG}: warning: {saved}, but the report failed: {one_line(e)} ({type(e).__name__})")
-            return 0
-    except KeyboardInterrupt:
-        raise CLIError(f"interrupted; {saved}", EXIT_INTERRUPTED) from None
+        report = format_report(
+            trained_on=corpus_rows(found.label, corpus, trained.stats),
+            nbytes=trained.stats.get("bytes", corpus.bytes),
+            stats=trained.stats,
+            merges=trained.merges(),
+            ranks=trained.ranks,
+            tokenizer=tokenizer,
+            pattern_label=describe_pattern(args.pattern, tokenizer.pattern) if getattr(args, "extend", None) is None else f"the base's, {pattern_label(tokenizer.pattern)}",
+            compression=compression,
+            timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
+            folder=folder,
+            tiktoken_file=tiktoken_file,
+        )
+    except Exception as e:  # noqa: BLE001 - a bug in the report must not hide a saved tokenizer
+        stderr_line(f"{PROG}: warning: {saved}, but the report failed: {one_line(e)} ({type(e).__name__})")
+        return 0
     sys.stdout.write(report)
     sys.stdout.flush()
     return 0

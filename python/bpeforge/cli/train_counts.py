@@ -16,7 +16,7 @@ from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import check_ray_options, count_on_ray, on_ray
 from .report import Timings, counts_rows, format_report, measure_on_file
-from .signals import ctrl_c_ends_the_process
+from .signals import after_saving, ctrl_c_ends_the_process
 from .train import (
     HOLDOUT_EVERY,
     HOLDOUT_MAX_BYTES,
@@ -24,6 +24,7 @@ from .train import (
     describe_pattern,
     find_inputs,
     name_the_flag,
+    saved_message,
     set_up_training,
     set_up_training_on,
     start_progress,
@@ -69,32 +70,36 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
         except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
             raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
-    if args.quiet:
-        return 0
-    warnings: List[str] = stopped_early_warnings(trained, tokenizer)
-    t_eval = time.perf_counter()
-    compression = measure_on_file(trained.ranks, trained.pattern, args.eval_text, HOLDOUT_MAX_BYTES)
-    t_eval = time.perf_counter() - t_eval
-    for w in warnings:
-        stderr_line(f"{PROG}: warning: {w}")
-    stats = dict(trained.stats, load_seconds=t_load)
-    sys.stdout.write(
-        format_report(
-            trained_on=counts_rows(source, made, counts, stats),
-            nbytes=0,
-            stats=stats,
-            merges=trained.merges(),
-            ranks=trained.ranks,
-            tokenizer=tokenizer,
-            pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
-            compression=compression,
-            timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
-            folder=folder,
-            tiktoken_file=tiktoken_file,
+
+    def report() -> int:  # the tokenizer is saved: Ctrl-C skips the rest (after_saving)
+        if args.quiet:
+            return 0
+        warnings: List[str] = stopped_early_warnings(trained, tokenizer)
+        t_eval = time.perf_counter()
+        compression = measure_on_file(trained.ranks, trained.pattern, args.eval_text, HOLDOUT_MAX_BYTES)
+        t_eval = time.perf_counter() - t_eval
+        for w in warnings:
+            stderr_line(f"{PROG}: warning: {w}")
+        stats = dict(trained.stats, load_seconds=t_load)
+        sys.stdout.write(
+            format_report(
+                trained_on=counts_rows(source, made, counts, stats),
+                nbytes=0,
+                stats=stats,
+                merges=trained.merges(),
+                ranks=trained.ranks,
+                tokenizer=tokenizer,
+                pattern_label=describe_pattern(args.pattern, tokenizer.pattern),
+                compression=compression,
+                timings=Timings(t_build, t_eval, t_save, time.perf_counter() - t_start),
+                folder=folder,
+                tiktoken_file=tiktoken_file,
+            )
         )
-    )
-    sys.stdout.flush()
-    return 0
+        sys.stdout.flush()
+        return 0
+
+    return after_saving(saved_message(folder, tiktoken_file), report)
 
 
 def check_counts_options(args: argparse.Namespace) -> None:

@@ -1,6 +1,6 @@
 """Opening an input file: standard input, ``.gz`` and ``.zst`` decompressed on the fly, errors
-as :class:`~bpeforge.errors.InputError`; the sizes readers read and hand on in; and the count of
-the bad lines skipped."""
+as :class:`~bpeforge.errors.InputError`, a file changed while it is read an error at its end;
+the sizes readers read and hand on in; and the count of the bad lines skipped."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import stat
 import sys
 import zlib
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 from ..errors import InputError
 from .sources import Source
@@ -35,10 +35,10 @@ def open_binary(source: Source):
             # (a header at least), so this one was cut short: an error, as `gzip -d` says.
             raise InputError(f"{path}: an empty file, not {source.compression} data (cut short?)")
         if source.compression == "gzip":
-            return gzip.open(path, "rb")
+            return _ClosingGzipFile(_open_watched(path))
         if source.compression == "zstd":
             return _open_zstd(path)
-        return open(path, "rb")
+        return _open_watched(path)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except PermissionError:
@@ -47,6 +47,73 @@ def open_binary(source: Source):
         raise InputError(f"{path}: is a folder") from None
     except OSError as e:  # a link loop, a socket, an I/O error...
         raise InputError(f"{path}: cannot read it ({e.strerror or e})") from None
+
+
+class FileChangedError(OSError):
+    """A file cut short, grown or rewritten while it was read (its size or modification time
+    is not what it was when it was opened)."""
+
+
+def file_state(st: os.stat_result) -> tuple:
+    """What says a regular file changed: its size and modification time."""
+    return st.st_size, st.st_mtime_ns
+
+
+def check_unchanged(opened: os.stat_result, now: os.stat_result, read: Optional[int] = None) -> None:
+    """Raises :class:`FileChangedError` if a regular file's ``now`` (or the ``read`` bytes read
+    to its end) is not what it was when ``opened``."""
+    if not stat.S_ISREG(opened.st_mode):
+        return
+    if now.st_size != opened.st_size:
+        raise FileChangedError(f"the file changed while it was read: {opened.st_size} bytes when it was opened, {now.st_size} now")
+    if now.st_mtime_ns != opened.st_mtime_ns:
+        raise FileChangedError("the file changed while it was read: its modification time changed")
+    # (A pseudo-file of /proc says 0 bytes whatever it holds.)
+    if read is not None and opened.st_size and read != opened.st_size:
+        raise FileChangedError(f"the file changed while it was read: {opened.st_size} bytes when it was opened, {read} read")
+
+
+class _WatchedFile(io.RawIOBase):
+    """A file read to its end, checked there against its size and modification time when it was
+    opened (:func:`check_unchanged`)."""
+
+    def __init__(self, path: Path) -> None:
+        self._file = open(path, "rb", buffering=0)
+        self._opened = os.fstat(self._file.fileno())
+        self._read = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._file.readinto(buffer)
+        self._read += n
+        if n == 0 and len(buffer):
+            check_unchanged(self._opened, os.fstat(self._file.fileno()), self._read)
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+
+def _open_watched(path: Path):
+    return io.BufferedReader(_WatchedFile(path), buffer_size=1 << 18)
+
+
+class _ClosingGzipFile(gzip.GzipFile):
+    """A GzipFile reading a file object, which it closes with itself."""
+
+    def __init__(self, raw) -> None:
+        super().__init__(fileobj=raw, mode="rb")
+        self._raw = raw
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._raw.close()
 
 
 def _is_empty_file(path: Path) -> bool:
@@ -75,7 +142,7 @@ class _ZstdReader(io.RawIOBase):
     returns nothing more at the end of a truncated file, a frame cut short is an EOFError."""
 
     def __init__(self, path: Path, zstandard) -> None:
-        self._file = open(path, "rb")
+        self._file = _open_watched(path)
         self._dctx = zstandard.ZstdDecompressor()
         self._obj = self._dctx.decompressobj()
         self._in_frame = False

@@ -46,7 +46,9 @@ def read_jsonl(
                 try:
                     # Decoded here, strictly: json.loads(bytes) would let the UTF-8 encoding of
                     # a surrogate (ED A0 80) through as a lone surrogate.
-                    obj = json.loads(_decode_line(line, lineno))
+                    # Without its line end: a line cut inside a string is then "Unterminated
+                    # string", not an "Invalid control character" (the \n).
+                    obj = json.loads(_decode_line(line, lineno).rstrip("\r\n"))
                 except UnicodeDecodeError as e:
                     problem = f"not valid UTF-8 ({e.reason} at byte {e.start})"
                 except ValueError as e:

@@ -3,11 +3,12 @@ by record batches through pyarrow as Arrow arrays."""
 
 from __future__ import annotations
 
-from typing import Iterator
+import os
+from typing import Iterator, Optional
 
 from .._core import ParquetReader
 from ..errors import InputError
-from .files import BATCH_DOCS, describe_error
+from .files import BATCH_DOCS, check_unchanged, describe_error
 from .sources import Source
 
 
@@ -77,6 +78,7 @@ def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BA
 
 def _read_parquet_arrow(source: Source, text_column: str, batch_rows: int) -> Iterator:
     pa = _pyarrow()
+    opened = _stat(source)
     pf = _open_parquet(source, pa)
     try:
         _check_column(source, pf, text_column, pa)
@@ -84,10 +86,29 @@ def _read_parquet_arrow(source: Source, text_column: str, batch_rows: int) -> It
             docs = _arrow_docs(batch.column(0), pa)
             if len(docs):
                 yield docs
+        _check_unchanged(source, opened)
     except (pa.ArrowException, OSError, ValueError) as e:
+        _check_unchanged(source, opened)  # a file changed while it is read fails as damaged
         raise InputError(f"{source.path}: cannot read ({describe_error(e)})") from None
     finally:
         _close(pf)
+
+
+def _stat(source: Source) -> Optional[os.stat_result]:
+    try:
+        return os.stat(source.path)
+    except OSError:
+        return None  # opening it says why
+
+
+def _check_unchanged(source: Source, opened: Optional[os.stat_result]) -> None:
+    """Raises InputError if the file is not as it was before pyarrow opened it."""
+    if opened is None:
+        return
+    try:
+        check_unchanged(opened, os.stat(source.path))
+    except OSError as e:
+        raise InputError(f"{source.path}: cannot read ({describe_error(e)})") from None
 
 
 def _close(pf) -> None:
@@ -99,8 +120,9 @@ def _close(pf) -> None:
 
 def _open_parquet(source: Source, pa):
     try:
-        # Stream each column chunk through a 1 MB buffer rather than loading it whole.
-        return pa.parquet.ParquetFile(source.path, pre_buffer=False, buffer_size=1 << 20)
+        # Stream each column chunk through a 1 MB buffer rather than loading it whole; a page
+        # that carries a checksum is checked against it (as bpeforge's own reader does).
+        return pa.parquet.ParquetFile(source.path, pre_buffer=False, buffer_size=1 << 20, page_checksum_verification=True)
     except FileNotFoundError:
         raise InputError(f"{source.path}: no such file") from None
     except (pa.ArrowException, OSError, ValueError) as e:

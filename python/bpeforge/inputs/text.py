@@ -4,22 +4,39 @@ not UTF-8 named by line, or skipped and counted."""
 from __future__ import annotations
 
 import codecs
+import collections
 import os
 import re
 import stat
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Deque, Iterator, List, Optional
 
 from ..errors import InputError
 from .files import BATCH_DOCS, CHUNK_BYTES, BadLines, decompression_errors, describe_error, open_binary
 from .sources import Source
 
 
-def _split_stream(chunks: Iterator[str], sep: str) -> Iterator[List[str]]:
+def _split_stream(chunks: Iterator[str], sep: str, lines: Optional[Deque[int]] = None) -> Iterator[List[str]]:
     """Splits a stream of text chunks on ``sep`` in linear time (a document may span chunks and
     a separator may straddle two), yielding lists of non-empty documents: the documents of
-    ``"".join(chunks).split(sep)``, without the empty ones."""
+    ``"".join(chunks).split(sep)``, without the empty ones. With ``lines``, appends to it the
+    line (from 1) each yielded document starts on."""
     k = len(sep)
+    newlines = 0  # \n before the next document
+    sep_newlines = sep.count("\n")
+
+    def non_empty(parts: List[str]) -> List[str]:
+        nonlocal newlines
+        if lines is None:
+            return [p for p in parts if p]
+        docs = []
+        for part in parts:
+            if part:
+                docs.append(part)
+                lines.append(newlines + 1)
+            newlines += part.count("\n") + sep_newlines
+        return docs
+
     # The unfinished document, in fragments; ``sep`` never occurs in their concatenation, so a
     # separator that ends in the next chunk starts in its last k-1 characters at the earliest.
     pending: List[str] = []
@@ -48,12 +65,12 @@ def _split_stream(chunks: Iterator[str], sep: str) -> Iterator[List[str]]:
             continue
         parts[0] = "".join(pending) + parts[0]
         pending = [parts.pop()]
-        docs = [p for p in parts if p]
+        docs = non_empty(parts)
         if docs:
             yield docs
-    last = "".join(pending)
-    if last:
-        yield [last]
+    final = non_empty(["".join(pending)])
+    if final:
+        yield final
 
 
 # Bytes that are not UTF-8, as the "surrogateescape" error handler decodes them (U+DC80..U+DCFF;
@@ -170,28 +187,30 @@ def read_text(
                     yield text
 
             chunks = decoded()
-            documents = 0
+            # The line each document starts on, for the messages of those skipped.
+            lines: Optional[Deque[int]] = collections.deque() if skip_bad_lines else None
             if doc_separator == "":
                 text = "".join(chunks)
                 batches: Iterator[List[str]] = iter([[text]] if text else [])
+                if lines is not None:
+                    lines.append(1)
             else:
-                batches = _rebatch(_split_stream(chunks, doc_separator))
+                batches = _rebatch(_split_stream(chunks, doc_separator, lines))
             for batch in batches:
+                starts = [lines.popleft() for _ in batch] if lines is not None else []
                 if decoder.unseen:
                     # Some document read so far holds bytes that are not UTF-8: look at each.
                     kept = []
-                    for doc in batch:
-                        documents += 1
+                    for doc, start in zip(batch, starts):
                         found = _NOT_UTF8.findall(doc)
                         if not found:
                             kept.append(doc)
                             continue
                         decoder.unseen -= len(found)
                         if bad_lines is not None:
-                            bad_lines.add(f"{source.path}: document {documents}: not valid UTF-8 (byte {_not_utf8_byte(found[0])})", document=True)
+                            line = start + doc.count("\n", 0, _NOT_UTF8.search(doc).start())  # type: ignore[union-attr]
+                            bad_lines.add(f"{source.path}:{line}: not valid UTF-8 (byte {_not_utf8_byte(found[0])})", document=True)
                     batch = kept
-                else:
-                    documents += len(batch)
                 if batch:
                     yield batch
         except decompression_errors() as e:

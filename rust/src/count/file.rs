@@ -61,7 +61,8 @@ fn format_error(e: impl std::fmt::Display) -> ReadError {
 }
 
 /// Writes `spans` with their `pattern` and `options` to `path`, atomically: to a temporary file
-/// in the same folder, created exclusively under an unpredictable name (`.NAME.XXXXXXXX.tmp`,
+/// in the same folder (the folder created if needed, as `bpeforge count -o` and `Tokenizer.save`
+/// do), created exclusively under an unpredictable name (`.NAME.XXXXXXXX.tmp`,
 /// `O_CREAT|O_EXCL|O_NOFOLLOW`: a symlink planted there is never followed), flushed to disk,
 /// renamed over `path` (a symlink at `path` is replaced, not followed), and the folder flushed.
 /// A cut-off save leaves the temporary file, which loading a folder of counts skips (its name
@@ -72,6 +73,7 @@ pub fn save(path: &Path, pattern: &str, options: &str, spans: &SortedSpans) -> s
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    std::fs::create_dir_all(parent)?;
     let (file, temp) = create_temporary(parent, &name.to_string_lossy())?;
     kill_point();
     let written = write(file, pattern, options, spans).and_then(|()| {

@@ -5,7 +5,8 @@
 
 use std::sync::OnceLock;
 
-use super::table::{over_full, probe, regrow, slice_part};
+use super::table::{over_full, probe, regrow, slice_part, COUNTING};
+use crate::Error;
 
 /// One span of the index: where its bytes are in `LongTable::bytes`, its full hash (compared
 /// before the bytes, and reused when the index grows or tables are joined), and its count.
@@ -25,6 +26,9 @@ pub(super) struct LongTable {
     /// Empty until the first span; then a power of two, at most three quarters full.
     slots: Vec<Slot>,
     len: usize,
+    /// Set when the bytes or the slots could not grow: no span is added from then on, and
+    /// counting gives up with this error.
+    out_of_memory: Option<Error>,
 }
 
 /// The hasher of every long table: one per process, drawn at random (spans are the user's
@@ -48,7 +52,12 @@ impl LongTable {
         }
         match self.find(span, hash) {
             Ok(i) => self.slots[i].count = self.slots[i].count.saturating_add(n),
+            Err(_) if self.out_of_memory.is_some() => {}
             Err(i) => {
+                if let Err(e) = crate::memory::try_reserve(&mut self.bytes, span.len(), COUNTING) {
+                    self.out_of_memory = Some(e);
+                    return;
+                }
                 self.slots[i] = Slot { hash, start: self.bytes.len(), len: span.len(), count: n };
                 self.bytes.extend_from_slice(span);
                 self.len += 1;
@@ -67,7 +76,14 @@ impl LongTable {
 
     #[cold]
     fn grow(&mut self) {
-        regrow(&mut self.slots, |s| s.hash, |s| s.len == 0);
+        if let Err(e) = regrow(&mut self.slots, |s| s.hash, |s| s.len == 0) {
+            self.out_of_memory = Some(e);
+        }
+    }
+
+    /// The error of a table that could not grow, if it could not.
+    pub(super) fn out_of_memory(&self) -> Option<&Error> {
+        self.out_of_memory.as_ref()
     }
 
     /// The count of `span` (`None` if it was never added).

@@ -198,6 +198,8 @@ impl SpanCounts {
     pub fn into_spans(self, stop: &AtomicBool) -> Result<Spans, Error> {
         let mut tables = self.tables;
         tables.iter_mut().for_each(Table::settle);
+        // A table that could not grow took no more spans: its counts are not the texts'.
+        tables.iter().try_for_each(Table::check_memory)?;
         // Most of a join's cost is looking spans up in the later tables, a cache miss each in a
         // large table: that is worth sharing out. When one table holds nearly all the spans (as
         // after a thread counted alone while its caller fed it), there is little to look up, and
@@ -205,7 +207,7 @@ impl SpanCounts {
         let largest = tables.iter().map(Table::len).max().unwrap_or(0);
         let others = tables.iter().map(Table::len).sum::<usize>() - largest;
         let parts = if others < largest / 8 { 1 } else { rayon::current_num_threads().max(1) };
-        table::join(tables, parts, stop).map(Spans::concat)
+        table::join(tables, parts, stop).and_then(Spans::concat)
     }
 }
 

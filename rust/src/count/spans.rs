@@ -10,6 +10,9 @@
 //! count costs 16 bytes more and a binary search to read: counting real text makes a handful
 //! (only weighted sums with large weights make many).
 
+use crate::memory::{try_reserve, try_reserve_exact};
+use crate::Error;
+
 /// Distinct spans and their counts, stored end to end in one buffer (as
 /// [`SpanCounts::into_spans`](super::SpanCounts::into_spans) gives them: in no particular order,
 /// no empty span, no zero count).
@@ -67,8 +70,8 @@ impl Ends {
         (if i == 0 { 0 } else { self.get(i - 1) })..self.get(i)
     }
 
-    fn reserve_exact(&mut self, more: usize) {
-        self.low.reserve_exact(more);
+    fn try_reserve(&mut self, more: usize, exact: bool, stage: &'static str) -> Result<(), Error> {
+        if exact { try_reserve_exact(&mut self.low, more, stage) } else { try_reserve(&mut self.low, more, stage) }
     }
 }
 
@@ -110,8 +113,8 @@ impl Counts {
         }
     }
 
-    fn reserve_exact(&mut self, more: usize) {
-        self.low.reserve_exact(more);
+    fn try_reserve(&mut self, more: usize, exact: bool, stage: &'static str) -> Result<(), Error> {
+        if exact { try_reserve_exact(&mut self.low, more, stage) } else { try_reserve(&mut self.low, more, stage) }
     }
 }
 
@@ -143,6 +146,23 @@ impl Spans {
         Spans { counts, ..self }
     }
 
+    /// [`Spans::push`], or [`Error::OutOfMemory`] naming `stage` if the spans cannot grow.
+    pub fn try_push(&mut self, span: &[u8], count: u64, stage: &'static str) -> Result<(), Error> {
+        self.try_reserve(1, span.len(), false, stage)?;
+        self.push(span, count);
+        Ok(())
+    }
+
+    /// Makes room for `spans` more spans of `bytes` more bytes in all (doubling, unless `exact`).
+    pub(crate) fn try_reserve(&mut self, spans: usize, bytes: usize, exact: bool, stage: &'static str) -> Result<(), Error> {
+        match exact {
+            true => try_reserve_exact(&mut self.bytes, bytes, stage)?,
+            false => try_reserve(&mut self.bytes, bytes, stage)?,
+        }
+        self.ends.try_reserve(spans, exact, stage)?;
+        self.counts.try_reserve(spans, exact, stage)
+    }
+
     /// Appends a span.
     pub fn push(&mut self, span: &[u8], count: u64) {
         self.bytes.extend_from_slice(span);
@@ -159,24 +179,24 @@ impl Spans {
 
     /// Appends the span a short key packs (see `table.rs`): its 16 bytes in one store, then cut
     /// to its length.
-    pub(super) fn push_short(&mut self, key: u128, count: u64) {
+    pub(super) fn push_short(&mut self, key: u128, count: u64, stage: &'static str) -> Result<(), Error> {
+        self.try_reserve(1, 16, false, stage)?;
         let end = self.bytes.len() + super::table::short_len(key);
         self.bytes.extend_from_slice(&key.to_le_bytes());
         self.bytes.truncate(end);
         self.ends.push(end);
         self.counts.push(count);
+        Ok(())
     }
 
     /// The spans of `parts`, one part after the other: the first part grown in place (a large
     /// buffer is remapped, not copied) and each later one appended, then freed, so that the
     /// spans are held once plus the part being appended, not twice.
-    pub(super) fn concat(parts: Vec<Spans>) -> Spans {
+    pub(super) fn concat(parts: Vec<Spans>) -> Result<Spans, Error> {
         let (spans, bytes) = parts.iter().fold((0, 0), |(n, b), part| (n + part.len(), b + part.bytes.len()));
         let mut parts = parts.into_iter();
         let mut all = parts.next().unwrap_or_default();
-        all.bytes.reserve_exact(bytes - all.bytes.len());
-        all.ends.reserve_exact(spans - all.len());
-        all.counts.reserve_exact(spans - all.len());
+        all.try_reserve(spans - all.len(), bytes - all.bytes.len(), true, super::table::COUNTING)?;
         for part in parts {
             let base = all.bytes.len();
             all.bytes.extend_from_slice(&part.bytes);
@@ -185,7 +205,7 @@ impl Spans {
                 all.counts.push(part.counts.get(i));
             }
         }
-        all
+        Ok(all)
     }
 
     /// Number of spans.
@@ -286,7 +306,7 @@ mod tests {
         let plain: Vec<(Vec<u8>, u64)> =
             (0..3000u64).map(|i| (format!("s{i}").into_bytes(), if i % 37 == 0 { edge[(i / 37) as usize % 5] } else { 1 + next(1 << 31) })).collect();
         let parts: Vec<Spans> = plain.chunks(700).map(|c| c.iter().map(|(b, n)| (b, *n)).collect()).collect();
-        let all = Spans::concat(parts);
+        let all = Spans::concat(parts).unwrap();
         assert_eq!(all.iter().map(|(b, n)| (b.to_vec(), n)).collect::<Vec<_>>(), plain);
         assert_eq!(all, plain.iter().map(|(b, n)| (b, *n)).collect::<Spans>());
         let halved = all.map_counts(|n| n / 2);

@@ -80,13 +80,19 @@ struct ShortTable {
     /// The counts of the keys whose slot's count is `u32::MAX` (spans seen 4 billion times or
     /// more: a few, on corpora of many gigabytes).
     large: std::collections::HashMap<u128, u64>,
+    /// Set when the slots could not grow: no key is added from then on (so that probes still
+    /// end at a free slot), and counting gives up with this error.
+    out_of_memory: Option<Error>,
 }
 
 impl Default for ShortTable {
     fn default() -> Self {
-        ShortTable { slots: vec![Slot::default(); 1 << 10], len: 0, seeds: short_seeds(), large: Default::default() }
+        ShortTable { slots: vec![Slot::default(); 1 << 10], len: 0, seeds: short_seeds(), large: Default::default(), out_of_memory: None }
     }
 }
+
+/// What the counting tables are doing when they run out of memory.
+pub(super) const COUNTING: &str = "counting spans";
 
 impl ShortTable {
     #[inline(always)]
@@ -113,6 +119,7 @@ impl ShortTable {
     fn add(&mut self, key: u128, hash: u64, n: u64) {
         match probe(&self.slots, hash, |s| s.key() == key, Slot::is_free) {
             Ok(i) => self.add_at(i, n),
+            Err(_) if self.out_of_memory.is_some() => {}
             Err(i) => {
                 self.slots[i] = Slot::new(key);
                 self.add_at(i, n);
@@ -151,7 +158,9 @@ impl ShortTable {
     #[cold]
     fn grow(&mut self) {
         let seeds = self.seeds;
-        regrow(&mut self.slots, |s| hash_short(s.key(), seeds), Slot::is_free);
+        if let Err(e) = regrow(&mut self.slots, |s| hash_short(s.key(), seeds), Slot::is_free) {
+            self.out_of_memory = Some(e);
+        }
     }
 
     fn get(&self, key: u128) -> Option<u64> {
@@ -211,9 +220,11 @@ pub(super) fn probe<S>(slots: &[S], hash: u64, holds_key: impl Fn(&S) -> bool, f
 ///   never wraps round the new end: a run of held slots reaching the end from `n + s` would
 ///   hold more keys with homes in `n + s..2n` than the `n - s` old slots `s..n` held;
 /// - the keys taken out first are added last, to a table where every other key is found.
-pub(super) fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -> u64, free: impl Fn(&S) -> bool) {
+///
+/// A table that cannot get the memory is left as it was, with [`Error::OutOfMemory`].
+pub(super) fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -> u64, free: impl Fn(&S) -> bool) -> Result<(), Error> {
     let old = slots.len();
-    slots.reserve_exact(old);
+    crate::memory::try_reserve_exact(slots, old, COUNTING)?;
     crate::memory::prefer_huge_pages(slots); // written whole just below (see the memory module)
     slots.resize(2 * old, S::default());
     let first_free = slots[..old].iter().position(&free).unwrap_or(old);
@@ -231,6 +242,7 @@ pub(super) fn regrow<S: Clone + Default>(slots: &mut Vec<S>, hash: impl Fn(&S) -
     for slot in wrapped {
         put(slots, slot);
     }
+    Ok(())
 }
 
 /// Part `part` of `parts` equal parts (but for rounding) of `0..len`.
@@ -304,6 +316,7 @@ impl Table {
                 }
                 ref span => self.add(span, 1),
             })?;
+            self.check_memory()?;
         }
         for (key, hash) in waiting {
             if key != 0 {
@@ -311,6 +324,14 @@ impl Table {
             }
         }
         Ok(())
+    }
+
+    /// The error of a table that could not grow (it then took no more spans).
+    pub(super) fn check_memory(&self) -> Result<(), Error> {
+        match self.short.out_of_memory.as_ref().or(self.long.out_of_memory()) {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
     }
 
     /// Adds the spans of one byte counted apart to the others.
@@ -570,7 +591,7 @@ mod tests {
                 }
                 model.entry(key).or_insert((hash, 0)).1 += n;
                 if over_full(len, slots.len()) {
-                    regrow(&mut slots, |s| s.hash, |s| s.key == 0);
+                    regrow(&mut slots, |s| s.hash, |s| s.key == 0).unwrap();
                     doublings += 1;
                     assert_found(&slots, &model);
                 }
@@ -598,7 +619,7 @@ mod tests {
             }
             assert_found(&slots, &model);
             for len in [16, 32] {
-                regrow(&mut slots, |s| s.hash, |s| s.key == 0);
+                regrow(&mut slots, |s| s.hash, |s| s.key == 0).unwrap();
                 assert_eq!(slots.len(), len);
                 assert_found(&slots, &model);
             }

@@ -28,7 +28,7 @@ use rayon::prelude::*;
 
 use super::start::token_pair_index;
 use super::spans::{SpanTable, TokenId};
-use super::{check_stop, check_total, run, too_many_words, Learned, LearnOptions, Loop, Merge};
+use super::{check_stop, check_total, run, Learned, LearnOptions, Loop, Merge};
 use crate::count::Spans;
 use crate::encode::Encoder;
 use crate::error::stop_due;
@@ -202,7 +202,7 @@ pub fn extend<'a>(
 
 /// The loop's state before the first new merge, over spans of the base's `tokens` tokens.
 fn start<T: TokenId>(encoded: &EncodedSpans, tokens: usize, stop: &AtomicBool) -> Result<Loop<T>, Error> {
-    let (table, ids) = SpanTable::<T>::from_tokens(encoded.counts.len(), |i| encoded.get(i)).map_err(too_many_words)?;
+    let (table, ids) = SpanTable::<T>::from_tokens(encoded.counts.len(), |i| encoded.get(i))?;
     check_stop(stop)?;
     let pairs = token_pair_index(&table, &ids, tokens as u32, stop)?;
     Ok(Loop::start(table, pairs, ids.len()))

@@ -119,8 +119,8 @@ impl Default for Lists {
 
 impl Lists {
     /// Makes room for `bytes` more bytes.
-    pub(super) fn reserve(&mut self, bytes: usize) {
-        self.bytes.reserve_exact(bytes);
+    pub(super) fn reserve(&mut self, bytes: usize, stage: &'static str) -> Result<(), crate::Error> {
+        crate::memory::try_reserve_exact(&mut self.bytes, bytes, stage)
     }
 
     /// The bytes a list whose ids take `coded` bytes takes in the arena, its size included.

@@ -196,7 +196,7 @@ impl<T: TokenId> Loop<T> {
     /// millions of them), and it is checked between them and in the longest ones.
     fn new<'a>(spans: impl Into<Cow<'a, Spans>>, stop: &AtomicBool) -> Result<Self, Error> {
         let spans = spans.into();
-        let (table, ids) = SpanTable::<T>::new(&spans).map_err(too_many_words)?;
+        let (table, ids) = SpanTable::<T>::new(&spans)?;
         drop(spans); // the table holds them now: not kept while the pair index is built (if owned)
         check_stop(stop)?;
         let pairs = start::byte_pair_index(&table, &ids, stop)?;
@@ -439,7 +439,7 @@ fn increasing(list: &mut Vec<u32>) -> &[u32] {
 }
 
 /// The error for distinct spans that need `words` words in the span table, past its reach.
-fn too_many_words(words: usize) -> Error {
+pub(super) fn too_many_words(words: usize) -> Error {
     Error::InvalidOption(format!("the distinct spans need {words} words of token ids, more than the 2^34 supported"))
 }
 
@@ -500,7 +500,7 @@ fn run<T: TokenId>(
         if count < options.min_frequency {
             break;
         }
-        let token = vocab.push_merge(pair.0, pair.1);
+        let token = vocab.try_push_merge(pair.0, pair.1)?;
         state.apply(&best, token);
         state.raise_floor(count);
         let merge = Merge { pair, token, count };

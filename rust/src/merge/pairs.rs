@@ -16,7 +16,8 @@
 use rustc_hash::FxHashMap;
 
 use super::lists::{ListAt, Lists, EMPTY};
-use crate::memory::prefetch;
+use crate::memory::{prefetch, try_reserve};
+use crate::Error;
 use super::{key, Pair, PairKey};
 
 /// Where a pair lives in the index; it never moves.
@@ -57,11 +58,12 @@ pub(super) struct PairIndex {
 impl PairIndex {
     /// Makes room for `pairs` more pairs with `bytes` bytes of span lists in all (see
     /// [`Lists::room`]).
-    pub(super) fn reserve(&mut self, pairs: usize, bytes: usize) {
-        self.others.reserve(pairs);
-        self.counts.reserve(pairs);
-        self.spans.reserve(pairs);
-        self.lists.reserve(bytes);
+    pub(super) fn reserve(&mut self, pairs: usize, bytes: usize) -> Result<(), Error> {
+        const STAGE: &str = "building the pair index (where each pair of tokens occurs)";
+        try_reserve(&mut self.others, pairs, STAGE)?;
+        try_reserve(&mut self.counts, pairs, STAGE)?;
+        try_reserve(&mut self.spans, pairs, STAGE)?;
+        self.lists.reserve(bytes, STAGE)
     }
 
     /// Starts token `t`'s block, where [`PairIndex::push`] adds its pairs. Blocks are made in

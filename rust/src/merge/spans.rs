@@ -2,9 +2,13 @@
 
 use rayon::prelude::*;
 
-use super::Pair;
-use crate::memory::prefetch;
+use super::{too_many_words, Pair};
+use crate::memory::{prefetch, try_filled};
 use crate::count::Spans;
+use crate::Error;
+
+/// What building the span table is, when it runs out of memory.
+const SPAN_TABLE: &str = "building the span table (the spans as token ids, for the merge loop)";
 
 /// Merges that touch at least this many spans are applied in parallel blocks on the Rayon pool,
 /// if it has more than two threads (with two, the merge loop's helper thread takes half).
@@ -254,7 +258,7 @@ impl<T: TokenId> SpanTable<T> {
     /// spans each group keeps, then each group writes its spans and their ids into its own
     /// stretch of the table and of the ids. Nothing per span is held besides the table and
     /// the ids (a list of where each span goes would take more memory than the ids).
-    pub(super) fn new(spans: &Spans) -> Result<(Self, Vec<u32>), usize> {
+    pub(super) fn new(spans: &Spans) -> Result<(Self, Vec<u32>), Error> {
         let kept = |(bytes, n): (&[u8], u64)| bytes.len() >= 2 && n > 0;
         let per_group = spans.len().div_ceil(rayon::current_num_threads().max(1)).max(1 << 12);
         let groups: Vec<std::ops::Range<usize>> = (0..spans.len()).step_by(per_group).map(|at| at..spans.len().min(at + per_group)).collect();
@@ -268,12 +272,12 @@ impl<T: TokenId> SpanTable<T> {
             })
             .collect();
         let totals = sizes.iter().fold([0, 0], |[a, b], &([x, y], _)| [a + x, b + y]);
-        let which = pick_shift(totals)?;
+        let which = pick_shift(totals).map_err(too_many_words)?;
         let (shift, total) = (ID_SHIFTS[which], totals[which]);
         let count = sizes.iter().map(|&(_, kept)| kept).sum();
         let sizes: Vec<(usize, usize)> = sizes.iter().map(|&(words, kept)| (words[which], kept)).collect();
-        let mut words = vec![T::new(0); total];
-        let mut ids = vec![0u32; count];
+        let mut words = try_filled(total, T::new(0), SPAN_TABLE)?;
+        let mut ids = try_filled(count, 0u32, SPAN_TABLE)?;
         let mut stretches = Vec::with_capacity(groups.len());
         let (mut rest_words, mut rest_ids, mut first) = (&mut words[..], &mut ids[..], 0);
         for (group, &(group_words, group_spans)) in groups.iter().zip(&sizes) {
@@ -311,14 +315,14 @@ impl<T: TokenId> SpanTable<T> {
 
     /// [`SpanTable::new`] for spans already made of tokens: span `i < len` is `span(i)`, its
     /// tokens and count (a base's encoding of the spans, see `extend.rs`).
-    pub(super) fn from_tokens<'a>(len: usize, span: impl Fn(usize) -> (&'a [u32], u64)) -> Result<(Self, Vec<u32>), usize> {
+    pub(super) fn from_tokens<'a>(len: usize, span: impl Fn(usize) -> (&'a [u32], u64)) -> Result<(Self, Vec<u32>), Error> {
         // The length of span `i` if it is kept (two tokens or more, counted).
         let kept = |i: usize| {
             let (tokens, n) = span(i);
             (tokens.len() >= 2 && n > 0).then_some(tokens.len())
         };
         let totals = (0..len).filter_map(kept).fold([0, 0], |words, n| add_padded(words, prefix_words::<T>(n) + n));
-        let shift = ID_SHIFTS[pick_shift(totals)?];
+        let shift = ID_SHIFTS[pick_shift(totals).map_err(too_many_words)?];
         let mut starts: Vec<(usize, usize)> = Vec::new();
         let mut total = 0;
         for i in 0..len {
@@ -327,7 +331,7 @@ impl<T: TokenId> SpanTable<T> {
                 total += padded(prefix_words::<T>(n) + n, shift);
             }
         }
-        let mut words = vec![T::new(0); total];
+        let mut words = try_filled(total, T::new(0), SPAN_TABLE)?;
         let mut big = Vec::new();
         for &(i, at) in &starts {
             let (tokens, n) = span(i);

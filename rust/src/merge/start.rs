@@ -59,7 +59,7 @@ pub(super) fn byte_pair_index<T: TokenId>(spans: &SpanTable<T>, ids: &[u32], sto
     let parts: Vec<&[u32]> = ids.chunks(per_part).collect();
     let counted = count_byte_pairs(spans, &parts, stop);
     check_stop(stop)?;
-    let (mut pairs, lists) = index_byte_pairs(&counted);
+    let (mut pairs, lists) = index_byte_pairs(&counted)?;
     drop(counted);
     fill_span_lists(spans, &parts, &lists, &mut pairs, stop);
     check_stop(stop)?;
@@ -118,7 +118,7 @@ struct ByteList {
 /// The pair index of the byte pairs counted, token by token (see `pairs.rs`): `(x, t)` for
 /// `x <= t`, then `(t, y)` for `y < t`, each with a list of zeros of exactly its coded size.
 /// Also the pairs' lists in the index's order.
-fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<ByteList>) {
+fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> Result<(PairIndex, Vec<ByteList>), Error> {
     // The dense tables are read in their order once, and the pairs found put in the index's
     // order: (place in the index, pair, count, pieces).
     let mut found: Vec<(u32, BytePair, i64, Vec<PieceSize>)> = Vec::new();
@@ -145,7 +145,7 @@ fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<ByteList>) {
     found.sort_unstable_by_key(|f| f.0);
     let coded = |pieces: &[PieceSize]| pieces.iter().map(|p| p.0).sum::<usize>();
     let mut pairs = PairIndex::default();
-    pairs.reserve(found.len(), found.iter().map(|f| Lists::room(coded(&f.3))).sum());
+    pairs.reserve(found.len(), found.iter().map(|f| Lists::room(coded(&f.3))).sum())?;
     let mut lists = Vec::with_capacity(found.len());
     let mut opened = 0;
     for (place, at, count, pieces) in found {
@@ -159,7 +159,7 @@ fn index_byte_pairs(counted: &[Vec<ByteCount>]) -> (PairIndex, Vec<ByteList>) {
     for t in opened..256 {
         pairs.open_block(t);
     }
-    (pairs, lists)
+    Ok((pairs, lists))
 }
 
 /// Writes the lists of the byte pairs (`lists`, as [`index_byte_pairs`] gives them), each part
@@ -247,7 +247,7 @@ pub(super) fn token_pair_index<T: TokenId>(spans: &SpanTable<T>, ids: &[u32], to
     let mut found: Vec<Pair> = counted.keys().copied().collect();
     found.sort_unstable_by_key(|&(x, y)| if x <= y { (y, 0, x) } else { (x, 1, y) });
     let mut pairs = PairIndex::default();
-    pairs.reserve(found.len(), counted.values().map(|c| Lists::room(c.coded)).sum::<usize>());
+    pairs.reserve(found.len(), counted.values().map(|c| Lists::room(c.coded)).sum::<usize>())?;
     let mut opened = 0;
     for &pair in &found {
         while opened <= pair.0.max(pair.1) {

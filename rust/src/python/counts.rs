@@ -331,7 +331,7 @@ impl PySpanCounts {
 
     /// Writes the counts to `path` as Parquet (span bytes as `binary`, counts as `uint64`, sorted
     /// by span; pattern, options, format version, totals and a checksum in the metadata),
-    /// atomically: a temporary file in the same folder (created exclusively under an
+    /// atomically: a temporary file in the same folder (created if needed, exclusively under an
     /// unpredictable name, never through a symlink), flushed, renamed into place. See
     /// docs/span-counts.md.
     fn save(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {

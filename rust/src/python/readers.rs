@@ -96,6 +96,9 @@ impl Reading {
 /// What Python's `json` and the Python package's JSONL reader say a line holds (see
 /// `sources/jsonl.rs`): the same checks, in the same order, with the same messages.
 fn judge_line(py: Python<'_>, line: &[u8], n: u64, field: &str, path: &Path) -> Result<Judged, open::InputError> {
+    // Without its line end, as the Python reader reads it (a line cut inside a string is then
+    // an "Unterminated string", not an "Invalid control character").
+    let line = &line[..line.len() - line.iter().rev().take_while(|&&b| b == b'\n' || b == b'\r').count()];
     let judged = || -> PyResult<Judged> {
         let skip = if n == 1 && line.starts_with(b"\xef\xbb\xbf") { 3 } else { 0 };
         let text = match PyBytes::new(py, &line[skip..]).call_method1(intern!(py, "decode"), ("utf-8",)) {

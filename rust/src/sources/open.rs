@@ -3,6 +3,8 @@
 //! zstd, several frames in a row). A compressed stream cut short is an error, never the
 //! documents before the cut taken silently: flate2 fails on a truncated member itself, and
 //! [`ZstdFrames`] on a truncated frame (zstd's own reader returns the end of the data there).
+//! A regular file truncated, grown or rewritten while it is read is an error too
+//! ([`WatchedFile`]): its size and modification time at its end must be those it was opened with.
 
 use std::fs::File;
 use std::io::{self, BufReader, Read};
@@ -69,12 +71,78 @@ pub fn open(path: &Path, compression: Compression) -> Result<Input, InputError> 
         // A compressed file is never empty (a header at least): this one was cut short.
         return Err(InputError(format!("{shown}: an empty file, not {} data (cut short?)", compression.name())));
     }
+    let file = WatchedFile::new(file, &meta);
     let read: Box<dyn Read + Send> = match compression {
         Compression::None => Box::new(file),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(BufReader::with_capacity(1 << 18, file))),
         Compression::Zstd => Box::new(ZstdFrames::new(file).map_err(|e| read_error(path, &e))?),
     };
     Ok(Input { path: path.to_path_buf(), read })
+}
+
+/// What a file was when it was opened: its size and modification time. A regular file that
+/// no longer has them was changed by someone else while it was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileState {
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+}
+
+impl FileState {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        FileState { len: meta.len(), modified: meta.modified().ok() }
+    }
+
+    /// An error saying how `file` changed since `self` was taken, if it did (only a regular
+    /// file's size and time mean anything).
+    pub fn check(&self, file: &File) -> io::Result<()> {
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Ok(());
+        }
+        let now = FileState::of(&meta);
+        if now.len != self.len {
+            return Err(changed(format!("{} bytes when it was opened, {} now", self.len, now.len)));
+        }
+        if now.modified != self.modified {
+            return Err(changed("its modification time changed".to_string()));
+        }
+        Ok(())
+    }
+}
+
+fn changed(how: String) -> io::Error {
+    io::Error::other(format!("the file changed while it was read: {how}"))
+}
+
+/// A file read to its end, checked there against what it was when opened ([`FileState`]): a
+/// file cut short, grown, or rewritten in place while it is read is an error at its end,
+/// instead of the documents read so far taken as the whole file.
+pub struct WatchedFile {
+    file: File,
+    opened: FileState,
+    read: u64,
+}
+
+impl WatchedFile {
+    pub fn new(file: File, meta: &std::fs::Metadata) -> Self {
+        WatchedFile { file, opened: FileState::of(meta), read: 0 }
+    }
+}
+
+impl Read for WatchedFile {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read(out)?;
+        self.read += n as u64;
+        // (A pseudo-file of /proc says 0 bytes whatever it holds.)
+        if n == 0 && !out.is_empty() {
+            self.opened.check(&self.file)?;
+            if self.opened.len != 0 && self.file.metadata()?.is_file() && self.read != self.opened.len {
+                return Err(changed(format!("{} bytes when it was opened, {} read", self.opened.len, self.read)));
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// The message for a file that cannot be opened, as the Python package words it.
@@ -114,14 +182,14 @@ pub fn describe(e: &io::Error) -> String {
 
 /// Decompresses a `.zst` file frame after frame, failing on a frame cut short.
 struct ZstdFrames {
-    file: BufReader<File>,
+    file: BufReader<WatchedFile>,
     decoder: zstd::stream::raw::Decoder<'static>,
     /// Inside a frame (its end not reached yet).
     in_frame: bool,
 }
 
 impl ZstdFrames {
-    fn new(file: File) -> io::Result<Self> {
+    fn new(file: WatchedFile) -> io::Result<Self> {
         Ok(ZstdFrames { file: BufReader::with_capacity(1 << 18, file), decoder: zstd::stream::raw::Decoder::new()?, in_frame: false })
     }
 }
@@ -193,6 +261,44 @@ mod tests {
             assert!(e.0.starts_with(&format!("{}: cannot read (", path.display())), "{e}");
             std::fs::write(&path, b"").unwrap();
             assert!(read_all(&path, c).unwrap_err().0.ends_with("data (cut short?)"));
+        }
+        let e = read_all(&dir.join("missing.txt"), Compression::None).unwrap_err();
+        assert_eq!(e.0, format!("{}: no such file", dir.join("missing.txt").display()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Reads `path` in two halves, calling `between` after the first; the error at the end, if any.
+    fn read_changed(path: &Path, compression: Compression, between: impl FnOnce()) -> Result<(), InputError> {
+        let mut input = open(path, compression)?;
+        let mut half = vec![0u8; 1000];
+        input.read.read_exact(&mut half).map_err(|e| read_error(path, &e))?;
+        between();
+        input.read.read_to_end(&mut Vec::new()).map_err(|e| read_error(path, &e))?;
+        Ok(())
+    }
+
+    #[test]
+    fn a_file_changed_while_it_is_read_is_an_error_at_its_end() {
+        let dir = std::env::temp_dir().join(format!("bpeforge-changed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let body: Vec<u8> = (0..200_000).flat_map(|i| format!("line {i}\n").into_bytes()).collect();
+        let zst = zstd::encode_all(&body[..], 3).unwrap();
+        for (name, data, c) in [("a.txt", body.clone(), Compression::None), ("a.zst", zst, Compression::Zstd)] {
+            let path = dir.join(name);
+            let n = data.len();
+            std::fs::write(&path, &data).unwrap();
+            read_changed(&path, c, || ()).unwrap();
+            let cut = || std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(n as u64 / 2).unwrap();
+            let e = read_changed(&path, c, cut).unwrap_err().0;
+            let prefix = format!("{}: cannot read (", path.display());
+            assert!(e.starts_with(&prefix) && e.contains("the file changed while it was read"), "{e}");
+            std::fs::write(&path, &data).unwrap();
+            let touch = || {
+                let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1)).unwrap();
+            };
+            let e = read_changed(&path, c, touch).unwrap_err().0;
+            assert!(e.contains("the file changed while it was read: its modification time changed"), "{e}");
         }
         let e = read_all(&dir.join("missing.txt"), Compression::None).unwrap_err();
         assert_eq!(e.0, format!("{}: no such file", dir.join("missing.txt").display()));

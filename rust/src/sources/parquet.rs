@@ -36,6 +36,8 @@ use parquet::errors::ParquetError;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::schema::types::ColumnDescPtr;
 
+use crate::sources::open::FileState;
+
 /// Why a Parquet file cannot be read: the file itself (missing, unreadable), or its contents.
 #[derive(Debug)]
 pub enum ReadError {
@@ -178,6 +180,9 @@ pub struct ParquetTexts {
     batch_start: u64,
     /// Bytes of the strings read so far.
     bytes: u64,
+    /// The file as it was opened, checked at its end: one changed while it is read is an error.
+    handle: File,
+    opened: FileState,
 }
 
 /// The page buffers kept for the next pages (see [`ParquetTexts::next_batch`]) go back to the
@@ -193,13 +198,15 @@ impl ParquetTexts {
     /// BYTE_ARRAY annotated as UTF-8 strings). Reads only the file's footer.
     pub fn open(path: &Path, column: &str) -> Result<Self, ReadError> {
         let handle = File::open(path).map_err(ReadError::Io)?;
-        if handle.metadata().map_err(ReadError::Io)?.is_dir() {
+        let meta = handle.metadata().map_err(ReadError::Io)?;
+        if meta.is_dir() {
             return Err(ReadError::Io(std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a folder")));
         }
-        let file = SerializedFileReader::new(handle).map_err(|e| to_read_error(e, |e| format!("not a readable Parquet file ({e})")))?;
+        let opened = FileState::of(&meta);
+        let file = SerializedFileReader::new(handle.try_clone().map_err(ReadError::Io)?).map_err(|e| to_read_error(e, |e| format!("not a readable Parquet file ({e})")))?;
         let (leaf, max_def) = find_column(&file, column)?;
         let descr = file.metadata().file_metadata().schema_descr().column(leaf);
-        Ok(ParquetTexts { file, leaf, descr, max_def, next_group: 0, reader: None, values: Vec::new(), defs: Vec::new(), rows: 0, batch_start: 0, bytes: 0 })
+        Ok(ParquetTexts { file, leaf, descr, max_def, next_group: 0, reader: None, values: Vec::new(), defs: Vec::new(), rows: 0, batch_start: 0, bytes: 0, handle, opened })
     }
 
     /// The number of rows the file's footer declares, null ones included.
@@ -247,7 +254,8 @@ impl ParquetTexts {
             };
             let (from, levels_from) = (self.values.len(), self.defs.len());
             let defs = (self.max_def > 0).then_some(&mut self.defs);
-            let (records, values, _) = reader.read_records(want, defs, None, &mut self.values).map_err(cannot_read)?;
+            let read = reader.read_records(want, defs, None, &mut self.values);
+            let (records, values, _) = read.map_err(|e| self.failed(e))?;
             if records == 0 {
                 self.reader = None; // this row group is done
                 continue;
@@ -283,13 +291,31 @@ impl ParquetTexts {
     /// Starts the column reader of the next row group; false at the end of the file.
     fn next_row_group(&mut self) -> Result<bool, ReadError> {
         if self.next_group >= self.file.num_row_groups() {
+            self.check_unchanged()?;
             return Ok(false);
         }
-        let group = self.file.get_row_group(self.next_group).map_err(cannot_read)?;
-        let pages = group.get_column_page_reader(self.leaf).map_err(cannot_read)?;
+        let group = self.file.get_row_group(self.next_group).map_err(|e| self.failed(e))?;
+        let pages = group.get_column_page_reader(self.leaf).map_err(|e| self.failed(e))?;
         self.next_group += 1;
         self.reader = Some(ColumnReaderImpl::new(Arc::clone(&self.descr), pages));
         Ok(true)
+    }
+
+    /// An error if the file is no longer as it was opened (cut short, grown or rewritten).
+    fn check_unchanged(&self) -> Result<(), ReadError> {
+        self.opened.check(&self.handle).map_err(|e| match e.raw_os_error() {
+            Some(_) => ReadError::Io(e),
+            None => ReadError::Format(format!("cannot read it ({e})")),
+        })
+    }
+
+    /// The error for a failed read: the file's change, when it changed since it was opened
+    /// (a page then reads as damaged), else the reader's.
+    fn failed(&self, e: ParquetError) -> ReadError {
+        match self.check_unchanged() {
+            Err(changed) => changed,
+            Ok(()) => cannot_read(e),
+        }
     }
 
     /// Bytes of the strings read so far.

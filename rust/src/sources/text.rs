@@ -142,20 +142,20 @@ impl TextDocuments {
                 Err(e) => {
                     let at = start + e.valid_up_to();
                     let byte = self.buf[at];
+                    let line = || match lines_mode {
+                        true => lines_before + 1,
+                        false => lines_before + memchr::memchr_iter(b'\n', &self.buf[start..at]).count() as u64 + 1,
+                    };
                     if !self.skip_bad {
-                        let line = if lines_mode {
-                            lines_before + 1
-                        } else {
-                            lines_before + memchr::memchr_iter(b'\n', &self.buf[start..at]).count() as u64 + 1
-                        };
                         return Err(InputError(format!(
-                            "{}:{line}: not valid UTF-8 (byte 0x{byte:02x}); convert the file to UTF-8, \
+                            "{}:{}: not valid UTF-8 (byte 0x{byte:02x}); convert the file to UTF-8, \
                              or skip the documents that hold such bytes with --skip-bad-lines (skip_bad_lines=True in Python)",
-                            self.path.display()
+                            self.path.display(),
+                            line()
                         )));
                     }
-                    let (path, n) = (&self.path, self.documents);
-                    self.bad.add(|| format!("{}: document {n}: not valid UTF-8 (byte 0x{byte:02x})", path.display()));
+                    let message = || format!("{}:{}: not valid UTF-8 (byte 0x{byte:02x})", self.path.display(), line());
+                    self.bad.add(message);
                     true
                 }
             };

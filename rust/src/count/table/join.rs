@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
-use super::{hash_short, probe, slice_part, ShortTable, Slot, Table};
+use super::{hash_short, probe, slice_part, ShortTable, Slot, Table, COUNTING};
 use crate::count::Spans;
 use crate::error::stop_due;
 use crate::Error;
@@ -80,17 +80,18 @@ pub(in crate::count) fn join(mut tables: Vec<Table>, parts: usize, stop: &Atomic
             pieces.push((part, range.start, piece));
             rest = after;
         }
-        let parts_out: Option<Vec<Spans>> = pieces
+        let parts_out: Result<Vec<Spans>, Error> = pieces
             .into_par_iter()
             .map(|(part, first, short_slots)| {
-                let mut spans = Spans::with_capacity(largest_part, 8 * largest_part);
+                let mut spans = Spans::default();
+                spans.try_reserve(largest_part, 8 * largest_part, true, COUNTING)?;
                 let mut joiner = Joiner { mine: &mine, later, later_joined, out: &mut spans, stop };
                 joiner.short(short_slots, first, seeds, large)?;
                 joiner.long(long, (part, parts))?;
-                Some(spans)
+                Ok(spans)
             })
             .collect();
-        out.extend(parts_out.ok_or(Error::Interrupted)?);
+        out.extend(parts_out?);
         // `table` is freed here, before the next one is joined.
     }
     Ok(out)
@@ -111,13 +112,13 @@ const DISCARD_EVERY: usize = 2 << 20;
 
 impl Joiner<'_> {
     /// Writes out the spans of `slots` (slots `first..` of the table's short slots) not marked,
-    /// giving back their pages as it goes. `None` if stopped.
-    fn short(&mut self, slots: &mut [Slot], first: usize, seeds: (u64, u64), large: &HashMap<u128, u64>) -> Option<()> {
+    /// giving back their pages as it goes. [`Error::Interrupted`] if stopped.
+    fn short(&mut self, slots: &mut [Slot], first: usize, seeds: (u64, u64), large: &HashMap<u128, u64>) -> Result<(), Error> {
         let step = (DISCARD_EVERY / std::mem::size_of::<Slot>()).max(1);
         let mut discarded = 0;
         for start in (0..slots.len()).step_by(step) {
             if self.stop.load(Ordering::Relaxed) {
-                return None;
+                return Err(Error::Interrupted);
             }
             let end = slots.len().min(start + step);
             for (i, slot) in slots[start..end].iter().enumerate() {
@@ -132,21 +133,21 @@ impl Joiner<'_> {
                         mark(&joined.short, at);
                     }
                 }
-                self.out.push_short(key, n);
+                self.out.push_short(key, n, COUNTING)?;
             }
             // SAFETY: zero bytes make a valid (free) slot, and slots `..end` of this part are
             // never read again: no span is looked up in a table while it is joined.
             unsafe { crate::memory::discard(&mut slots[..end], &mut discarded) };
         }
-        Some(())
+        Ok(())
     }
 
-    /// Writes out the spans of part `part` of `parts` of `long`'s slots not marked. `None` if
-    /// stopped.
-    fn long(&mut self, long: &super::LongTable, part: (usize, usize)) -> Option<()> {
+    /// Writes out the spans of part `part` of `parts` of `long`'s slots not marked.
+    /// [`Error::Interrupted`] if stopped.
+    fn long(&mut self, long: &super::LongTable, part: (usize, usize)) -> Result<(), Error> {
         for (k, (at, span, hash, mut n)) in long.iter_part_at(part.0, part.1).enumerate() {
             if stop_due(k, self.stop) {
-                return None;
+                return Err(Error::Interrupted);
             }
             if marked(&self.mine.long, at) {
                 continue;
@@ -157,9 +158,9 @@ impl Joiner<'_> {
                     mark(&joined.long, at);
                 }
             }
-            self.out.push(span, n);
+            self.out.try_push(span, n, COUNTING)?;
         }
-        Some(())
+        Ok(())
     }
 }
 

@@ -132,7 +132,8 @@ def overhead(args) -> None:
     t = time.perf_counter()
     import bpeforge.ray as bray
 
-    ray = bray.start_local_cluster(num_cpus=args.cpus, logging_level="ERROR")
+    cluster = bray.start_local_cluster(num_cpus=args.cpus, logging_level="ERROR")
+    ray = cluster.ray
     ray.get(ray.remote(lambda: 0).remote())
     cold = time.perf_counter() - t
     print(f"cold start (ray.init + a first task): {cold:.1f} s")
@@ -177,7 +178,7 @@ def overhead(args) -> None:
     print(f"driver peak rise: median {statistics.median(peak_rise) / 1e6:,.1f} MB = {statistics.median(peak_rise) / in_memory:.2f}x the counts in memory; "
           f"private memory only: {statistics.median(private_rise) / 1e6:,.1f} MB = {statistics.median(private_rise) / in_memory:.2f}x")
     print(f"driver peak RSS (whole process, ru_maxrss, in-process runs included): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB")
-    ray.shutdown()
+    cluster.stop()
 
 
 def scale(args) -> None:

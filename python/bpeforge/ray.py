@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from . import _core
 from .counts import count_with_figures
@@ -32,6 +32,8 @@ from .errors import InputError
 from .inputs import Corpus, Source, expand_inputs
 from .patterns import resolve_pattern
 from .progress import ConsoleProgress
+from .ray_local import LocalCluster, import_ray
+from .ray_local import start as start_local
 from .training import ProgressCallback, progress_callback
 
 # How many partial counts one reduce task adds: the tree has log_FAN_IN(files) levels, and a
@@ -48,40 +50,21 @@ MIN_BUFFER, MAX_BUFFER = 64, 8192
 WAIT_SECONDS = 0.5
 
 
-def import_ray() -> Any:
-    """The ``ray`` package, or an ImportError saying how to install it."""
-    try:
-        import ray
-    except ImportError as e:
-        if isinstance(e, ModuleNotFoundError) and e.name == "ray":
-            raise ImportError("counting on Ray needs Ray: pip install 'bpeforge[ray]'") from None
-        raise ImportError(f"counting on Ray needs Ray, which is installed but fails to import: {e}") from None
-    return ray
+def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> LocalCluster:
+    """Starts a Ray cluster on this machine for this process and connects to it: every server
+    on loopback only (127.0.0.1), no dashboard, no usage statistics, its files in a private
+    folder; returns a :class:`~bpeforge.ray_local.LocalCluster`, whose ``stop()`` (or the end
+    of a ``with`` block, or of the process) ends every process of the cluster and removes its
+    folder::
 
+        with bray.start_local_cluster(num_cpus=4):
+            counts = bray.count_files(paths)
 
-def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> Any:
-    """Starts a Ray cluster on this machine for this process, reachable on loopback only, and
-    connects to it; returns the ``ray`` module (``ray.shutdown()`` stops the cluster).
-
-    Ray gives a node the address of the route to a public address, which may be a network
-    interface, and reports usage statistics unless told not to: neither is wanted for a
-    cluster that lives and dies with one command. So the node is pinned to 127.0.0.1 (which
-    needs ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` set before Ray is first imported: with it,
-    Ray takes loopback as the node's address rather than looking for a public one), usage
-    statistics are off and there is no dashboard. ``init_options`` go to ``ray.init``."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    ray = import_ray()
-    options: Dict[str, Any] = dict(
-        address="local",
-        num_cpus=num_cpus,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-    )
-    options.update(init_options)
-    ray.init(**options)
-    return ray
+    Start it before importing ``ray`` (or with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` set
+    before): a Ray imported otherwise would put the node on a network address, and is refused
+    (RuntimeError). ``init_options`` go to ``ray.init``. Ctrl-C while it starts leaves nothing
+    behind. Details: docs/ray.md."""
+    return start_local(num_cpus, **init_options)
 
 
 # ------------------------------------------------------------------------------ in the workers

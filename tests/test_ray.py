@@ -22,18 +22,13 @@ from bpeforge.errors import InputError
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-# Before Ray is first imported: the node on loopback, no usage statistics (see start_local_cluster).
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray")
 bray = pytest.importorskip("bpeforge.ray")
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    bray.start_local_cluster(num_cpus=2, logging_level="ERROR")
+def cluster(ray_cluster):
     yield ray
-    ray.shutdown()
 
 
 def make_docs(n, seed=0):
@@ -101,15 +96,10 @@ def test_dataset_counts_as_in_one_process(cluster, blocks):
     assert ranks_of(counts, 600) == local.mergeable_ranks
 
 
-def test_dataset_read_from_parquet_files(cluster, shards, monkeypatch):
+def test_dataset_read_from_parquet_files(cluster, shards):
+    """Ray Data's own read_parquet, with what the ``ray`` extra installs (fsspec's HTTP
+    filesystem, which Ray Data's file listing imports, needs aiohttp)."""
     files, docs = shards
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        # Ray Data's file listing threads each try fsspec's HTTP filesystem, which needs
-        # aiohttp: without it, two threads importing at once may see the module half made (an
-        # ImportError Ray does not expect) where one alone sees it missing (which Ray expects).
-        monkeypatch.setitem(sys.modules, "fsspec.implementations.http", None)
     parquet = [str(p) for p in files if p.suffix == ".parquet"]
     ds = ray.data.read_parquet(parquet)
     wanted = [t for p in parquet for t in pq.read_table(p).column("text").to_pylist() if t]

@@ -97,7 +97,8 @@ def read_file(source: Source, reading: Reading) -> Corpus:
 
 @dataclass
 class Figures:
-    """What was counted: files (or blocks), texts, bytes, and the bad lines skipped."""
+    """What was counted: files (or blocks), texts, bytes, the bad lines skipped, and the nodes
+    the files were counted on (Ray's node ids)."""
 
     shards: int = 0
     texts: int = 0
@@ -106,6 +107,7 @@ class Figures:
     bad_documents: int = 0
     """Of ``bad_lines``: text documents that are not UTF-8 (the rest are JSONL lines)."""
     bad_examples: List[str] = field(default_factory=list)
+    nodes: Set[str] = field(default_factory=set)
 
     def add(self, other: "Figures") -> None:
         self.shards += other.shards
@@ -114,6 +116,7 @@ class Figures:
         self.bad_lines += other.bad_lines
         self.bad_documents += other.bad_documents
         self.bad_examples = (self.bad_examples + other.bad_examples)[:5]
+        self.nodes |= other.nodes
 
 
 def batches_and_size(documents: Iterable[Any]) -> Tuple[Iterable[Any], int]:
@@ -146,11 +149,21 @@ def count_file(
     documents = read(source, reading)
     batches, size = batches_and_size(documents)
     counted = count_with_figures(batches, regex, num_threads=num_threads, buffer_size=size, options=options)
-    figures = Figures(shards=1, texts=counted.texts, bytes=counted.bytes)
+    figures = Figures(shards=1, texts=counted.texts, bytes=counted.bytes, nodes=node_id())
     bad = getattr(documents, "bad_lines", None)
     if bad is not None and bad.count:
         figures.bad_lines, figures.bad_documents, figures.bad_examples = bad.count, bad.documents, list(bad.examples)
     return counted.counts.to_bytes(), figures
+
+
+def node_id() -> Set[str]:
+    """The id of the Ray node this runs on (in a task), or nothing outside Ray."""
+    try:
+        import ray
+
+        return {ray.get_runtime_context().get_node_id()} if ray.is_initialized() else set()
+    except Exception:  # noqa: BLE001 - only a figure
+        return set()
 
 
 def count_block(batch: Any, column: str, regex: str, num_threads: int) -> Any:

@@ -85,6 +85,33 @@ def test_files_figures_and_options(cluster, shards):
     assert (f.shards, f.texts, f.bytes) == (len(files), len(docs), sum(len(d[:12].encode()) for d in docs))
 
 
+@pytest.mark.parametrize("separator", ["\n", "<|endoftext|>", "\n\n"])
+def test_large_files_are_counted_in_parts_as_in_one_process(cluster, shards, tmp_path, separator):
+    """Files larger than split_bytes are counted in parts (byte ranges of text and JSONL, row
+    groups of Parquet), with the counts of one process; a separator that overlaps itself, and a
+    compressed file, stay whole."""
+    files, docs = shards
+    big = tmp_path / "big.txt"
+    big.write_text(separator.join(docs) + separator, encoding="utf-8")
+    counted = bray.count_files_with_figures(files + [big], doc_separator=separator, split_bytes=2_000, fan_in=3)
+    whole = [d for s in bray.list_sources(files + [big], None) for batch in bray.read_file(s, bray.Reading(doc_separator=separator)) for d in batch]
+    assert counted.counts == bpeforge.count(whole)
+    if separator == "\n":
+        assert counted.counts == bpeforge.count(docs + docs)
+    parts = [bray.parts_of(s, bray.Reading(doc_separator=separator), 2_000) for s in bray.list_sources(files + [big], None)]
+    by_name = {str(p[0].path.name): len(p) for p in parts}
+    assert by_name["s0.parquet"] == 4 and by_name["s3.jsonl"] > 1 and by_name["s4.txt.gz"] == 1
+    assert by_name["big.txt"] == (1 if separator == "\n\n" else -(-big.stat().st_size // 2_000))
+    assert counted.figures.shards == sum(by_name.values())
+
+
+def test_a_bad_line_in_a_part_names_its_line_in_the_file(cluster, tmp_path):
+    path = tmp_path / "late.txt"
+    path.write_bytes(b"".join(b"line %d is fine\n" % i for i in range(2_000)) + b"caf\xe9\n")
+    with pytest.raises(InputError, match=r"late\.txt:2001: not valid UTF-8"):
+        bray.count_files([path], split_bytes=1_000)
+
+
 @pytest.mark.parametrize("blocks", [1, 3, 8])
 def test_dataset_counts_as_in_one_process(cluster, blocks):
     docs = make_docs(900, seed=blocks)

@@ -21,8 +21,10 @@ design and its reasons: docs/ray.md.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
@@ -48,6 +50,10 @@ BUFFER_BYTES = 8_000_000
 MIN_BUFFER, MAX_BUFFER = 64, 8192
 # How long the driver waits for a task before looking for Ctrl-C and updating progress.
 WAIT_SECONDS = 0.5
+# A larger uncompressed text or JSONL file is counted in parts of about this many bytes (byte
+# ranges cut at documents), a larger Parquet file in groups of row groups of about this size:
+# so that several workers, on several nodes, share one large file.
+SPLIT_BYTES = 64_000_000
 
 
 def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> LocalCluster:
@@ -237,6 +243,7 @@ def count_files(
     num_cpus: int = 1,
     fan_in: int = FAN_IN,
     read: Optional[Callable[[Source, Reading], Iterable[Any]]] = None,
+    split_bytes: Optional[int] = SPLIT_BYTES,
 ) -> _core.SpanCounts:
     """Counts the spans of files on the Ray cluster this process is connected to (``ray.init``
     first; :func:`start_local_cluster` starts one on this machine): a task per file, reading it
@@ -253,7 +260,7 @@ def count_files(
     return count_files_with_figures(
         paths, pattern, text_column=text_column, doc_separator=doc_separator, doc_cap=doc_cap,
         skip_bad_lines=skip_bad_lines, input_format=input_format, arrow=arrow, progress=progress,
-        num_cpus=num_cpus, fan_in=fan_in, read=read,
+        num_cpus=num_cpus, fan_in=fan_in, read=read, split_bytes=split_bytes,
     ).counts
 
 
@@ -271,6 +278,7 @@ def count_files_with_figures(
     num_cpus: int = 1,
     fan_in: int = FAN_IN,
     read: Optional[Callable[[Source, Reading], Iterable[Any]]] = None,
+    split_bytes: Optional[int] = SPLIT_BYTES,
 ) -> CountedOnRay:
     """:func:`count_files`, with the figures of what was counted (files, texts, bytes, bad
     lines skipped)."""
@@ -278,9 +286,11 @@ def count_files_with_figures(
     check_fan_in(fan_in)
     if doc_cap is not None and (not isinstance(doc_cap, int) or doc_cap < 1):
         raise ValueError(f"doc_cap must be a positive int, got {doc_cap!r}")
-    sources = list_sources(paths, input_format)
+    if split_bytes is not None and (not isinstance(split_bytes, int) or isinstance(split_bytes, bool) or split_bytes < 1):
+        raise ValueError(f"split_bytes must be a positive int or None, got {split_bytes!r}")
     ray = connected_ray()
     reading = Reading(text_column, doc_separator, doc_cap, skip_bad_lines, arrow)
+    sources = [part for source in list_sources(paths, input_format) for part in parts_of(source, reading, split_bytes)]
     options = {"doc_cap": doc_cap} if doc_cap is not None else None
     task = ray.remote(count_file).options(num_cpus=num_cpus, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
     jobs = [
@@ -288,7 +298,8 @@ def count_files_with_figures(
         for source in sources
     ]
     empty = _core.SpanCounts.from_mapping({}, pattern=regex, options=options)
-    return add_up(ray, jobs, empty, "files", progress, fan_in)
+    whole = all(source.byte_range is None and source.row_groups is None for source in sources)
+    return add_up(ray, jobs, empty, "files" if whole else "parts of files", progress, fan_in)
 
 
 def count_dataset(
@@ -349,6 +360,52 @@ def list_sources(paths: Any, input_format: Optional[str]) -> List[Source]:
     return sources
 
 
+def parts_of(source: Source, reading: Reading, split_bytes: Optional[int]) -> List[Source]:
+    """``source`` in parts of about ``split_bytes`` bytes, for several tasks (see
+    :func:`count_files`), or ``[source]`` if it stays whole. Only the file's size (and a Parquet
+    file's footer) is read here, on the driver."""
+    if split_bytes is None or source.byte_range is not None or source.row_groups is not None:
+        return [source]
+    if source.format in ("text", "jsonl"):
+        separator = (reading.doc_separator if source.format == "text" else "\n").encode("utf-8", "surrogateescape")
+        if source.compression is not None or str(source.path) == "-" or not splittable(separator):
+            return [source]
+        try:
+            info = os.stat(source.path)
+        except OSError:
+            return [source]  # the task says what is wrong with it
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= split_bytes:
+            return [source]
+        n = -(-info.st_size // split_bytes)
+        bounds = [info.st_size * i // n for i in range(n + 1)]
+        return [dataclasses.replace(source, byte_range=(a, b)) for a, b in zip(bounds, bounds[1:])]
+    if source.format == "parquet" and source.compression is None:
+        try:
+            import pyarrow.parquet as pq
+
+            metadata = pq.ParquetFile(source.path).metadata
+            sizes = [metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups)]
+        except Exception:  # noqa: BLE001 - no pyarrow, or not Parquet: the task says what is wrong
+            return [source]
+        groups: List[List[int]] = [[]]
+        size = 0
+        for i, n in enumerate(sizes):
+            if groups[-1] and size + n > split_bytes:
+                groups.append([])
+                size = 0
+            groups[-1].append(i)
+            size += n
+        if len(groups) > 1:
+            return [dataclasses.replace(source, row_groups=tuple(g)) for g in groups]
+    return [source]
+
+
+def splittable(separator: bytes) -> bool:
+    """Whether a file can be cut into byte ranges at ``separator``: not empty, and no two of its
+    occurrences can overlap (no proper prefix is also a suffix; as the Rust readers check)."""
+    return bool(separator) and all(separator[:n] != separator[-n:] for n in range(1, len(separator)))
+
+
 def connected_ray() -> Any:
     """``ray``, connected to a cluster, or a RuntimeError saying how to connect."""
     ray = import_ray()
@@ -393,7 +450,7 @@ def add_up(
     todo.reverse()
 
     def show() -> None:
-        note = f"{figures.shards:,}/{len(jobs):,} {unit}" if unit == "files" else f"{len(jobs) - len(todo) - len(running):,}/{len(jobs):,} {unit} added"
+        note = f"{figures.shards:,}/{len(jobs):,} {unit}" if unit != "block groups" else f"{len(jobs) - len(todo) - len(running):,}/{len(jobs):,} {unit} added"
         if console is not None:
             console.reading(figures.texts, figures.bytes, note)
         elif callback is not None:

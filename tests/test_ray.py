@@ -123,6 +123,31 @@ def test_dataset_counts_as_in_one_process(cluster, blocks):
     assert ranks_of(counts, 600) == local.mergeable_ranks
 
 
+def test_dataset_blocks_are_added_as_they_finish(cluster, tmp_path):
+    """The block holding "last" waits until the driver has added a first group of blocks (it
+    says so through progress): with counts added only after all blocks, it would wait in vain."""
+    flag, waited = tmp_path / "added", tmp_path / "waited"
+
+    def hold_the_last(batch):
+        if "last" in batch.column("text").to_pylist():
+            deadline = time.monotonic() + 60
+            while not flag.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if flag.exists():
+                waited.touch()
+        return batch
+
+    def progress(phase, info):
+        if info["done"] >= 1:
+            flag.touch()
+
+    docs = [f"document {i}" for i in range(30)] + ["last"]
+    ds = ray.data.from_items([{"text": t} for t in docs], override_num_blocks=4)
+    ds = ds.map_batches(hold_the_last, batch_format="pyarrow", batch_size=None)
+    assert bray.count_dataset(ds, fan_in=2, progress=progress) == bpeforge.count(docs)
+    assert waited.exists()
+
+
 def test_dataset_read_from_parquet_files(cluster, shards):
     """Ray Data's own read_parquet, with what the ``ray`` extra installs (fsspec's HTTP
     filesystem, which Ray Data's file listing imports, needs aiohttp)."""

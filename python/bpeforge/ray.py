@@ -24,9 +24,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import queue
 import stat
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Sized, Tuple, Union
 
 from . import _core
 from .counts import count_with_figures
@@ -292,7 +294,11 @@ def count_files_with_figures(
     reading = Reading(text_column, doc_separator, doc_cap, skip_bad_lines, arrow)
     sources = [part for source in list_sources(paths, input_format) for part in parts_of(source, reading, split_bytes)]
     options = {"doc_cap": doc_cap} if doc_cap is not None else None
-    task = ray.remote(count_file).options(num_cpus=num_cpus, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
+    # SPREAD: parts of one file go to different nodes, even while one node could queue them all
+    # on a worker it holds (Ray reuses a leased worker for tasks of the same shape).
+    task = ray.remote(count_file).options(
+        num_cpus=num_cpus, num_returns=2, max_retries=RETRIES, retry_exceptions=False, scheduling_strategy="SPREAD"
+    )
     jobs = [
         Job(str(source), functools.partial(task.remote, source, reading, regex, options, num_cpus, read or read_file))
         for source in sources
@@ -334,15 +340,31 @@ def count_dataset(
         fn_kwargs={"column": column, "regex": regex, "num_threads": num_cpus},
         num_cpus=num_cpus,
     )
-    try:
-        tables = counted.to_arrow_refs()
-    except Exception as e:  # noqa: BLE001 - Ray Data wraps what a task raised: say ours first
-        raise task_error(ray, e, "counting the dataset") from None
     task = ray.remote(add_packed).options(num_cpus=1, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
-    groups = [tables[i : i + fan_in] for i in range(0, len(tables), fan_in)]
-    jobs = [Job(f"blocks {i * fan_in}-{i * fan_in + len(g) - 1}", functools.partial(task.remote, *g)) for i, g in enumerate(groups)]
     empty = _core.SpanCounts.from_mapping({}, pattern=regex)
-    return add_up(ray, jobs, empty, "block groups", progress, fan_in).counts
+    return add_up(ray, block_groups(ray, counted, task, fan_in), empty, "block groups", progress, fan_in).counts
+
+
+def block_groups(ray: Any, counted: Any, task: Any, fan_in: int) -> Iterator["Job"]:
+    """The jobs adding the counted blocks of the dataset ``counted``, ``fan_in`` blocks each,
+    as Ray Data finishes them (its streaming executor: the first are added while the others
+    are still counted)."""
+    bundles = iter(counted.iter_internal_ref_bundles())
+    group: List[Any] = []
+    first = 0
+    while True:
+        try:
+            bundle = next(bundles, None)
+        except Exception as e:  # noqa: BLE001 - Ray Data wraps what a task raised: say ours first
+            raise task_error(ray, e, "counting the dataset") from None
+        if bundle is not None:
+            group += [entry.ref if hasattr(entry, "ref") else entry[0] for entry in bundle.blocks]
+        while len(group) >= fan_in or (bundle is None and group):
+            parts, group = group[:fan_in], group[fan_in:]
+            yield Job(f"blocks {first}-{first + len(parts) - 1}", functools.partial(task.remote, *parts))
+            first += len(parts)
+        if bundle is None:
+            return
 
 
 def check_fan_in(fan_in: int) -> None:
@@ -428,13 +450,14 @@ class Job:
 
 def add_up(
     ray: Any,
-    jobs: Sequence[Job],
+    jobs: Iterable[Job],
     empty: _core.SpanCounts,
     unit: str,
     progress: Union[bool, ProgressCallback, ConsoleProgress, None],
     fan_in: int,
 ) -> CountedOnRay:
-    """Runs the counting ``jobs`` (at most two per CPU of the cluster at once, so that the
+    """Runs the counting ``jobs`` (a list, or an iterator whose jobs are submitted as it gives
+    them; at most two per CPU of the cluster at once, so that the
     partial counts waiting to be added stay few) and adds their counts in a tree: ``fan_in``
     counts of one level make one of the next, the last ones of every level are added at the
     end. The driver owns every task's result and only waits on figures until the sum, which it
@@ -446,15 +469,16 @@ def add_up(
     levels: List[List[Any]] = [[]]  # levels[k]: counts refs that are the sum of fan_in**k jobs' counts
     running: Dict[Any, Tuple[Any, Job]] = {}  # figures ref -> (counts ref, job)
     submitted: List[Any] = []  # a ref of every task, to cancel them
-    todo = list(jobs)
-    todo.reverse()
+    feed = JobFeed(jobs)
 
     def show() -> None:
-        note = f"{figures.shards:,}/{len(jobs):,} {unit}" if unit != "block groups" else f"{len(jobs) - len(todo) - len(running):,}/{len(jobs):,} {unit} added"
+        of = f"/{feed.total:,}" if feed.total is not None else ""
+        done = feed.started - len(running)
+        note = f"{figures.shards:,}{of} {unit}" if unit != "block groups" else f"{done:,}{of} {unit} added"
         if console is not None:
             console.reading(figures.texts, figures.bytes, note)
         elif callback is not None:
-            callback("count", {"texts": figures.texts, "bytes": figures.bytes, "done": len(jobs) - len(todo) - len(running), "total": len(jobs)})
+            callback("count", {"texts": figures.texts, "bytes": figures.bytes, "done": done, "total": feed.total})
 
     def add_level(k: int) -> None:
         while len(levels[k]) >= fan_in:
@@ -468,12 +492,16 @@ def add_up(
 
     try:
         show()
-        while todo or running:
-            while todo and len(running) < limit:
-                job = todo.pop()
+        while feed.more or running:
+            while len(running) < limit:
+                job = feed.next(wait=not running)
+                if job is None:
+                    break
                 counts_ref, figures_ref = job.submit()
                 running[figures_ref] = (counts_ref, job)
                 submitted.append(counts_ref)
+            if not running:
+                continue
             done, _ = ray.wait(list(running), num_returns=1, timeout=WAIT_SECONDS)
             for figures_ref in done:
                 counts_ref, job = running.pop(figures_ref)
@@ -496,6 +524,58 @@ def add_up(
         console("count", {"spans": len(counts)})
         console.close()
     return CountedOnRay(counts, figures)
+
+
+class JobFeed:
+    """The jobs of :func:`add_up`, one at a time: from a list as they are; from another
+    iterable (the blocks of a dataset as Ray Data finishes them) through a thread that reads it
+    into a queue, so that the driver goes on adding what is done while it waits for more."""
+
+    def __init__(self, jobs: Iterable[Job]) -> None:
+        self.total = len(jobs) if isinstance(jobs, Sized) else None
+        self.started = 0
+        self.more = True
+        self.waiting: List[Job] = []
+        self.queue: Optional["queue.Queue[Tuple[str, Any]]"] = None
+        if self.total is not None:
+            self.waiting = list(jobs)
+            self.waiting.reverse()
+        else:
+            self.queue = queue.Queue()
+            threading.Thread(target=self.pull, args=(iter(jobs),), name="bpeforge-ray-blocks", daemon=True).start()
+
+    def pull(self, jobs: Iterator[Job]) -> None:
+        assert self.queue is not None
+        try:
+            for job in jobs:
+                self.queue.put(("job", job))
+            self.queue.put(("end", None))
+        except BaseException as e:  # noqa: BLE001 - raised on the driver's thread by next()
+            self.queue.put(("error", e))
+
+    def next(self, wait: bool) -> Optional[Job]:
+        """The next job, or None: none left (``more`` turns false), or (reading an iterable)
+        none ready yet, after waiting up to WAIT_SECONDS if ``wait``. Raises what reading the
+        iterable raised."""
+        if not self.more:
+            return None
+        if self.queue is None:
+            if not self.waiting:
+                self.more = False
+                return None
+            self.started += 1
+            return self.waiting.pop()
+        try:
+            kind, value = self.queue.get(timeout=WAIT_SECONDS) if wait else self.queue.get_nowait()
+        except queue.Empty:
+            return None
+        if kind != "job":
+            self.more = False
+            if kind == "error":
+                raise value
+            return None
+        self.started += 1
+        return value
 
 
 def the_sum(ray: Any, add: Any, levels: List[List[Any]], empty: _core.SpanCounts, fan_in: int, submitted: List[Any]) -> _core.SpanCounts:

@@ -1,7 +1,7 @@
 """Counting on a real cluster of two nodes (each its own raylet, object store and workers, one
 CPU each), on loopback only, started for this module by tests/two_nodes.py and stopped after
-(only its own processes): ``bpeforge count --ray-address`` counts exactly, and the counting
-tasks run on both nodes. The speed of two nodes against one: benches/bench_ray.py nodes."""
+(only its own processes): ``bpeforge count --ray-address`` counts exactly, and the parts of
+one large file are counted on both nodes. The speed of two nodes against one: benches/bench_ray.py nodes."""
 
 from __future__ import annotations
 
@@ -98,17 +98,19 @@ def test_count_with_ray_address_counts_exactly(two_nodes, corpus, tmp_path):
 SPREAD = """
 import json, sys, ray, bpeforge.ray as bray
 ray.init(address=sys.argv[1], log_to_driver=False, logging_level="ERROR")
-counted = bray.count_files_with_figures(sys.argv[2:], fan_in=2)
-print(json.dumps({"nodes": len(counted.figures.nodes), "cluster": len([n for n in ray.nodes() if n["Alive"]]), "counts": counted.counts.to_bytes().hex()}))
+counted = bray.count_files_with_figures(sys.argv[3:], split_bytes=int(sys.argv[2]), fan_in=2)
+print(json.dumps({"nodes": len(counted.figures.nodes), "parts": counted.figures.shards, "cluster": len([n for n in ray.nodes() if n["Alive"]]), "counts": counted.counts.to_bytes().hex()}))
 """
 
 
-def test_the_files_are_counted_on_both_nodes(two_nodes, corpus):
+def test_one_large_file_is_counted_on_both_nodes(two_nodes, corpus, tmp_path):
+    """One file larger than split_bytes: its parts are counted on both nodes, exactly."""
     address, _ = two_nodes
-    d, docs = corpus
-    files = sorted(str(p) for p in d.iterdir())
-    r = subprocess.run([sys.executable, "-c", SPREAD, address, *files], env=ENV, capture_output=True, text=True, timeout=300)
+    _, docs = corpus
+    big = tmp_path / "one.txt"
+    big.write_text("\n".join(docs) + "\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, "-c", SPREAD, address, "20000", str(big)], env=ENV, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     result = json.loads(r.stdout.strip().splitlines()[-1])
-    assert result["cluster"] == 2 and result["nodes"] == 2
+    assert result["cluster"] == 2 and result["nodes"] == 2 and result["parts"] == -(-big.stat().st_size // 20000)
     assert bpeforge.SpanCounts.from_bytes(bytes.fromhex(result["counts"])) == bpeforge.count(docs)

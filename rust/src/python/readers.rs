@@ -368,6 +368,12 @@ impl DocumentReader {
 /// whole. Iterating gives lists of str: `batch_docs` documents, or fewer once they hold
 /// `batch_bytes` bytes. `Trainer.train_from_iterator` takes the reader itself as one of its
 /// items and reads it in Rust, without a Python str per document.
+///
+/// `byte_range=(start, end)` reads only the documents that start in those bytes of an
+/// uncompressed file (beginning after the first separator that ends at or past `start`, and
+/// finishing the last document past `end`), so that ranges tiling a file read each document
+/// once; line numbers stay those of the whole file. The separator must be one no two of whose
+/// occurrences can overlap (`"\n"`, `"<|endoftext|>"`; not `"\n\n"`): ValueError otherwise.
 #[pyclass(module = "bpeforge._core", extends = DocumentReader)]
 pub struct TextReader;
 
@@ -414,6 +420,7 @@ impl TextReader {
 /// such a str cannot be UTF-8 text). serde_json parses the lines; those it refuses and Python's
 /// `json` may take (`NaN`, numbers beyond a double, a lone surrogate elsewhere in the line,
 /// deep nesting) are read by Python's `json`, so that both agree on every line.
+/// `byte_range=(start, end)`: the lines that start in those bytes (see `TextReader`).
 #[pyclass(module = "bpeforge._core", extends = DocumentReader)]
 pub struct JsonlReader;
 

@@ -3,6 +3,7 @@
 
     python benches/bench_ray.py overhead --corpus $BPEFORGE_CORPUS_DIR/kernel-code.parquet --shards 8 --repeat 3
     python benches/bench_ray.py scale --corpus $BPEFORGE_CORPUS_DIR/kernel-code.parquet
+    python benches/bench_ray.py nodes --corpus $BPEFORGE_CORPUS_DIR/kernel-code.parquet --mb 200
 
 overhead: the corpus is split into --shards Parquet files (in --workdir, default a temporary
 folder), then counted alternately (A, B, A, B, ...) by
@@ -22,6 +23,15 @@ scale: distinct spans against corpus size on the first 1/64, 1/32, ..., all of t
 memory per distinct span measured by training from the full counts in a child process (its peak
 RSS above the interpreter's, over the distinct spans), which together predict the merge node's
 RAM at 100 GB and 1 TB of similar text.
+
+nodes: one text file of --mb MB (the corpus's documents, repeated to the size; or synthetic
+text without --corpus) counted by bpeforge.ray.count_files (parts of 64 MB, one task each) on a
+cluster of one node, then of two nodes, --cpus-per-node CPUs each, both on loopback on this
+machine (tests/two_nodes.py: Ray's cluster_utils). Each cluster is started and warmed up (a
+first count, the workers importing bpeforge) before the clock; --repeat counts each, the median
+kept. Reported: the seconds of each, and the ratio two nodes / one (the target: at most 0.8x);
+the counts of both are checked equal. On a machine of 2 cores shared with other work, two nodes
+of one CPU each is the most it can show.
 """
 
 from __future__ import annotations
@@ -132,7 +142,8 @@ def overhead(args) -> None:
     t = time.perf_counter()
     import bpeforge.ray as bray
 
-    ray = bray.start_local_cluster(num_cpus=args.cpus, logging_level="ERROR")
+    cluster = bray.start_local_cluster(num_cpus=args.cpus, logging_level="ERROR")
+    ray = cluster.ray
     ray.get(ray.remote(lambda: 0).remote())
     cold = time.perf_counter() - t
     print(f"cold start (ray.init + a first task): {cold:.1f} s")
@@ -177,7 +188,7 @@ def overhead(args) -> None:
     print(f"driver peak rise: median {statistics.median(peak_rise) / 1e6:,.1f} MB = {statistics.median(peak_rise) / in_memory:.2f}x the counts in memory; "
           f"private memory only: {statistics.median(private_rise) / 1e6:,.1f} MB = {statistics.median(private_rise) / in_memory:.2f}x")
     print(f"driver peak RSS (whole process, ru_maxrss, in-process runs included): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3:,.0f} MB")
-    ray.shutdown()
+    cluster.stop()
 
 
 def scale(args) -> None:
@@ -249,6 +260,83 @@ def merge_node_rise(counts, vocab_size: int):
     return distinct, rise
 
 
+def big_text_file(corpus, mb: int, workdir: str) -> str:
+    """A text file of about ``mb`` MB, one document per line: the corpus's documents (Parquet
+    column ``text``, or lines of a .txt) repeated to the size, or synthetic words."""
+    path = os.path.join(workdir, f"one-{mb}mb.txt")
+    if os.path.exists(path) and os.path.getsize(path) >= mb * 1_000_000:
+        return path
+    if corpus is None:
+        import random
+
+        rng = random.Random(0)
+        words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(1, 9))) for _ in range(20_000)]
+        docs = [" ".join(rng.choices(words, k=rng.randint(5, 60))) for _ in range(40_000)]
+    elif corpus.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        docs = [t.replace("\n", " ") for t in pq.read_table(corpus, columns=["text"]).column("text").to_pylist() if t]
+    else:
+        with open(corpus, encoding="utf-8") as f:
+            docs = [line for line in f.read().split("\n") if line]
+    block = ("\n".join(docs) + "\n").encode("utf-8")
+    with open(path + ".tmp", "wb") as f:
+        written = 0
+        while written < mb * 1_000_000:
+            f.write(block)
+            written += len(block)
+    os.replace(path + ".tmp", path)
+    return path
+
+
+def nodes(args) -> None:
+    # Before Ray is imported: a node on 127.0.0.1 stays there (see bpeforge/ray_local.py).
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token"}
+    os.environ.update(env)
+    import ray
+
+    import bpeforge.ray as bray
+
+    workdir = args.workdir or tempfile.mkdtemp(prefix="bpeforge-ray-bench-")
+    os.makedirs(workdir, exist_ok=True)
+    path = big_text_file(args.corpus, args.mb, workdir)
+    size = os.path.getsize(path)
+    warm = os.path.join(workdir, "warm.txt")
+    with open(warm, "w") as f:
+        f.write("a few words to warm the workers up\n" * 100)
+    helper = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "two_nodes.py")
+    print(f"{path}: {size / 1e6:,.1f} MB, {-(-size // bray.SPLIT_BYTES)} parts of at most {bray.SPLIT_BYTES / 1e6:.0f} MB")
+    seconds, counts = {}, {}
+    for n in (1, 2):
+        folder = tempfile.mkdtemp(prefix="b", dir="/tmp")
+        cluster = subprocess.Popen([sys.executable, helper, folder, str(args.cpus_per_node), str(n)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        try:
+            address = cluster.stdout.readline().strip()
+            ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+            bray.count_files([warm])
+            runs = []
+            for k in range(args.repeat):
+                t = time.perf_counter()
+                counted = bray.count_files_with_figures([path])
+                runs.append(time.perf_counter() - t)
+                print(f"{n} node{'s' if n > 1 else ''}, run {k + 1}: {runs[-1]:.2f} s, tasks on {len(counted.figures.nodes)} node(s)", flush=True)
+            seconds[n], counts[n] = statistics.median(runs), counted.counts
+            ray.shutdown()
+        finally:
+            cluster.stdin.close()
+            cluster.wait(timeout=120)
+            from bpeforge.ray_local import end_processes
+
+            end_processes(folder)
+            subprocess.run(["rm", "-rf", folder])
+    assert counts[1] == counts[2], "two nodes counted otherwise than one"
+    ratio = seconds[2] / seconds[1]
+    print()
+    print(bl.markdown_table(["nodes", "CPUs", "median s", "MB/s"], [[n, n * args.cpus_per_node, f"{seconds[n]:.2f}", f"{size / 1e6 / seconds[n]:,.1f}"] for n in (1, 2)]))
+    print()
+    print(f"two nodes / one: {ratio:.2f}x ({'within' if ratio <= 0.8 else 'ABOVE'} the 0.8x target)")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=bl.BUILD_HINT)
     sub = ap.add_subparsers(dest="what", required=True)
@@ -261,9 +349,15 @@ def main(argv=None) -> None:
     s = sub.add_parser("scale", help="Heaps' law and the merge node's RAM")
     s.add_argument("--corpus", required=True)
     s.add_argument("--vocab-size", type=int, default=32768)
+    n = sub.add_parser("nodes", help="one large file on two nodes against one")
+    n.add_argument("--corpus", help=".parquet (column text) or .txt (default: synthetic text)")
+    n.add_argument("--mb", type=int, default=200)
+    n.add_argument("--cpus-per-node", type=int, default=1)
+    n.add_argument("--repeat", type=int, default=3)
+    n.add_argument("--workdir", help="where the file goes (default: a temporary folder)")
     args = ap.parse_args(argv)
     bl.check_corpus(args.corpus)
-    overhead(args) if args.what == "overhead" else scale(args)
+    {"overhead": overhead, "scale": scale, "nodes": nodes}[args.what](args)
 
 
 if __name__ == "__main__":

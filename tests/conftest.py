@@ -17,3 +17,21 @@ from ranks import hand_ranks  # noqa: E402
 def hello():
     """he, ll, hell, hello: "hello" is one token, " hello" is " " + "hello" (no " h" merge)."""
     return bpeforge.Tokenizer(hand_ranks(b"he", b"ll", b"hell", b"hello"), special_tokens=["<|bos|>"])
+
+
+# Ray's tests share one local cluster (2 CPUs, loopback only) for the whole session: starting
+# one takes seconds. A node is put on loopback only if Ray is first imported with this set
+# (see bpeforge.ray_local), and the test modules import Ray as they are collected.
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """The session's local Ray cluster (a bpeforge.ray_local.LocalCluster), this process
+    connected to it; stopped (every process ended, its folder removed) at the end."""
+    pytest.importorskip("ray")
+    bray = pytest.importorskip("bpeforge.ray")
+    cluster = bray.start_local_cluster(num_cpus=2, logging_level="ERROR")
+    yield cluster
+    cluster.stop()

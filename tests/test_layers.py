@@ -51,6 +51,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.inputs.text", "bpeforge.inputs.jsonl", "bpeforge.inputs.parquet"},
     {"bpeforge.inputs.corpus"},
     {"bpeforge.inputs"},
+    # a local Ray cluster on loopback that leaves nothing behind (imports Ray only when used)
+    {"bpeforge.ray_local"},
     # counting on a Ray cluster (imports Ray only when used)
     {"bpeforge.ray"},
     # the package's face: re-exports

@@ -22,18 +22,13 @@ from bpeforge.errors import InputError
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-# Before Ray is first imported: the node on loopback, no usage statistics (see start_local_cluster).
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray")
 bray = pytest.importorskip("bpeforge.ray")
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    bray.start_local_cluster(num_cpus=2, logging_level="ERROR")
+def cluster(ray_cluster):
     yield ray
-    ray.shutdown()
 
 
 def make_docs(n, seed=0):
@@ -90,6 +85,33 @@ def test_files_figures_and_options(cluster, shards):
     assert (f.shards, f.texts, f.bytes) == (len(files), len(docs), sum(len(d[:12].encode()) for d in docs))
 
 
+@pytest.mark.parametrize("separator", ["\n", "<|endoftext|>", "\n\n"])
+def test_large_files_are_counted_in_parts_as_in_one_process(cluster, shards, tmp_path, separator):
+    """Files larger than split_bytes are counted in parts (byte ranges of text and JSONL, row
+    groups of Parquet), with the counts of one process; a separator that overlaps itself, and a
+    compressed file, stay whole."""
+    files, docs = shards
+    big = tmp_path / "big.txt"
+    big.write_text(separator.join(docs) + separator, encoding="utf-8")
+    counted = bray.count_files_with_figures(files + [big], doc_separator=separator, split_bytes=2_000, fan_in=3)
+    whole = [d for s in bray.list_sources(files + [big], None) for batch in bray.read_file(s, bray.Reading(doc_separator=separator)) for d in batch]
+    assert counted.counts == bpeforge.count(whole)
+    if separator == "\n":
+        assert counted.counts == bpeforge.count(docs + docs)
+    parts = [bray.parts_of(s, bray.Reading(doc_separator=separator), 2_000) for s in bray.list_sources(files + [big], None)]
+    by_name = {str(p[0].path.name): len(p) for p in parts}
+    assert by_name["s0.parquet"] == 4 and by_name["s3.jsonl"] > 1 and by_name["s4.txt.gz"] == 1
+    assert by_name["big.txt"] == (1 if separator == "\n\n" else -(-big.stat().st_size // 2_000))
+    assert counted.figures.shards == sum(by_name.values())
+
+
+def test_a_bad_line_in_a_part_names_its_line_in_the_file(cluster, tmp_path):
+    path = tmp_path / "late.txt"
+    path.write_bytes(b"".join(b"line %d is fine\n" % i for i in range(2_000)) + b"caf\xe9\n")
+    with pytest.raises(InputError, match=r"late\.txt:2001: not valid UTF-8"):
+        bray.count_files([path], split_bytes=1_000)
+
+
 @pytest.mark.parametrize("blocks", [1, 3, 8])
 def test_dataset_counts_as_in_one_process(cluster, blocks):
     docs = make_docs(900, seed=blocks)
@@ -101,15 +123,35 @@ def test_dataset_counts_as_in_one_process(cluster, blocks):
     assert ranks_of(counts, 600) == local.mergeable_ranks
 
 
-def test_dataset_read_from_parquet_files(cluster, shards, monkeypatch):
+def test_dataset_blocks_are_added_as_they_finish(cluster, tmp_path):
+    """The block holding "last" waits until the driver has added a first group of blocks (it
+    says so through progress): with counts added only after all blocks, it would wait in vain."""
+    flag, waited = tmp_path / "added", tmp_path / "waited"
+
+    def hold_the_last(batch):
+        if "last" in batch.column("text").to_pylist():
+            deadline = time.monotonic() + 60
+            while not flag.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if flag.exists():
+                waited.touch()
+        return batch
+
+    def progress(phase, info):
+        if info["done"] >= 1:
+            flag.touch()
+
+    docs = [f"document {i}" for i in range(30)] + ["last"]
+    ds = ray.data.from_items([{"text": t} for t in docs], override_num_blocks=4)
+    ds = ds.map_batches(hold_the_last, batch_format="pyarrow", batch_size=None)
+    assert bray.count_dataset(ds, fan_in=2, progress=progress) == bpeforge.count(docs)
+    assert waited.exists()
+
+
+def test_dataset_read_from_parquet_files(cluster, shards):
+    """Ray Data's own read_parquet, with what the ``ray`` extra installs (fsspec's HTTP
+    filesystem, which Ray Data's file listing imports, needs aiohttp)."""
     files, docs = shards
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        # Ray Data's file listing threads each try fsspec's HTTP filesystem, which needs
-        # aiohttp: without it, two threads importing at once may see the module half made (an
-        # ImportError Ray does not expect) where one alone sees it missing (which Ray expects).
-        monkeypatch.setitem(sys.modules, "fsspec.implementations.http", None)
     parquet = [str(p) for p in files if p.suffix == ".parquet"]
     ds = ray.data.read_parquet(parquet)
     wanted = [t for p in parquet for t in pq.read_table(p).column("text").to_pylist() if t]

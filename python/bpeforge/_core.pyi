@@ -3,7 +3,7 @@ checks they match), so that editors show them."""
 
 import os
 import pathlib
-from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Union, final
+from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequence, Tuple, Union, final
 
 from typing_extensions import disjoint_base
 
@@ -498,6 +498,12 @@ class TextReader(DocumentReader):
     whole. Iterating gives lists of str: `batch_docs` documents, or fewer once they hold
     `batch_bytes` bytes. `Trainer.train_from_iterator` takes the reader itself as one of its
     items and reads it in Rust, without a Python str per document.
+
+    `byte_range=(start, end)` reads only the documents that start in those bytes of an
+    uncompressed file (beginning after the first separator that ends at or past `start`, and
+    finishing the last document past `end`), so that ranges tiling a file read each document
+    once; line numbers stay those of the whole file. The separator must be one no two of whose
+    occurrences can overlap (`"\\n"`, `"<|endoftext|>"`; not `"\\n\\n"`): ValueError otherwise.
     """
 
     def __new__(
@@ -515,6 +521,7 @@ class TextReader(DocumentReader):
         sample_max_bytes: Optional[int] = None,
         batch_docs: Optional[int] = None,
         batch_bytes: Optional[int] = None,
+        byte_range: Optional[Tuple[int, int]] = None,
     ) -> TextReader: ...
 
 @final
@@ -529,6 +536,7 @@ class JsonlReader(DocumentReader):
     such a str cannot be UTF-8 text). serde_json parses the lines; those it refuses and Python's
     `json` may take (`NaN`, numbers beyond a double, a lone surrogate elsewhere in the line,
     deep nesting) are read by Python's `json`, so that both agree on every line.
+    `byte_range=(start, end)`: the lines that start in those bytes (see `TextReader`).
     """
 
     def __new__(
@@ -546,6 +554,7 @@ class JsonlReader(DocumentReader):
         sample_max_bytes: Optional[int] = None,
         batch_docs: Optional[int] = None,
         batch_bytes: Optional[int] = None,
+        byte_range: Optional[Tuple[int, int]] = None,
     ) -> JsonlReader: ...
 
 def first_merge_disagreement(

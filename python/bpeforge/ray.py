@@ -21,10 +21,14 @@ design and its reasons: docs/ray.md.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
+import queue
+import stat
+import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Sized, Tuple, Union
 
 from . import _core
 from .counts import count_with_figures
@@ -32,6 +36,8 @@ from .errors import InputError
 from .inputs import Corpus, Source, expand_inputs
 from .patterns import resolve_pattern
 from .progress import ConsoleProgress
+from .ray_local import LocalCluster, import_ray
+from .ray_local import start as start_local
 from .training import ProgressCallback, progress_callback
 
 # How many partial counts one reduce task adds: the tree has log_FAN_IN(files) levels, and a
@@ -46,42 +52,27 @@ BUFFER_BYTES = 8_000_000
 MIN_BUFFER, MAX_BUFFER = 64, 8192
 # How long the driver waits for a task before looking for Ctrl-C and updating progress.
 WAIT_SECONDS = 0.5
+# A larger uncompressed text or JSONL file is counted in parts of about this many bytes (byte
+# ranges cut at documents), a larger Parquet file in groups of row groups of about this size:
+# so that several workers, on several nodes, share one large file.
+SPLIT_BYTES = 64_000_000
 
 
-def import_ray() -> Any:
-    """The ``ray`` package, or an ImportError saying how to install it."""
-    try:
-        import ray
-    except ImportError as e:
-        if isinstance(e, ModuleNotFoundError) and e.name == "ray":
-            raise ImportError("counting on Ray needs Ray: pip install 'bpeforge[ray]'") from None
-        raise ImportError(f"counting on Ray needs Ray, which is installed but fails to import: {e}") from None
-    return ray
+def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> LocalCluster:
+    """Starts a Ray cluster on this machine for this process and connects to it: every server
+    on loopback only (127.0.0.1), no dashboard, no usage statistics, its files in a private
+    folder; returns a :class:`~bpeforge.ray_local.LocalCluster`, whose ``stop()`` (or the end
+    of a ``with`` block, or of the process) ends every process of the cluster and removes its
+    folder::
 
+        with bray.start_local_cluster(num_cpus=4):
+            counts = bray.count_files(paths)
 
-def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> Any:
-    """Starts a Ray cluster on this machine for this process, reachable on loopback only, and
-    connects to it; returns the ``ray`` module (``ray.shutdown()`` stops the cluster).
-
-    Ray gives a node the address of the route to a public address, which may be a network
-    interface, and reports usage statistics unless told not to: neither is wanted for a
-    cluster that lives and dies with one command. So the node is pinned to 127.0.0.1 (which
-    needs ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` set before Ray is first imported: with it,
-    Ray takes loopback as the node's address rather than looking for a public one), usage
-    statistics are off and there is no dashboard. ``init_options`` go to ``ray.init``."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    ray = import_ray()
-    options: Dict[str, Any] = dict(
-        address="local",
-        num_cpus=num_cpus,
-        include_dashboard=False,
-        _node_ip_address="127.0.0.1",
-        log_to_driver=False,
-    )
-    options.update(init_options)
-    ray.init(**options)
-    return ray
+    Start it before importing ``ray`` (or with ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` set
+    before): a Ray imported otherwise would put the node on a network address, and is refused
+    (RuntimeError). ``init_options`` go to ``ray.init``. Ctrl-C while it starts leaves nothing
+    behind. Details: docs/ray.md."""
+    return start_local(num_cpus, **init_options)
 
 
 # ------------------------------------------------------------------------------ in the workers
@@ -114,7 +105,8 @@ def read_file(source: Source, reading: Reading) -> Corpus:
 
 @dataclass
 class Figures:
-    """What was counted: files (or blocks), texts, bytes, and the bad lines skipped."""
+    """What was counted: files (or blocks), texts, bytes, the bad lines skipped, and the nodes
+    the files were counted on (Ray's node ids)."""
 
     shards: int = 0
     texts: int = 0
@@ -123,6 +115,7 @@ class Figures:
     bad_documents: int = 0
     """Of ``bad_lines``: text documents that are not UTF-8 (the rest are JSONL lines)."""
     bad_examples: List[str] = field(default_factory=list)
+    nodes: Set[str] = field(default_factory=set)
 
     def add(self, other: "Figures") -> None:
         self.shards += other.shards
@@ -131,6 +124,7 @@ class Figures:
         self.bad_lines += other.bad_lines
         self.bad_documents += other.bad_documents
         self.bad_examples = (self.bad_examples + other.bad_examples)[:5]
+        self.nodes |= other.nodes
 
 
 def batches_and_size(documents: Iterable[Any]) -> Tuple[Iterable[Any], int]:
@@ -163,11 +157,21 @@ def count_file(
     documents = read(source, reading)
     batches, size = batches_and_size(documents)
     counted = count_with_figures(batches, regex, num_threads=num_threads, buffer_size=size, options=options)
-    figures = Figures(shards=1, texts=counted.texts, bytes=counted.bytes)
+    figures = Figures(shards=1, texts=counted.texts, bytes=counted.bytes, nodes=node_id())
     bad = getattr(documents, "bad_lines", None)
     if bad is not None and bad.count:
         figures.bad_lines, figures.bad_documents, figures.bad_examples = bad.count, bad.documents, list(bad.examples)
     return counted.counts.to_bytes(), figures
+
+
+def node_id() -> Set[str]:
+    """The id of the Ray node this runs on (in a task), or nothing outside Ray."""
+    try:
+        import ray
+
+        return {ray.get_runtime_context().get_node_id()} if ray.is_initialized() else set()
+    except Exception:  # noqa: BLE001 - only a figure
+        return set()
 
 
 def count_block(batch: Any, column: str, regex: str, num_threads: int) -> Any:
@@ -241,6 +245,7 @@ def count_files(
     num_cpus: int = 1,
     fan_in: int = FAN_IN,
     read: Optional[Callable[[Source, Reading], Iterable[Any]]] = None,
+    split_bytes: Optional[int] = SPLIT_BYTES,
 ) -> _core.SpanCounts:
     """Counts the spans of files on the Ray cluster this process is connected to (``ray.init``
     first; :func:`start_local_cluster` starts one on this machine): a task per file, reading it
@@ -257,7 +262,7 @@ def count_files(
     return count_files_with_figures(
         paths, pattern, text_column=text_column, doc_separator=doc_separator, doc_cap=doc_cap,
         skip_bad_lines=skip_bad_lines, input_format=input_format, arrow=arrow, progress=progress,
-        num_cpus=num_cpus, fan_in=fan_in, read=read,
+        num_cpus=num_cpus, fan_in=fan_in, read=read, split_bytes=split_bytes,
     ).counts
 
 
@@ -275,6 +280,7 @@ def count_files_with_figures(
     num_cpus: int = 1,
     fan_in: int = FAN_IN,
     read: Optional[Callable[[Source, Reading], Iterable[Any]]] = None,
+    split_bytes: Optional[int] = SPLIT_BYTES,
 ) -> CountedOnRay:
     """:func:`count_files`, with the figures of what was counted (files, texts, bytes, bad
     lines skipped)."""
@@ -282,17 +288,24 @@ def count_files_with_figures(
     check_fan_in(fan_in)
     if doc_cap is not None and (not isinstance(doc_cap, int) or doc_cap < 1):
         raise ValueError(f"doc_cap must be a positive int, got {doc_cap!r}")
-    sources = list_sources(paths, input_format)
+    if split_bytes is not None and (not isinstance(split_bytes, int) or isinstance(split_bytes, bool) or split_bytes < 1):
+        raise ValueError(f"split_bytes must be a positive int or None, got {split_bytes!r}")
     ray = connected_ray()
     reading = Reading(text_column, doc_separator, doc_cap, skip_bad_lines, arrow)
+    sources = [part for source in list_sources(paths, input_format) for part in parts_of(source, reading, split_bytes)]
     options = {"doc_cap": doc_cap} if doc_cap is not None else None
-    task = ray.remote(count_file).options(num_cpus=num_cpus, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
+    # SPREAD: parts of one file go to different nodes, even while one node could queue them all
+    # on a worker it holds (Ray reuses a leased worker for tasks of the same shape).
+    task = ray.remote(count_file).options(
+        num_cpus=num_cpus, num_returns=2, max_retries=RETRIES, retry_exceptions=False, scheduling_strategy="SPREAD"
+    )
     jobs = [
         Job(str(source), functools.partial(task.remote, source, reading, regex, options, num_cpus, read or read_file))
         for source in sources
     ]
     empty = _core.SpanCounts.from_mapping({}, pattern=regex, options=options)
-    return add_up(ray, jobs, empty, "files", progress, fan_in)
+    whole = all(source.byte_range is None and source.row_groups is None for source in sources)
+    return add_up(ray, jobs, empty, "files" if whole else "parts of files", progress, fan_in)
 
 
 def count_dataset(
@@ -327,15 +340,31 @@ def count_dataset(
         fn_kwargs={"column": column, "regex": regex, "num_threads": num_cpus},
         num_cpus=num_cpus,
     )
-    try:
-        tables = counted.to_arrow_refs()
-    except Exception as e:  # noqa: BLE001 - Ray Data wraps what a task raised: say ours first
-        raise task_error(ray, e, "counting the dataset") from None
     task = ray.remote(add_packed).options(num_cpus=1, num_returns=2, max_retries=RETRIES, retry_exceptions=False)
-    groups = [tables[i : i + fan_in] for i in range(0, len(tables), fan_in)]
-    jobs = [Job(f"blocks {i * fan_in}-{i * fan_in + len(g) - 1}", functools.partial(task.remote, *g)) for i, g in enumerate(groups)]
     empty = _core.SpanCounts.from_mapping({}, pattern=regex)
-    return add_up(ray, jobs, empty, "block groups", progress, fan_in).counts
+    return add_up(ray, block_groups(ray, counted, task, fan_in), empty, "block groups", progress, fan_in).counts
+
+
+def block_groups(ray: Any, counted: Any, task: Any, fan_in: int) -> Iterator["Job"]:
+    """The jobs adding the counted blocks of the dataset ``counted``, ``fan_in`` blocks each,
+    as Ray Data finishes them (its streaming executor: the first are added while the others
+    are still counted)."""
+    bundles = iter(counted.iter_internal_ref_bundles())
+    group: List[Any] = []
+    first = 0
+    while True:
+        try:
+            bundle = next(bundles, None)
+        except Exception as e:  # noqa: BLE001 - Ray Data wraps what a task raised: say ours first
+            raise task_error(ray, e, "counting the dataset") from None
+        if bundle is not None:
+            group += [entry.ref if hasattr(entry, "ref") else entry[0] for entry in bundle.blocks]
+        while len(group) >= fan_in or (bundle is None and group):
+            parts, group = group[:fan_in], group[fan_in:]
+            yield Job(f"blocks {first}-{first + len(parts) - 1}", functools.partial(task.remote, *parts))
+            first += len(parts)
+        if bundle is None:
+            return
 
 
 def check_fan_in(fan_in: int) -> None:
@@ -351,6 +380,52 @@ def list_sources(paths: Any, input_format: Optional[str]) -> List[Source]:
     for path in paths:
         sources += [path] if isinstance(path, Source) else expand_inputs([os.fspath(path)], input_format)
     return sources
+
+
+def parts_of(source: Source, reading: Reading, split_bytes: Optional[int]) -> List[Source]:
+    """``source`` in parts of about ``split_bytes`` bytes, for several tasks (see
+    :func:`count_files`), or ``[source]`` if it stays whole. Only the file's size (and a Parquet
+    file's footer) is read here, on the driver."""
+    if split_bytes is None or source.byte_range is not None or source.row_groups is not None:
+        return [source]
+    if source.format in ("text", "jsonl"):
+        separator = (reading.doc_separator if source.format == "text" else "\n").encode("utf-8", "surrogateescape")
+        if source.compression is not None or str(source.path) == "-" or not splittable(separator):
+            return [source]
+        try:
+            info = os.stat(source.path)
+        except OSError:
+            return [source]  # the task says what is wrong with it
+        if not stat.S_ISREG(info.st_mode) or info.st_size <= split_bytes:
+            return [source]
+        n = -(-info.st_size // split_bytes)
+        bounds = [info.st_size * i // n for i in range(n + 1)]
+        return [dataclasses.replace(source, byte_range=(a, b)) for a, b in zip(bounds, bounds[1:])]
+    if source.format == "parquet" and source.compression is None:
+        try:
+            import pyarrow.parquet as pq
+
+            metadata = pq.ParquetFile(source.path).metadata
+            sizes = [metadata.row_group(i).total_byte_size for i in range(metadata.num_row_groups)]
+        except Exception:  # noqa: BLE001 - no pyarrow, or not Parquet: the task says what is wrong
+            return [source]
+        groups: List[List[int]] = [[]]
+        size = 0
+        for i, n in enumerate(sizes):
+            if groups[-1] and size + n > split_bytes:
+                groups.append([])
+                size = 0
+            groups[-1].append(i)
+            size += n
+        if len(groups) > 1:
+            return [dataclasses.replace(source, row_groups=tuple(g)) for g in groups]
+    return [source]
+
+
+def splittable(separator: bytes) -> bool:
+    """Whether a file can be cut into byte ranges at ``separator``: not empty, and no two of its
+    occurrences can overlap (no proper prefix is also a suffix; as the Rust readers check)."""
+    return bool(separator) and all(separator[:n] != separator[-n:] for n in range(1, len(separator)))
 
 
 def connected_ray() -> Any:
@@ -375,13 +450,14 @@ class Job:
 
 def add_up(
     ray: Any,
-    jobs: Sequence[Job],
+    jobs: Iterable[Job],
     empty: _core.SpanCounts,
     unit: str,
     progress: Union[bool, ProgressCallback, ConsoleProgress, None],
     fan_in: int,
 ) -> CountedOnRay:
-    """Runs the counting ``jobs`` (at most two per CPU of the cluster at once, so that the
+    """Runs the counting ``jobs`` (a list, or an iterator whose jobs are submitted as it gives
+    them; at most two per CPU of the cluster at once, so that the
     partial counts waiting to be added stay few) and adds their counts in a tree: ``fan_in``
     counts of one level make one of the next, the last ones of every level are added at the
     end. The driver owns every task's result and only waits on figures until the sum, which it
@@ -393,15 +469,16 @@ def add_up(
     levels: List[List[Any]] = [[]]  # levels[k]: counts refs that are the sum of fan_in**k jobs' counts
     running: Dict[Any, Tuple[Any, Job]] = {}  # figures ref -> (counts ref, job)
     submitted: List[Any] = []  # a ref of every task, to cancel them
-    todo = list(jobs)
-    todo.reverse()
+    feed = JobFeed(jobs)
 
     def show() -> None:
-        note = f"{figures.shards:,}/{len(jobs):,} {unit}" if unit == "files" else f"{len(jobs) - len(todo) - len(running):,}/{len(jobs):,} {unit} added"
+        of = f"/{feed.total:,}" if feed.total is not None else ""
+        done = feed.started - len(running)
+        note = f"{figures.shards:,}{of} {unit}" if unit != "block groups" else f"{done:,}{of} {unit} added"
         if console is not None:
             console.reading(figures.texts, figures.bytes, note)
         elif callback is not None:
-            callback("count", {"texts": figures.texts, "bytes": figures.bytes, "done": len(jobs) - len(todo) - len(running), "total": len(jobs)})
+            callback("count", {"texts": figures.texts, "bytes": figures.bytes, "done": done, "total": feed.total})
 
     def add_level(k: int) -> None:
         while len(levels[k]) >= fan_in:
@@ -415,12 +492,16 @@ def add_up(
 
     try:
         show()
-        while todo or running:
-            while todo and len(running) < limit:
-                job = todo.pop()
+        while feed.more or running:
+            while len(running) < limit:
+                job = feed.next(wait=not running)
+                if job is None:
+                    break
                 counts_ref, figures_ref = job.submit()
                 running[figures_ref] = (counts_ref, job)
                 submitted.append(counts_ref)
+            if not running:
+                continue
             done, _ = ray.wait(list(running), num_returns=1, timeout=WAIT_SECONDS)
             for figures_ref in done:
                 counts_ref, job = running.pop(figures_ref)
@@ -443,6 +524,58 @@ def add_up(
         console("count", {"spans": len(counts)})
         console.close()
     return CountedOnRay(counts, figures)
+
+
+class JobFeed:
+    """The jobs of :func:`add_up`, one at a time: from a list as they are; from another
+    iterable (the blocks of a dataset as Ray Data finishes them) through a thread that reads it
+    into a queue, so that the driver goes on adding what is done while it waits for more."""
+
+    def __init__(self, jobs: Iterable[Job]) -> None:
+        self.total = len(jobs) if isinstance(jobs, Sized) else None
+        self.started = 0
+        self.more = True
+        self.waiting: List[Job] = []
+        self.queue: Optional["queue.Queue[Tuple[str, Any]]"] = None
+        if self.total is not None:
+            self.waiting = list(jobs)
+            self.waiting.reverse()
+        else:
+            self.queue = queue.Queue()
+            threading.Thread(target=self.pull, args=(iter(jobs),), name="bpeforge-ray-blocks", daemon=True).start()
+
+    def pull(self, jobs: Iterator[Job]) -> None:
+        assert self.queue is not None
+        try:
+            for job in jobs:
+                self.queue.put(("job", job))
+            self.queue.put(("end", None))
+        except BaseException as e:  # noqa: BLE001 - raised on the driver's thread by next()
+            self.queue.put(("error", e))
+
+    def next(self, wait: bool) -> Optional[Job]:
+        """The next job, or None: none left (``more`` turns false), or (reading an iterable)
+        none ready yet, after waiting up to WAIT_SECONDS if ``wait``. Raises what reading the
+        iterable raised."""
+        if not self.more:
+            return None
+        if self.queue is None:
+            if not self.waiting:
+                self.more = False
+                return None
+            self.started += 1
+            return self.waiting.pop()
+        try:
+            kind, value = self.queue.get(timeout=WAIT_SECONDS) if wait else self.queue.get_nowait()
+        except queue.Empty:
+            return None
+        if kind != "job":
+            self.more = False
+            if kind == "error":
+                raise value
+            return None
+        self.started += 1
+        return value
 
 
 def the_sum(ray: Any, add: Any, levels: List[List[Any]], empty: _core.SpanCounts, fan_in: int, submitted: List[Any]) -> _core.SpanCounts:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -19,20 +21,17 @@ from .helpers import assert_one_line_error, make_docs, report_value, run
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
-os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray")
 bray = pytest.importorskip("bpeforge.ray")
+ray_local = pytest.importorskip("bpeforge.ray_local")
 # A process connecting to the cluster: on loopback, and with the token of the cluster (Ray's
 # local clusters require one, saved in ~/.ray/auth_token).
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    bray.start_local_cluster(num_cpus=2, logging_level="ERROR")
-    yield ray.get_runtime_context().gcs_address
-    ray.shutdown()
+def cluster(ray_cluster):
+    yield ray_cluster.address
 
 
 @pytest.fixture(scope="module")
@@ -115,14 +114,20 @@ def test_a_subprocess_connects_by_address(cluster, shards, tmp_path):
     assert SpanCounts.load(tmp_path / "c.parquet") == bpeforge.count(docs[:300])
 
 
-def test_ray_starts_a_local_cluster(shards, tmp_path):
+def test_ray_starts_a_local_cluster_and_leaves_nothing_behind(shards, tmp_path):
     d, docs = shards
-    r = run("train", d / "part-1.parquet", "--ray", "--threads", 1, "--vocab-size", 500, "-o", tmp_path / "tok", env=RAY_ENV, timeout=300)
-    assert r.returncode == 0, r.stderr
-    assert "counted on a local Ray cluster, 1 node, 1 CPUs" in report_value(r.stdout, "span counts")
-    assert "not measured: no --eval-text" in report_value(r.stdout, "compression")
-    here = bpeforge.Tokenizer.train_from_iterator(docs[300:600], vocab_size=500)
-    assert ranks(tmp_path / "tok") == here.mergeable_ranks
+    tmpdir = tempfile.mkdtemp(prefix="b", dir="/tmp")  # short: the cluster's folder goes in it
+    try:
+        r = run("train", d / "part-1.parquet", "--ray", "--threads", 1, "--vocab-size", 500, "-o", tmp_path / "tok", env={**RAY_ENV, "TMPDIR": tmpdir}, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert "counted on a local Ray cluster, 1 node, 1 CPUs" in report_value(r.stdout, "span counts")
+        assert "not measured: no --eval-text" in report_value(r.stdout, "compression")
+        here = bpeforge.Tokenizer.train_from_iterator(docs[300:600], vocab_size=500)
+        assert ranks(tmp_path / "tok") == here.mergeable_ranks
+        assert ray_local.processes_using(tmpdir) == [] and os.listdir(tmpdir) == []
+    finally:
+        ray_local.end_processes(tmpdir)
+        shutil.rmtree(tmpdir)
 
 
 def test_ctrl_c_stops_the_command_and_its_tasks(cluster, tmp_path):

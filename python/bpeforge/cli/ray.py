@@ -6,8 +6,10 @@ then happens here."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
-from typing import Any, List, Optional, Sequence
+import sys
+from typing import Any, Iterator, List, Optional, Sequence
 
 from ..errors import InputError
 from ..inputs import Source
@@ -57,12 +59,10 @@ def describe_cluster(ray: Any) -> str:
 
 def count_on_ray(args: argparse.Namespace, sources: Sequence[Source], separator: str, pattern: str, progress: ConsoleProgress) -> "RayCounting":
     """Counts ``sources`` on the cluster ``args`` ask for (started, or connected to, and left
-    again after; a process already connected to a cluster, a caller of ``cli.main``, uses its
-    connection as it is). A problem with the data, with Ray, or Ray missing, is a
-    :class:`CLIError`."""
-    started = connect(args)
-    ray = import_ray()
-    try:
+    again after, whatever happens, Ctrl-C included; a process already connected to a cluster,
+    a caller of ``cli.main``, uses its connection as it is). A problem with the data, with Ray,
+    or Ray missing, is a :class:`CLIError`."""
+    with cluster(args) as ray:
         label = describe_cluster(ray)
         try:
             counted = count_files_with_figures(
@@ -79,9 +79,6 @@ def count_on_ray(args: argparse.Namespace, sources: Sequence[Source], separator:
             raise CLIError(str(e)) from None
         except (ValueError, TypeError, OSError, RuntimeError) as e:
             raise CLIError(one_line(e)) from None
-    finally:
-        if started:
-            ray.shutdown()
     return RayCounting(counted, label, "a local Ray cluster" if args.ray else f"the Ray cluster at {args.ray_address}")
 
 
@@ -108,22 +105,35 @@ class RayCounting:
         return " and ".join(parts) + (f", e.g. {f.bad_examples[0]}" if f.bad_examples else "")
 
 
-def connect(args: argparse.Namespace) -> bool:
-    """Starts the local cluster (``--ray``) or connects to ``--ray-address``; returns whether
-    this run connected (and so leaves again after). Already connected: nothing to do."""
+@contextlib.contextmanager
+def cluster(args: argparse.Namespace) -> Iterator[Any]:
+    """``ray``, connected to the cluster ``args`` ask for for the block: a local cluster
+    started (``--ray``) and stopped after, or the cluster at ``--ray-address`` connected to and
+    left after; already connected (a caller of ``cli.main``), the connection as it is. The
+    cluster is stopped (or left) however the block or the start ends, Ctrl-C included."""
+    if "ray" in sys.modules and sys.modules["ray"] is not None and sys.modules["ray"].is_initialized():
+        yield sys.modules["ray"]
+        return
+    if args.ray:
+        try:
+            local = start_local_cluster(num_cpus=args.threads, logging_level="ERROR")
+        except ImportError as e:
+            raise CLIError(one_line(e)) from None
+        except Exception as e:  # noqa: BLE001 - Ray's errors are many: said in one line
+            raise CLIError(f"cannot start a local Ray cluster: {one_line(e)}") from None
+        with local:
+            yield local.ray
+        return
     try:
         ray = import_ray()
     except ImportError as e:
         raise CLIError(one_line(e)) from None
-    if ray.is_initialized():
-        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
-        if args.ray:
-            start_local_cluster(num_cpus=args.threads, logging_level="ERROR")
-        else:
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        try:
             ray.init(address=args.ray_address, log_to_driver=False, logging_level="ERROR")
-    except Exception as e:  # noqa: BLE001 - Ray's errors are many: said in one line
-        what = "start a local Ray cluster" if args.ray else f"connect to the Ray cluster at {args.ray_address}"
-        raise CLIError(f"cannot {what}: {one_line(e)}") from None
-    return True
+        except Exception as e:  # noqa: BLE001 - Ray's errors are many: said in one line
+            raise CLIError(f"cannot connect to the Ray cluster at {args.ray_address}: {one_line(e)}") from None
+        yield ray
+    finally:
+        ray.shutdown()

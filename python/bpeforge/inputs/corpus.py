@@ -143,6 +143,7 @@ class Corpus:
             holdout_max_bytes=max(self.holdout_max_bytes - self.heldout_bytes, 0),
             documents_before=self._seen,
             sample_max_bytes=0 if self.sample_full else self.holdout_max_bytes - self.sample_bytes,
+            byte_range=source.byte_range,
         )
 
     def _read_in_rust(self, source: Source) -> Iterator:

@@ -60,8 +60,8 @@ def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BA
     by page (batches of long documents stop at 1 MB). With ``arrow=True``, pyarrow string arrays
     instead, read by pyarrow (record batches of ``batch_rows`` rows; dictionary and view
     columns decoded), checked to be UTF-8."""
-    if arrow:
-        yield from _read_parquet_arrow(source, text_column, batch_rows)
+    if arrow or source.row_groups is not None:  # some row groups: read by pyarrow
+        yield from _read_parquet_arrow(source, text_column, batch_rows, lists=not arrow)
         return
     reader_batches = iter(_parquet_reader(source, text_column, batch_rows))
     while True:
@@ -76,16 +76,17 @@ def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BA
             yield docs
 
 
-def _read_parquet_arrow(source: Source, text_column: str, batch_rows: int) -> Iterator:
+def _read_parquet_arrow(source: Source, text_column: str, batch_rows: int, lists: bool = False) -> Iterator:
     pa = _pyarrow()
     opened = _stat(source)
     pf = _open_parquet(source, pa)
     try:
         _check_column(source, pf, text_column, pa)
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=[text_column]):
+        groups = list(source.row_groups) if source.row_groups is not None else None
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=[text_column], row_groups=groups):
             docs = _arrow_docs(batch.column(0), pa)
             if len(docs):
-                yield docs
+                yield docs.to_pylist() if lists else docs
         _check_unchanged(source, opened)
     except (pa.ArrowException, OSError, ValueError) as e:
         _check_unchanged(source, opened)  # a file changed while it is read fails as damaged

@@ -27,13 +27,22 @@ COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 
 @dataclass(frozen=True)
 class Source:
-    """One input file: its path, format (text, jsonl, parquet) and compression (None, gzip, zstd)."""
+    """One input file: its path, format (text, jsonl, parquet) and compression (None, gzip, zstd);
+    or a part of one, for several readers to share it: the documents that start in
+    ``byte_range`` (start, end) of an uncompressed text or JSONL file, or the ``row_groups`` of a
+    Parquet file."""
 
     path: Path
     format: str
     compression: Optional[str] = None
+    byte_range: Optional[Tuple[int, int]] = None
+    row_groups: Optional[Tuple[int, ...]] = None
 
     def __str__(self) -> str:
+        if self.byte_range is not None:
+            return f"{self.path} (bytes {self.byte_range[0]:,}-{self.byte_range[1]:,})"
+        if self.row_groups is not None:
+            return f"{self.path} (row groups {self.row_groups[0]}-{self.row_groups[-1]})"
         return str(self.path)
 
 

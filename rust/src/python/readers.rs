@@ -15,7 +15,8 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use super::int_arg;
 use crate::sources::bad_lines::BadLines;
 use crate::sources::jsonl::{JsonlTexts, Judged};
-use crate::sources::open::{self, Compression};
+use crate::sources::open::{self, Compression, Input};
+use crate::sources::range;
 use crate::sources::selection::{Selection, SelectionOptions};
 use crate::sources::text::TextDocuments;
 
@@ -370,6 +371,12 @@ impl DocumentReader {
 /// whole. Iterating gives lists of str: `batch_docs` documents, or fewer once they hold
 /// `batch_bytes` bytes. `Trainer.train_from_iterator` takes the reader itself as one of its
 /// items and reads it in Rust, without a Python str per document.
+///
+/// `byte_range=(start, end)` reads only the documents that start in those bytes of an
+/// uncompressed file (beginning after the first separator that ends at or past `start`, and
+/// finishing the last document past `end`), so that ranges tiling a file read each document
+/// once; line numbers stay those of the whole file. The separator must be one no two of whose
+/// occurrences can overlap (`"\n"`, `"<|endoftext|>"`; not `"\n\n"`): ValueError otherwise.
 #[pyclass(module = "bpeforge._core", extends = DocumentReader)]
 pub struct TextReader;
 
@@ -377,7 +384,8 @@ pub struct TextReader;
 impl TextReader {
     #[new]
     #[pyo3(signature = (path, separator = "\n", *, compression = None, skip_bad_lines = false, doc_cap = None, max_chars = None,
-        holdout_every = None, holdout_max_bytes = None, documents_before = None, sample_max_bytes = None, batch_docs = None, batch_bytes = None))]
+        holdout_every = None, holdout_max_bytes = None, documents_before = None, sample_max_bytes = None, batch_docs = None, batch_bytes = None,
+        byte_range = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -393,13 +401,14 @@ impl TextReader {
         sample_max_bytes: Option<&Bound<'_, PyAny>>,
         batch_docs: Option<&Bound<'_, PyAny>>,
         batch_bytes: Option<&Bound<'_, PyAny>>,
+        byte_range: Option<(u64, u64)>,
     ) -> PyResult<PyClassInitializer<Self>> {
         let options = options_of(doc_cap, max_chars, holdout_every, holdout_max_bytes, documents_before, sample_max_bytes)?;
         let (batch_docs, batch_bytes) = batch_sizes(batch_docs, batch_bytes)?;
         let compression = compression_of(&path, compression)?;
-        let input = py.detach(|| open::open(&path, compression)).map_err(input_error)?;
+        let (input, lines_before) = open_input(py, &path, compression, separator, byte_range)?;
         let repr = format!("TextReader('{}', separator={:?})", path.display(), separator);
-        let documents = Documents::Text(TextDocuments::new(input, separator, skip_bad_lines));
+        let documents = Documents::Text(TextDocuments::new(input, separator, skip_bad_lines).in_range(lines_before, byte_range.is_some_and(|r| r.0 > 0)));
         Ok(PyClassInitializer::from(reader(path, repr, batch_docs, batch_bytes, documents, options)).add_subclass(TextReader))
     }
 }
@@ -414,6 +423,7 @@ impl TextReader {
 /// such a str cannot be UTF-8 text). serde_json parses the lines; those it refuses and Python's
 /// `json` may take (`NaN`, numbers beyond a double, a lone surrogate elsewhere in the line,
 /// deep nesting) are read by Python's `json`, so that both agree on every line.
+/// `byte_range=(start, end)`: the lines that start in those bytes (see `TextReader`).
 #[pyclass(module = "bpeforge._core", extends = DocumentReader)]
 pub struct JsonlReader;
 
@@ -421,7 +431,8 @@ pub struct JsonlReader;
 impl JsonlReader {
     #[new]
     #[pyo3(signature = (path, text_field = "text", *, compression = None, skip_bad_lines = false, doc_cap = None, max_chars = None,
-        holdout_every = None, holdout_max_bytes = None, documents_before = None, sample_max_bytes = None, batch_docs = None, batch_bytes = None))]
+        holdout_every = None, holdout_max_bytes = None, documents_before = None, sample_max_bytes = None, batch_docs = None, batch_bytes = None,
+        byte_range = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -437,15 +448,32 @@ impl JsonlReader {
         sample_max_bytes: Option<&Bound<'_, PyAny>>,
         batch_docs: Option<&Bound<'_, PyAny>>,
         batch_bytes: Option<&Bound<'_, PyAny>>,
+        byte_range: Option<(u64, u64)>,
     ) -> PyResult<PyClassInitializer<Self>> {
         let options = options_of(doc_cap, max_chars, holdout_every, holdout_max_bytes, documents_before, sample_max_bytes)?;
         let (batch_docs, batch_bytes) = batch_sizes(batch_docs, batch_bytes)?;
         let compression = compression_of(&path, compression)?;
-        let input = py.detach(|| open::open(&path, compression)).map_err(input_error)?;
+        let (input, lines_before) = open_input(py, &path, compression, "\n", byte_range)?;
         let repr = format!("JsonlReader('{}', text_field={:?})", path.display(), text_field);
-        let documents = Documents::Jsonl(JsonlTexts::new(input, text_field, skip_bad_lines));
+        let documents = Documents::Jsonl(JsonlTexts::new(input, text_field, skip_bad_lines).in_range(lines_before));
         Ok(PyClassInitializer::from(reader(path, repr, batch_docs, batch_bytes, documents, options)).add_subclass(JsonlReader))
     }
+}
+
+/// The input of a reader: the file (decompressed), or with `byte_range=(start, end)` the
+/// documents of an uncompressed file that start in that range (`sources::range`), with the
+/// `\n` before them (for line numbers).
+fn open_input(py: Python<'_>, path: &Path, compression: Compression, separator: &str, byte_range: Option<(u64, u64)>) -> PyResult<(Input, u64)> {
+    let Some((start, end)) = byte_range else {
+        return Ok((py.detach(|| open::open(path, compression)).map_err(input_error)?, 0));
+    };
+    if compression != Compression::None || path.as_os_str() == "-" {
+        return Err(PyValueError::new_err(format!("{}: byte_range reads an uncompressed file, not a stream", path.display())));
+    }
+    if !range::splittable(separator.as_bytes()) || start > end {
+        return Err(PyValueError::new_err(format!("{}: cannot read bytes {start}..{end} cut on a separator of {separator:?}", path.display())));
+    }
+    py.detach(|| range::open_range(path, separator.as_bytes(), start, end)).map_err(input_error)
 }
 
 /// The selection options of the readers' keyword arguments (None: the default).

@@ -56,6 +56,15 @@ impl TextDocuments {
         }
     }
 
+    /// Reads a range of a file (`sources::range`): `lines_before` `\n` come before the input
+    /// (line numbers stay those of the whole file), and `inside` says it starts past the
+    /// file's first byte (where no byte-order mark is looked for).
+    pub fn in_range(mut self, lines_before: u64, inside: bool) -> Self {
+        self.lines = lines_before;
+        self.started = inside;
+        self
+    }
+
     /// Gives back the buffer and closes the input: nothing more is read. A reader may outlive
     /// its reading (training holds the reader while it merges), and its buffer of a megabyte
     /// or two would weigh on the peak of a small run.

@@ -129,8 +129,9 @@ class Recipe:
     """Everything one training is asked to do, checked: the final vocabulary size (special tokens
     included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
     the trained ranks), `min_frequency`, `max_token_length` (bytes) and `doc_cap` (each document
-    cropped to its first `doc_cap` characters). Immutable; `replace` makes a changed copy,
-    checked again.
+    cropped to its first `doc_cap` characters), the tie-break (`"bpeforge"` or `"huggingface"`)
+    and, with HuggingFace's, the bytes always in the alphabet (`initial_alphabet`) and the most
+    it keeps (`limit_alphabet`). Immutable; `replace` makes a changed copy, checked again.
     """
 
     def __new__(
@@ -142,7 +143,19 @@ class Recipe:
         min_frequency: Optional[int] = None,
         max_token_length: Optional[int] = None,
         doc_cap: Optional[int] = None,
+        tie_break: Optional[str] = None,
+        initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
+        limit_alphabet: Optional[int] = None,
     ) -> Recipe: ...
+    @property
+    def tie_break(self) -> str:
+        """How ties between pairs of equal counts are broken: "bpeforge" or "huggingface"."""
+    @property
+    def initial_alphabet(self) -> Optional[bytes]:
+        """The bytes always in the alphabet (HuggingFace's tie-break), sorted; None for none."""
+    @property
+    def limit_alphabet(self) -> Optional[int]:
+        """The most single bytes the alphabet keeps (HuggingFace's tie-break; None: no limit)."""
     @property
     def vocab_size(self) -> int:
         """The final vocabulary size: ranks and special tokens (with a base, its `n_vocab`)."""

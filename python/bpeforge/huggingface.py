@@ -522,3 +522,9 @@ def check_tokens_are_reached(merges: list, ranks: dict[bytes, int], refuse: Any)
                 f"ignore_merges is off and the merges turn the token {byte_level(token)!r} into {len(parts)} parts, "
                 f"where tiktoken takes a span that is a token whole"
             )
+
+
+# ------------------------------------------------------------------------------ training
+
+# Training with HuggingFace's own objects lives in its own module (it reads this one's spelling).
+from .hf_training import train_from_iterator  # noqa: E402

@@ -71,6 +71,9 @@ class Tokenizer(BaseTokenizer):
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         max_token_length: Optional[int] = None,
         doc_cap: Optional[int] = None,
+        tie_break: str = "bpeforge",
+        initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
+        limit_alphabet: Optional[int] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on an iterable of str (consumed once, in batches). Items may also be
         lists of str or Arrow string arrays (see ``bpeforge.Trainer.train_from_iterator``).
@@ -93,6 +96,15 @@ class Tokenizer(BaseTokenizer):
         the run (texts, bytes, distinct spans, seconds per phase) are kept in
         :attr:`training_stats`.
 
+        ``tie_break="huggingface"`` trains what HuggingFace ``tokenizers``' ``BpeTrainer`` trains
+        on byte-level text (see docs/huggingface.md): ties between pairs of equal counts broken
+        by HuggingFace's ids, which the tokenizer then has (the special tokens first, then the
+        single bytes in the order of their byte-level characters, then the merged tokens).
+        HuggingFace's alphabet holds only the bytes seen, those of ``initial_alphabet`` (bytes,
+        or ints 0..255) and at most ``limit_alphabet`` of them; tiktoken needs all 256, so a
+        byte left out is an :class:`~bpeforge.errors.OptionError` here (``bpeforge.huggingface``
+        gives HuggingFace's tokenizer itself).
+
         >>> tok = Tokenizer.train_from_iterator(["aaab"] * 3, vocab_size=259, special_tokens=[])
         >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
         [b'aa', b'ab', b'aaab']
@@ -104,6 +116,9 @@ class Tokenizer(BaseTokenizer):
             min_frequency=min_frequency,
             max_token_length=max_token_length,
             doc_cap=doc_cap,
+            tie_break=tie_break,
+            initial_alphabet=initial_alphabet,
+            limit_alphabet=limit_alphabet,
         )
         trained = Training(recipe, num_threads=num_threads).run(iterator, buffer_size, progress)
         return built(trained, cls)  # NoTextError (a ValueError) for no text at all
@@ -172,6 +187,9 @@ class Tokenizer(BaseTokenizer):
         max_token_length: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         doc_cap: Optional[int] = None,
+        tie_break: str = "bpeforge",
+        initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
+        limit_alphabet: Optional[int] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on span counts (:func:`bpeforge.count`, ``SpanCounts.load``, ...):
         the same ranks as :meth:`train_from_iterator` on the texts they were counted from. The
@@ -195,6 +213,9 @@ class Tokenizer(BaseTokenizer):
             min_frequency=min_frequency,
             max_token_length=max_token_length,
             doc_cap=counts.options.get("doc_cap") if doc_cap is None else doc_cap,
+            tie_break=tie_break,
+            initial_alphabet=initial_alphabet,
+            limit_alphabet=limit_alphabet,
         )
         trained = Training(recipe, num_threads=num_threads).run(counts=counts, progress=progress)
         return built(trained, cls)

@@ -30,6 +30,7 @@ use dary_heap::OctonaryHeap;
 use crate::count::Spans;
 use crate::{Error, Vocab};
 
+mod alphabet;
 mod extend;
 mod helper;
 mod lists;
@@ -38,6 +39,7 @@ mod spans;
 mod start;
 mod sums;
 
+pub use alphabet::{byte_level_order, Alphabet, AlphabetRule};
 pub use extend::{extend, ExtendBase, TokenIds};
 pub use spans::{merge_in_span, Neighbour, TokenId};
 use helper::Helper;
@@ -63,7 +65,8 @@ fn unkey(key: PairKey) -> Pair {
 /// What to learn.
 #[derive(Debug, Clone)]
 pub struct LearnOptions {
-    /// Stop when the vocabulary has this many tokens (256 bytes + learned tokens).
+    /// Stop when the vocabulary has this many tokens: the alphabet's single bytes (all 256 by
+    /// default) and the learned tokens.
     pub vocab_size: usize,
     /// Stop when the best pair occurs fewer times than this.
     pub min_frequency: u64,
@@ -71,6 +74,16 @@ pub struct LearnOptions {
     /// from consideration for good (its length never changes), and the best of the others is
     /// merged. `None`: no limit.
     pub max_token_length: Option<usize>,
+    /// Which bytes are single-byte tokens and how they are numbered, which breaks ties (see
+    /// `alphabet.rs`). Extending a base takes the base's tokens instead.
+    pub alphabet: AlphabetRule,
+}
+
+impl Default for LearnOptions {
+    /// The 256 single bytes alone: no merge, no limit.
+    fn default() -> Self {
+        LearnOptions { vocab_size: 256, min_frequency: 1, max_token_length: None, alphabet: AlphabetRule::Bytes }
+    }
 }
 
 /// One step of the merge loop: `pair` was replaced by `token`; it occurred `count` times.
@@ -84,8 +97,14 @@ pub struct Merge {
 /// The result of the merge loop.
 #[derive(Debug, Clone)]
 pub struct Learned {
+    /// The tokens by id: the 256 single bytes (the alphabet's first, in the order of their ids,
+    /// then the bytes outside it, which no span held), then the merged tokens; or, extending, the
+    /// base's tokens and the new ones.
     pub vocab: Vocab,
     pub merges: Vec<Merge>,
+    /// How many of the first tokens of `vocab` are the alphabet (256 but with
+    /// [`AlphabetRule::ByteLevel`]; an extension's base tokens all count).
+    pub alphabet: usize,
 }
 
 /// A pair in the heap, with its count when it was pushed.
@@ -437,14 +456,25 @@ pub fn learn<'a>(
 ) -> Result<Learned, Error> {
     let spans = spans.into();
     check_total(&spans)?;
-    if options.vocab_size <= 256 {
-        Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
+    let alphabet = Alphabet::of(&options.alphabet, &spans);
+    let (spans, vocab) = if alphabet.is_identity() {
+        (spans, Vocab::bytes())
+    } else {
+        // The spans in the alphabet's ids: a copy (the original freed here if owned).
+        (Cow::Owned(alphabet.relabel(&spans)), alphabet.vocab())
+    };
+    // The loop's vocabulary holds all 256 single bytes, so it stops at as many merges as the
+    // alphabet leaves room for (none if the alphabet alone fills the vocabulary).
+    let options = &LearnOptions { vocab_size: 256 + options.vocab_size.saturating_sub(alphabet.len()), ..options.clone() };
+    let learned = if options.vocab_size <= 256 {
+        Ok(Learned { vocab, merges: Vec::new(), alphabet: 256 }) // no merge to make (the alphabet is set below)
     } else if options.vocab_size <= 1 << 16 {
         // Token ids are below vocab_size: 2^16 of them fit in a u16.
-        run(Loop::<u16>::new(spans, stop)?, Vocab::bytes(), options, stop, on_merge)
+        run(Loop::<u16>::new(spans, stop)?, vocab, options, stop, on_merge)
     } else {
-        run(Loop::<u32>::new(spans, stop)?, Vocab::bytes(), options, stop, on_merge)
-    }
+        run(Loop::<u32>::new(spans, stop)?, vocab, options, stop, on_merge)
+    };
+    learned.map(|learned| Learned { alphabet: alphabet.len(), ..learned })
 }
 
 /// The merge loop from `state`, whose tokens are `vocab`, until the vocabulary is full, the best
@@ -480,7 +510,8 @@ fn run<T: TokenId>(
     if let Some((earlier, later)) = vocab.first_repeat() {
         return Err(Error::Internal(format!("tokens {earlier} and {later} have the same bytes, which the merge rule rules out")));
     }
-    Ok(Learned { vocab, merges })
+    let alphabet = vocab.len() - merges.len();
+    Ok(Learned { vocab, merges, alphabet })
 }
 
 /// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
@@ -560,7 +591,7 @@ pub(crate) mod tests {
 
     fn learn_all(spans: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Merge> {
         let spans: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, ..Default::default() };
         learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
     }
 
@@ -650,7 +681,7 @@ pub(crate) mod tests {
                 (span, 1 + i % 5)
             })
             .collect();
-        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None, ..Default::default() };
         let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(small.merges.len(), (1 << 16) - 256);
@@ -662,7 +693,7 @@ pub(crate) mod tests {
     fn max_token_length_merges_equal_the_naive_loop() {
         let learn_limited = |spans: &[(Vec<u8>, u64)], vocab_size, max_token_length| {
             let spans: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-            let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: Some(max_token_length) };
+            let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: Some(max_token_length), ..Default::default() };
             learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
         };
         let mut limited = 0;
@@ -709,7 +740,7 @@ pub(crate) mod tests {
             let want = naive(&spans, 300);
             assert_eq!(learn_all(&spans, 300), want, "corpus {corpus}");
             let table: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-            let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
+            let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, ..Default::default() };
             let wide = run(Loop::<u32>::new(table, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
             assert_eq!(wide.merges, want, "corpus {corpus}, u32 ids");
         }
@@ -760,7 +791,7 @@ pub(crate) mod tests {
             let want = naive(&spans, 70_000);
             assert_eq!(learn_all(&spans, 70_000), want, "seed {seed}");
             merged_once += want.iter().filter(|m| m.count == 1).count();
-            let options = LearnOptions { vocab_size: 70_000, min_frequency: 2, max_token_length: None };
+            let options = LearnOptions { vocab_size: 70_000, min_frequency: 2, max_token_length: None, ..Default::default() };
             let owned: Spans = spans.iter().map(|(b, n)| (b.as_slice(), *n)).collect();
             let learned = learn(owned, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
             let counted_twice: Vec<Merge> = want.iter().copied().take_while(|m| m.count >= 2).collect();
@@ -774,7 +805,7 @@ pub(crate) mod tests {
         // Distinct spans counted once: the pairs born are left out, and taken back (a pass over
         // the spans) once the best pair is counted once, which a stop set before gives up.
         let spans: Spans = (0..200u32).map(|i| (format!("x{i:03}yz{}", i * 7 % 13), 1)).map(|(s, n)| (s.into_bytes().into_boxed_slice(), n)).collect();
-        let options = LearnOptions { vocab_size: 70_000, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size: 70_000, min_frequency: 1, max_token_length: None, ..Default::default() };
         let stop = AtomicBool::new(false);
         let mut before_stop = 0;
         let result = learn(&spans, &options, &stop, |merge, _| {
@@ -796,7 +827,7 @@ pub(crate) mod tests {
     #[test]
     fn min_frequency_stops_early() {
         let spans: Spans = [(b"ab", 3), (b"cd", 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 1000, min_frequency: 3, max_token_length: None };
+        let options = LearnOptions { vocab_size: 1000, min_frequency: 3, max_token_length: None, ..Default::default() };
         let learned = learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(learned.merges.len(), 1);
     }
@@ -804,7 +835,7 @@ pub(crate) mod tests {
     #[test]
     fn a_stop_set_before_the_first_merge_gives_up() {
         let spans: Spans = [(&b"abab"[..], 3), (b"abc", 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, ..Default::default() };
         let mut merges = 0;
         let stopped = learn(spans.clone(), &options, &AtomicBool::new(true), |_, _| {
             merges += 1;
@@ -818,7 +849,7 @@ pub(crate) mod tests {
     #[test]
     fn overflowing_totals_are_refused() {
         let spans: Spans = [(b"abc", u64::MAX / 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None };
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, ..Default::default() };
         assert!(learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).is_err());
     }
 }

@@ -38,6 +38,8 @@ pub(super) enum SpansToLearn {
 pub(super) struct LearnRun {
     pub vocab: Vocab,
     pub merges: Vec<Merge>,
+    /// How many of the first tokens of `vocab` are the alphabet (see `merge::Learned`).
+    pub alphabet: usize,
     pub distinct_spans: usize,
     pub seconds: f64,
 }
@@ -230,6 +232,7 @@ pub(super) fn run_loop(
         distinct_spans: run.distinct_spans.load(Ordering::Relaxed),
         vocab: learned.vocab,
         merges: learned.merges,
+        alphabet: learned.alphabet,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

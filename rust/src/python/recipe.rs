@@ -5,12 +5,12 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
 
 use super::args::{as_int, int_arg, type_name};
 use super::counts::{pattern_shown, PySpanCounts};
 use super::splitter_arg;
-use crate::merge::LearnOptions;
+use crate::merge::{AlphabetRule, LearnOptions};
 use crate::pretokenize::presets;
 use crate::Splitter;
 
@@ -32,13 +32,47 @@ pub(super) const NANOCHAT_SPECIAL_TOKENS: [&str; 9] = [
 ];
 
 /// The fields of a recipe, in the order `Recipe.as_dict` gives them.
-const FIELDS: [&str; 6] = ["vocab_size", "pattern", "special_tokens", "min_frequency", "max_token_length", "doc_cap"];
+const FIELDS: [&str; 9] = [
+    "vocab_size",
+    "pattern",
+    "special_tokens",
+    "min_frequency",
+    "max_token_length",
+    "doc_cap",
+    "tie_break",
+    "initial_alphabet",
+    "limit_alphabet",
+];
+
+/// How a training breaks ties between pairs of equal counts, and so which single bytes it has
+/// and how it numbers its tokens (see `merge/alphabet.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum TieBreak {
+    /// The smallest pair by bpeforge's ids (tiktoken's layout): all 256 bytes at ids 0..255,
+    /// merged tokens after them, special tokens after those.
+    Bpeforge,
+    /// HuggingFace `BpeTrainer`'s rule: the smallest pair by its ids, which are the special
+    /// tokens first, then the alphabet (the bytes seen and `initial_alphabet`'s, at most
+    /// `limit_alphabet`) in the order of GPT-2's byte-level characters, then merged tokens.
+    HuggingFace,
+}
+
+impl TieBreak {
+    fn name(self) -> &'static str {
+        match self {
+            TieBreak::Bpeforge => "bpeforge",
+            TieBreak::HuggingFace => "huggingface",
+        }
+    }
+}
 
 /// Everything one training is asked to do, checked: the final vocabulary size (special tokens
 /// included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
 /// the trained ranks), `min_frequency`, `max_token_length` (bytes) and `doc_cap` (each document
-/// cropped to its first `doc_cap` characters). Immutable; `replace` makes a changed copy,
-/// checked again.
+/// cropped to its first `doc_cap` characters), the tie-break (`"bpeforge"` or
+/// `"huggingface"`, see `TieBreak`) and, with HuggingFace's, the bytes always in the alphabet
+/// (`initial_alphabet`) and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a
+/// changed copy, checked again.
 #[pyclass(module = "bpeforge._core", frozen)]
 #[derive(Clone)]
 pub(super) struct Recipe {
@@ -48,6 +82,10 @@ pub(super) struct Recipe {
     min_frequency: u64,
     max_token_length: Option<usize>,
     doc_cap: Option<u64>,
+    tie_break: TieBreak,
+    /// Sorted, without repeats (HuggingFace's tie-break only).
+    initial_alphabet: Vec<u8>,
+    limit_alphabet: Option<usize>,
 }
 
 /// An `OptionError` (`bpeforge.errors`: a ValueError naming its option) saying `message`.
@@ -100,6 +138,46 @@ fn special_tokens_arg(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyRes
     Ok(names)
 }
 
+/// The tie-break option: "bpeforge" (None) or "huggingface".
+fn tie_break_arg(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<TieBreak> {
+    let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(TieBreak::Bpeforge) };
+    let Ok(name) = value.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!("tie_break must be a str ('bpeforge' or 'huggingface'), got {}", type_name(value))));
+    };
+    match name.to_str()? {
+        "bpeforge" => Ok(TieBreak::Bpeforge),
+        "huggingface" => Ok(TieBreak::HuggingFace),
+        other => Err(option_error(py, "tie_break", format!("tie_break must be 'bpeforge' or 'huggingface', got {other:?}"))),
+    }
+}
+
+/// The initial alphabet: bytes (or a bytearray) or an iterable of ints 0..=255, sorted and
+/// without repeats; None for none.
+fn initial_alphabet_arg(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u8>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(Vec::new()) };
+    let mut bytes: Vec<u8> = if let Ok(b) = value.cast::<PyBytes>() {
+        b.as_bytes().to_vec()
+    } else if let Ok(b) = value.cast::<PyByteArray>() {
+        b.to_vec()
+    } else if value.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(
+            "initial_alphabet must be bytes or an iterable of ints 0..255, not a str (bpeforge.huggingface reads HuggingFace's characters)",
+        ));
+    } else {
+        let items = value.try_iter().map_err(|_| PyTypeError::new_err(format!("initial_alphabet must be bytes or an iterable of ints 0..255, got {}", type_name(value))))?;
+        let mut bytes = Vec::new();
+        for item in items {
+            let item = item?;
+            let byte = naming(py, "initial_alphabet", int_arg(&item, "a byte of initial_alphabet", 0, 255))?;
+            bytes.push(byte as u8);
+        }
+        bytes
+    };
+    bytes.sort_unstable();
+    bytes.dedup();
+    Ok(bytes)
+}
+
 /// An optional int option of at least `lo`, None if not given.
 fn optional_int_arg(value: Option<&Bound<'_, PyAny>>, name: &str, lo: i64) -> PyResult<Option<u64>> {
     match value {
@@ -114,7 +192,11 @@ impl Recipe {
     /// ValueError naming it), a value of the wrong type TypeError. `pattern` is a preset's name,
     /// a regex, or None for GPT-4's; `special_tokens` None for nanochat's nine, `[]` for none.
     #[new]
-    #[pyo3(signature = (vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None))]
+    #[pyo3(signature = (
+        vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None,
+        tie_break=None, initial_alphabet=None, limit_alphabet=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         vocab_size: &Bound<'_, PyAny>,
@@ -123,20 +205,24 @@ impl Recipe {
         min_frequency: Option<&Bound<'_, PyAny>>,
         max_token_length: Option<&Bound<'_, PyAny>>,
         doc_cap: Option<&Bound<'_, PyAny>>,
+        tie_break: Option<&Bound<'_, PyAny>>,
+        initial_alphabet: Option<&Bound<'_, PyAny>>,
+        limit_alphabet: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let special_tokens = special_tokens_arg(py, special_tokens)?;
+        let tie_break = tie_break_arg(py, tie_break)?;
         let Some(size) = as_int(vocab_size) else {
             return Err(PyTypeError::new_err(format!("vocab_size must be an int, got {}", type_name(vocab_size))));
         };
-        let least = 256 + special_tokens.len();
+        // HuggingFace's alphabet is known only once the spans are counted, and fills the
+        // vocabulary first: a smaller vocab_size than it holds just learns no merge.
+        let (least, why) = match tie_break {
+            TieBreak::Bpeforge => (256 + special_tokens.len(), format!("256 + {} special tokens = ", special_tokens.len())),
+            TieBreak::HuggingFace => (special_tokens.len(), "the special tokens' ".to_string()),
+        };
         let vocab_size = match size.extract::<i64>() {
             Ok(v) if v >= least as i64 && v <= MAX_TOKEN_ID as i64 => v as usize,
-            _ => {
-                return Err(option_error(py, "vocab_size", format!(
-                    "vocab_size must be at least 256 + {} special tokens = {least} and at most {MAX_TOKEN_ID}, got {size}",
-                    special_tokens.len()
-                )))
-            }
+            _ => return Err(option_error(py, "vocab_size", format!("vocab_size must be at least {why}{least} and at most {MAX_TOKEN_ID}, got {size}"))),
         };
         let splitter = match pattern.filter(|p| !p.is_none()) {
             None => splitter_arg(presets::GPT4)?,
@@ -159,7 +245,18 @@ impl Recipe {
             },
         };
         let doc_cap = naming(py, "doc_cap", optional_int_arg(doc_cap, "doc_cap", 1))?;
-        Ok(Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap })
+        let initial_alphabet = initial_alphabet_arg(py, initial_alphabet)?;
+        let limit_alphabet = naming(py, "limit_alphabet", optional_int_arg(limit_alphabet, "limit_alphabet", 0))?.map(|n| n as usize);
+        if tie_break == TieBreak::Bpeforge {
+            for (option, given) in [("initial_alphabet", !initial_alphabet.is_empty()), ("limit_alphabet", limit_alphabet.is_some())] {
+                if given {
+                    return Err(option_error(py, option, format!(
+                        "{option} needs tie_break='huggingface': bpeforge's own alphabet is all 256 bytes, as tiktoken needs"
+                    )));
+                }
+            }
+        }
+        Ok(Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap, tie_break, initial_alphabet, limit_alphabet })
     }
 
     /// The final vocabulary size: ranks and special tokens (with a base, its `n_vocab`).
@@ -198,6 +295,24 @@ impl Recipe {
         self.doc_cap
     }
 
+    /// How ties between pairs of equal counts are broken: "bpeforge" or "huggingface".
+    #[getter]
+    fn tie_break(&self) -> &'static str {
+        self.tie_break.name()
+    }
+
+    /// The bytes always in the alphabet (HuggingFace's tie-break), sorted; None for none.
+    #[getter]
+    fn initial_alphabet<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        (!self.initial_alphabet.is_empty()).then(|| PyBytes::new(py, &self.initial_alphabet))
+    }
+
+    /// The most single bytes the alphabet keeps (HuggingFace's tie-break; None: no limit).
+    #[getter]
+    fn limit_alphabet(&self) -> Option<usize> {
+        self.limit_alphabet
+    }
+
     /// The names of a recipe's fields, in the order `as_dict` gives them.
     #[staticmethod]
     fn fields() -> Vec<&'static str> {
@@ -213,6 +328,9 @@ impl Recipe {
         d.set_item("min_frequency", self.min_frequency)?;
         d.set_item("max_token_length", self.max_token_length)?;
         d.set_item("doc_cap", self.doc_cap)?;
+        d.set_item("tie_break", self.tie_break())?;
+        d.set_item("initial_alphabet", self.initial_alphabet(py))?;
+        d.set_item("limit_alphabet", self.limit_alphabet)?;
         Ok(d)
     }
 
@@ -238,6 +356,9 @@ impl Recipe {
             field("min_frequency").as_ref(),
             field("max_token_length").as_ref(),
             field("doc_cap").as_ref(),
+            field("tie_break").as_ref(),
+            field("initial_alphabet").as_ref(),
+            field("limit_alphabet").as_ref(),
         )
     }
 
@@ -251,13 +372,21 @@ impl Recipe {
     fn __repr__(&self) -> String {
         let optional = |v: Option<String>| v.unwrap_or_else(|| "None".into());
         format!(
-            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={})",
+            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={}{})",
             self.vocab_size,
             pattern_shown(self.pattern()),
             self.special_tokens,
             self.min_frequency,
             optional(self.max_token_length.map(|v| v.to_string())),
             optional(self.doc_cap.map(|v| v.to_string())),
+            match self.tie_break {
+                TieBreak::Bpeforge => String::new(),
+                TieBreak::HuggingFace => format!(
+                    ", tie_break='huggingface', initial_alphabet={}, limit_alphabet={}",
+                    if self.initial_alphabet.is_empty() { "None".to_string() } else { format!("<{} bytes>", self.initial_alphabet.len()) },
+                    optional(self.limit_alphabet.map(|v| v.to_string()))
+                ),
+            },
         )
     }
 }
@@ -294,6 +423,9 @@ pub(super) struct Plan {
     pub options: LearnOptions,
     /// The ranks the training should end with: the single bytes (or the base's) and the new ones.
     pub ranks_asked: usize,
+    /// Where the special tokens go with HuggingFace's layout (first, at ids 0..n), `None` for
+    /// bpeforge's (after the ranks, numbered by the caller).
+    pub specials_first: Option<u32>,
 }
 
 impl Recipe {
@@ -305,7 +437,17 @@ impl Recipe {
     /// The recipe made with the arguments of `Trainer`'s own methods (rustbpe's shape): no
     /// special tokens, `vocab_size` counting the ranks alone.
     pub(super) fn of_ranks(splitter: Splitter, vocab_size: usize, min_frequency: u64, max_token_length: Option<usize>, doc_cap: Option<u64>) -> Self {
-        Recipe { vocab_size, splitter, special_tokens: Vec::new(), min_frequency, max_token_length, doc_cap }
+        Recipe {
+            vocab_size,
+            splitter,
+            special_tokens: Vec::new(),
+            min_frequency,
+            max_token_length,
+            doc_cap,
+            tie_break: TieBreak::Bpeforge,
+            initial_alphabet: Vec::new(),
+            limit_alphabet: None,
+        }
     }
 
     /// The plan of this recipe learning from `counts` (span counts, if that is what it learns
@@ -338,6 +480,10 @@ impl Recipe {
         }
         let ranks_asked = match base {
             None => self.vocab_size - self.special_tokens.len(),
+            Some(_) if self.tie_break == TieBreak::HuggingFace => {
+                return Err(option_error(py, "tie_break", "tie_break='huggingface' trains from the single bytes only: \
+                     an extension keeps the base's tokens and ids, which HuggingFace's layout would renumber".into()));
+            }
             Some(base) => {
                 if base.pattern != self.pattern() {
                     return Err(option_error(py, "pattern", format!(
@@ -365,7 +511,12 @@ impl Recipe {
                 base.ranks.len() + (self.vocab_size - base.n_vocab)
             }
         };
-        let options = LearnOptions { vocab_size: ranks_asked, min_frequency, max_token_length: self.max_token_length };
-        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked })
+        let alphabet = match self.tie_break {
+            TieBreak::Bpeforge => AlphabetRule::Bytes,
+            TieBreak::HuggingFace => AlphabetRule::ByteLevel { initial: self.initial_alphabet.clone(), limit: self.limit_alphabet },
+        };
+        let options = LearnOptions { vocab_size: ranks_asked, min_frequency, max_token_length: self.max_token_length, alphabet };
+        let specials_first = (self.tie_break == TieBreak::HuggingFace).then_some(self.special_tokens.len() as u32);
+        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked, specials_first })
     }
 }

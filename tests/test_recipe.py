@@ -35,7 +35,25 @@ VARIED = {
     "min_frequency": st.integers(1, 4),
     "max_token_length": st.one_of(st.none(), st.integers(2, 6)),
     "doc_cap": st.one_of(st.none(), st.integers(1, 30)),
+    "tie_break": st.sampled_from(["bpeforge", "huggingface"]),
+    "initial_alphabet": st.sampled_from([None, bytes(range(256))]),
+    "limit_alphabet": st.one_of(st.none(), st.integers(256, 300)),
 }
+
+ALL_BYTES = bytes(range(256))
+
+
+def tiktoken_recipe(options: dict) -> dict:
+    """``options`` made a recipe whose training is a tiktoken tokenizer: HuggingFace's alphabet
+    options go with its tie-break only, and its alphabet must then hold every byte (a byte left
+    out is refused, see tests/test_hf_training.py; what it trains there is checked against
+    HuggingFace's own trainer)."""
+    if options["tie_break"] == "bpeforge":
+        return dict(options, initial_alphabet=None, limit_alphabet=None)
+    return dict(options, initial_alphabet=ALL_BYTES)
+
+
+recipes = st.fixed_dictionaries(VARIED).map(tiktoken_recipe)
 
 
 def quietly(train, *args, **kwargs):
@@ -67,10 +85,28 @@ def test_every_field_of_the_recipe_is_varied_here():
     recipe = Recipe(300, special_tokens=["<|x|>"], max_token_length=4, doc_cap=9)
     assert Recipe(**recipe.as_dict()) == recipe
     assert recipe.replace(doc_cap=None).doc_cap is None and recipe.doc_cap == 9
+    hf = Recipe(300, tie_break="huggingface", initial_alphabet=b"ba", limit_alphabet=9)
+    assert Recipe(**hf.as_dict()) == hf and hf.initial_alphabet == b"ab" and hf.replace(limit_alphabet=None) != hf
+
+
+@pytest.mark.parametrize(
+    "options, option",
+    [
+        ({"tie_break": "hf"}, "tie_break"),
+        ({"initial_alphabet": b"a"}, "initial_alphabet"),  # bpeforge's alphabet is all bytes
+        ({"limit_alphabet": 100}, "limit_alphabet"),
+        ({"tie_break": "huggingface", "initial_alphabet": [300]}, "initial_alphabet"),
+        ({"tie_break": "huggingface", "limit_alphabet": -1}, "limit_alphabet"),
+    ],
+)
+def test_the_tie_breaks_options_are_checked_naming_them(options, option):
+    with pytest.raises(OptionError) as e:
+        Recipe(300, **options)
+    assert e.value.option == option
 
 
 @settings(max_examples=40, deadline=None)
-@given(texts=corpora(), options=st.fixed_dictionaries(VARIED), smaller=st.integers(0, 6))
+@given(texts=corpora(), options=recipes, smaller=st.integers(0, 6))
 def test_every_api_path_trains_what_training_from_the_texts_trains(texts, options, smaller):
     texts = texts + ["x y"]  # training refuses no text at all
     want = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **options)
@@ -89,7 +125,8 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
     alone = bpeforge.mix({"only": counts}, alpha=1)
     same_training(quietly(bpeforge.Tokenizer.train_from_counts, alone, **options), want)
 
-    # A sweep's tokenizer at that size: one training to a larger size, truncated.
+    # A sweep's tokenizer at that size: one training to a larger size, truncated (HuggingFace's
+    # layout keeps its special tokens first).
     larger = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **dict(options, vocab_size=options["vocab_size"] + 20))
     if larger.n_vocab >= options["vocab_size"]:
         same_training(larger.truncate(options["vocab_size"]), want)
@@ -99,6 +136,13 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
     n_special = len(options["special_tokens"])
     small_size = max(256 + n_special, options["vocab_size"] - smaller)
     base = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **dict(options, vocab_size=small_size))
+    if base.n_vocab == small_size and options["tie_break"] == "huggingface":
+        # An extension keeps its base's ids, and HuggingFace's tie-break would renumber them;
+        # yet extending a base in HuggingFace's layout by bpeforge's rule breaks ties by the
+        # base's ids, HuggingFace's, and so goes on as HuggingFace's training does.
+        with pytest.raises(OptionError) as e:
+            bpeforge.training.Training(Recipe(**options), base=base).run(texts)
+        assert e.value.option == "tie_break"
     if base.n_vocab == small_size:  # the base did not stop early
         extend_options = {k: options[k] for k in ("min_frequency", "max_token_length", "doc_cap")}
         extended = quietly(base.extend, texts, options["vocab_size"], **extend_options)
@@ -109,9 +153,11 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
 
 
 @settings(max_examples=25, deadline=None)
-@given(texts=corpora(), options=st.fixed_dictionaries(VARIED))
+@given(texts=corpora(), options=recipes)
 def test_the_low_level_trainer_trains_the_same_ranks(texts, options):
     texts = texts + ["x y"]
+    # The trainer's own methods have rustbpe's arguments, and its rule; Trainer.learn takes a recipe.
+    options = dict(options, tie_break="bpeforge", initial_alphabet=None, limit_alphabet=None)
     want = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **options)
     ranks = options["vocab_size"] - len(options["special_tokens"])
     trainer = bpeforge.Trainer(options["pattern"])
@@ -162,10 +208,16 @@ def test_a_doc_cap_crops_every_text_as_counting_does():
 # ------------------------------------------------------------------------------ the command line
 
 # Option sets that together give every field a value other than its default.
+BPEFORGE_RULE = {"tie_break": "bpeforge", "initial_alphabet": None, "limit_alphabet": None}
 CLI_OPTIONS = [
-    {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "doc_cap": None},
-    {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "doc_cap": 40},
+    {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "doc_cap": None, **BPEFORGE_RULE},
+    {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "doc_cap": 40, **BPEFORGE_RULE},
+    {"vocab_size": 310, "pattern": "gpt4", "special_tokens": ["<|a|>"], "min_frequency": 1, "max_token_length": 5, "doc_cap": None,
+     "tie_break": "huggingface", "initial_alphabet": ALL_BYTES, "limit_alphabet": 280},
 ]
+
+# The fields an extension takes from its base (the command line refuses them with --extend).
+FROM_THE_BASE = ("pattern", "special_tokens", "tie_break", "initial_alphabet", "limit_alphabet")
 
 
 def flags(options, without=()) -> list[str]:
@@ -177,6 +229,9 @@ def flags(options, without=()) -> list[str]:
         "min_frequency": ["--min-frequency", str(options["min_frequency"])],
         "max_token_length": [] if options["max_token_length"] is None else ["--max-token-length", str(options["max_token_length"])],
         "doc_cap": [] if options["doc_cap"] is None else ["--doc-cap", str(options["doc_cap"])],
+        "tie_break": ["--tie-break", options["tie_break"]],
+        "initial_alphabet": [] if options["initial_alphabet"] is None else ["--initial-alphabet", "all"],
+        "limit_alphabet": [] if options["limit_alphabet"] is None else ["--limit-alphabet", str(options["limit_alphabet"])],
     }
     assert set(given) == set(Recipe.fields())
     return [flag for field, pair in given.items() if field not in without for flag in pair]
@@ -202,33 +257,43 @@ def corpus(tmp_path_factory):
     return path, docs
 
 
-@pytest.mark.parametrize("options", CLI_OPTIONS, ids=["gpt2-limits", "specials-doc-cap"])
+def load_folder(folder: Path):
+    """The tokenizer the command line saved in ``folder``: bpeforge's folder, or with
+    HuggingFace's tie-break its ``tokenizer.json``."""
+    if (folder / "tokenizer.tiktoken").exists():
+        return bpeforge.Tokenizer.load(folder)
+    return bpeforge.Tokenizer.from_huggingface(folder / "tokenizer.json")
+
+
+@pytest.mark.parametrize("options", CLI_OPTIONS, ids=["gpt2-limits", "specials-doc-cap", "huggingface"])
 def test_every_command_line_path_trains_what_the_api_trains(tmp_path, corpus, options):
     path, docs = corpus
     want = quietly(bpeforge.Tokenizer.train_from_iterator, docs, **options)
     given = flags(options)
 
     bpeforge_cli("train", str(path), "-o", str(tmp_path / "plain"), "--holdout", "0", *given)
-    same_training(bpeforge.Tokenizer.load(tmp_path / "plain"), want)
+    same_training(load_folder(tmp_path / "plain"), want)
 
-    counting = flags(options, without=("vocab_size", "special_tokens", "min_frequency", "max_token_length"))
+    counting = flags(options, without=("vocab_size", "special_tokens", "min_frequency", "max_token_length", "tie_break", "initial_alphabet", "limit_alphabet"))
     bpeforge_cli("count", str(path), "-o", str(tmp_path / "counts.parquet"), *counting)
     from_counts = flags(options, without=("pattern", "doc_cap"))  # the counts' own
     bpeforge_cli("train", "--from-counts", str(tmp_path / "counts.parquet"), "-o", str(tmp_path / "counted"), *from_counts)
-    same_training(bpeforge.Tokenizer.load(tmp_path / "counted"), want)
+    same_training(load_folder(tmp_path / "counted"), want)
 
     bpeforge_cli("train", "--source", f"only={path}", "--alpha", "1", "--holdout", "0", "-o", str(tmp_path / "mixed"), *given)
-    same_training(bpeforge.Tokenizer.load(tmp_path / "mixed"), want)
+    same_training(load_folder(tmp_path / "mixed"), want)
 
     sizes = f"{options['vocab_size']},{options['vocab_size'] + 10}"
     bpeforge_cli("sweep", str(path), "--vocab-sizes", sizes, "--holdout", "0", "-o", str(tmp_path / "sweep"), *flags(options, without=("vocab_size",)))
     same_training(bpeforge.Tokenizer.load(tmp_path / "sweep" / str(options["vocab_size"])), want)
 
+    if options["tie_break"] == "huggingface":
+        return  # its folder holds HuggingFace's tokenizer.json, which --extend does not read (yet)
     smaller = dict(options, vocab_size=options["vocab_size"] - 5)
     bpeforge_cli("train", str(path), "-o", str(tmp_path / "small"), "--holdout", "0", *flags(smaller))
-    extend_flags = flags(options, without=("pattern", "special_tokens"))  # the base's are kept
+    extend_flags = flags(options, without=FROM_THE_BASE)  # the base's are kept
     bpeforge_cli("train", str(path), "--extend", str(tmp_path / "small"), "-o", str(tmp_path / "extended"), "--holdout", "0", *extend_flags)
-    assert ranks_in_order(bpeforge.Tokenizer.load(tmp_path / "extended")) == ranks_in_order(want)
+    assert ranks_in_order(load_folder(tmp_path / "extended")) == ranks_in_order(want)
 
 
 def test_training_from_counts_with_a_max_token_length_honours_it(tmp_path, corpus):

@@ -34,7 +34,7 @@ from .huggingface import byte_level, byte_of_character, oniguruma_regex
 from .patterns import PATTERNS
 from .training import Recipe, TrainedRanks, Training, check_texts
 
-__all__ = ["train_from_iterator", "recipe_and_split"]
+__all__ = ["huggingface_tokenizer_json", "recipe_and_split", "train_from_iterator"]
 
 # A span per text: ByteLevel without its regex splits nothing.
 WHOLE_TEXT = r"[\s\S]+"
@@ -195,6 +195,56 @@ def huggingface_model(trained: TrainedRanks) -> tuple[dict[str, int], list[tuple
             )
         merges.append((byte_level(by_id[left]), byte_level(by_id[right])))
     return vocab, merges
+
+
+def huggingface_tokenizer_json(trained: TrainedRanks) -> dict[str, Any]:
+    """The ``tokenizer.json`` (as a dict) that HuggingFace's training with the same recipe
+    writes: a new ``Tokenizer(models.BPE())`` whose pre-tokenizer is
+    ``Sequence([Split(Regex(p), behavior="isolated"), ByteLevel(add_prefix_space=False,
+    use_regex=False)])`` (``p``: the recipe's pattern in HuggingFace's spelling) and whose
+    decoder is ``ByteLevel()``, trained by a ``BpeTrainer`` with the recipe's options. What the
+    command line writes for ``--tie-break huggingface``; ValueError for a custom pattern (only
+    the presets' spelling for HuggingFace's regex engine is checked)."""
+    from .patterns import pattern_label
+
+    if pattern_label(trained.pattern) == "custom regex":
+        raise ValueError(
+            "a custom split pattern: HuggingFace splits with another regex engine (Oniguruma), checked against "
+            f"bpeforge's only for the presets ({', '.join(PATTERNS)})"
+        )
+    vocab, merges = huggingface_model(trained)
+    added = [
+        {"id": i, "content": name, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
+        for i, name in enumerate(trained.special_tokens)
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": oniguruma_regex(trained.pattern)}, "behavior": "Isolated", "invert": False},
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": dict(sorted(vocab.items(), key=lambda item: item[1])),
+            "merges": [list(m) for m in merges],
+        },
+    }
 
 
 def train_from_iterator(tokenizer: Any, iterator: Iterable[Any], trainer: Any = None, *, num_threads: Optional[int] = None) -> None:

@@ -33,6 +33,8 @@ from .ray import on_ray
 from .signals import ctrl_c_ends_the_process
 from .train import (
     build_tokenizer,
+    huggingface_outputs,
+    save_huggingface_only,
     Inputs,
     describe_pattern,
     find_inputs,
@@ -258,8 +260,11 @@ def run_mixed(args: argparse.Namespace) -> int:
         progress, _ = training_progress(args)
         shown.append(progress)
         trained = train_on_counts(set_up_training_on(args, mixed), mixed, progress)
+        hf_json, no_tiktoken = huggingface_outputs(trained)
+        if no_tiktoken is not None:
+            return save_huggingface_only(args, trained, hf_json, no_tiktoken)
         tokenizer, t_build = build_tokenizer(trained)
-    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
     if args.quiet:
         return 0
     warnings: List[str] = stopped_early_warnings(trained, tokenizer)

@@ -108,10 +108,20 @@ def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
             raise CLIError(f"output file {tiktoken_file} already exists (use --force to replace it)")
 
 
-def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, force: bool, output: Optional[str] = None) -> float:
+def save_outputs(
+    tokenizer: Optional[BaseTokenizer],
+    folder: Path,
+    tiktoken_file: Path,
+    force: bool,
+    output: Optional[str] = None,
+    huggingface_json: Optional[dict] = None,
+) -> float:
     """Writes the tokenizer folder and the ``.tiktoken`` file, each complete or not at all:
     the folder is written under a temporary name beside it and renamed at the end. ``output``:
-    the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold. Returns the
+    the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold. With
+    ``huggingface_json`` (a training with HuggingFace's tie-break), the folder holds that
+    ``tokenizer.json`` instead, and the ``.tiktoken`` file is written only if there is a
+    ``tokenizer`` (tiktoken can express the ranks; an older one is then removed). Returns the
     seconds it took (for the report)."""
     t_start = time.perf_counter()
     parent = folder.parent
@@ -124,15 +134,24 @@ def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, fo
     old = parent / f".{folder.name}.old-{tag}"
     tmp_file = parent / f".{tiktoken_file.name}.tmp-{tag}"
     try:
-        io.save(tokenizer, tmp)
-        tmp_file.write_bytes(io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
+        if huggingface_json is None:
+            assert tokenizer is not None
+            io.save(tokenizer, tmp)
+        else:
+            tmp.mkdir()
+            io.write_atomic(tmp / "tokenizer.json", json.dumps(huggingface_json, ensure_ascii=False).encode("utf-8"))
+        if tokenizer is not None:
+            tmp_file.write_bytes(io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
         with ctrl_c_held_back():  # the two renames happen together, or (on an error) not at all
             check_output(folder, tiktoken_file, force)  # again: it may have appeared while we trained
             if folder.exists():
                 os.rename(folder, old)
             os.rename(tmp, folder)
             try:
-                os.replace(tmp_file, tiktoken_file)
+                if tokenizer is not None:
+                    os.replace(tmp_file, tiktoken_file)
+                elif tiktoken_file.exists():
+                    os.unlink(tiktoken_file)  # replaced (--force) by a folder it does not go with
             except OSError:
                 os.rename(folder, tmp)  # take the new folder back out, so that nothing is half-done
                 raise

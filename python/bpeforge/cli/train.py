@@ -49,6 +49,9 @@ FLAGS = {
     "min_frequency": "--min-frequency",
     "max_token_length": "--max-token-length",
     "doc_cap": "--doc-cap",
+    "tie_break": "--tie-break",
+    "initial_alphabet": "--initial-alphabet",
+    "limit_alphabet": "--limit-alphabet",
 }
 
 TRAIN_EPILOG = """\
@@ -77,8 +80,10 @@ documents:
 
 output:
   -o DIR writes DIR/ (tokenizer.tiktoken + tokenizer.json + token_bytes.npy, for bpeforge.Tokenizer.load)
-  and DIR.tiktoken beside it (the ranks alone, for tiktoken.load.load_tiktoken_bpe). An -o
-  ending in .tiktoken names that file, and the folder is the same name without it. Both
+  and DIR.tiktoken beside it (the ranks alone, for tiktoken.load.load_tiktoken_bpe). With --tie-break
+  huggingface, DIR/ holds the tokenizer.json HuggingFace's BpeTrainer writes for the same
+  training, and DIR.tiktoken is written only if every byte is in its alphabet
+  (--initial-alphabet all). An -o ending in .tiktoken names that file, and the folder is the same name without it. Both
   appear only once training succeeded (written to a temporary folder, then renamed).
 
 progress and errors:
@@ -131,6 +136,17 @@ def parse_special_tokens(text: Optional[str]) -> List[str]:
     return names
 
 
+def parse_initial_alphabet(text: Optional[str]) -> Optional[bytes]:
+    """``--initial-alphabet``: ``all`` for every byte, else the bytes of the text (UTF-8).
+
+    >>> len(parse_initial_alphabet("all")), parse_initial_alphabet("ab")
+    (256, b'ab')
+    """
+    if text is None:
+        return None
+    return bytes(range(256)) if text == "all" else text.encode("utf-8", "surrogateescape")
+
+
 def describe_pattern(text: Optional[str], regex: str) -> str:
     """How the report names the split pattern of ``--pattern text`` (whose regex is ``regex``)."""
     if text is None:
@@ -147,7 +163,9 @@ def set_up_training(args: argparse.Namespace) -> Training:
     ``counts_made_with`` gives them, for the recipe to take where the flags say nothing."""
     base = None
     if getattr(args, "extend", None) is not None:
-        for flag, value in (("--pattern", args.pattern), ("--special-tokens", args.special_tokens)):
+        given = (("--pattern", args.pattern), ("--special-tokens", args.special_tokens), ("--tie-break", getattr(args, "tie_break", None)),
+                 ("--initial-alphabet", getattr(args, "initial_alphabet", None)), ("--limit-alphabet", getattr(args, "limit_alphabet", None)))
+        for flag, value in given:
             if value is not None:
                 raise CLIError(f"{flag} cannot be used with --extend: the base's is kept", EXIT_USAGE)
         try:
@@ -167,7 +185,16 @@ def set_up_training(args: argparse.Namespace) -> Training:
                 min_frequency=args.min_frequency,
                 max_token_length=args.max_token_length,
                 doc_cap=args.doc_cap,
+                tie_break=getattr(args, "tie_break", None),
+                initial_alphabet=parse_initial_alphabet(getattr(args, "initial_alphabet", None)),
+                limit_alphabet=getattr(args, "limit_alphabet", None),
             )
+            if recipe.tie_break == "huggingface" and pattern_label(recipe.pattern) == "custom regex":
+                raise CLIError(
+                    f"--tie-break huggingface: the tokenizer.json needs a preset --pattern ({', '.join(PATTERNS)}): "
+                    "HuggingFace's regex engine is checked against bpeforge's for those only",
+                    EXIT_USAGE,
+                )
         return Training(recipe, base=base, num_threads=args.threads)
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
@@ -365,6 +392,38 @@ def build_tokenizer(trained: TrainedRanks) -> Tuple[Tokenizer, float]:
     return tokenizer, time.perf_counter() - t_build
 
 
+def huggingface_outputs(trained: TrainedRanks) -> Tuple[Optional[dict], Optional[str]]:
+    """For a training with HuggingFace's tie-break: the ``tokenizer.json`` HuggingFace's
+    training writes, and why there is no ``.tiktoken`` (None if tiktoken can express the
+    ranks). ``(None, None)`` for bpeforge's tie-break."""
+    if trained.tie_break != "huggingface":
+        return None, None
+    from ..hf_training import huggingface_tokenizer_json
+
+    try:
+        config = huggingface_tokenizer_json(trained)
+    except ValueError as e:
+        raise CLIError(f"--tie-break huggingface: {one_line(e)}") from None
+    missing = trained.missing_bytes
+    if missing:
+        return config, (
+            f"no .tiktoken written: {len(missing)} single bytes are not in HuggingFace's alphabet (never seen, or cut by "
+            "--limit-alphabet), and tiktoken needs all 256 (--initial-alphabet all keeps them)"
+        )
+    return config, None
+
+
+def save_huggingface_only(args: argparse.Namespace, trained: TrainedRanks, config: dict, why: str) -> int:
+    """Saves and reports a training whose tokenizer only HuggingFace's format holds."""
+    folder, tiktoken_file = output_paths(args.output)
+    save_outputs(None, folder, tiktoken_file, args.force, output=args.output, huggingface_json=config)
+    if not args.quiet:
+        print(f"Trained {len(trained.ranks):,} ranks and {len(trained.special_tokens)} special tokens (HuggingFace's tie-break and ids)")
+        print(f"Saved {folder / 'tokenizer.json'} (tokenizers.Tokenizer.from_file)")
+        print(why)
+    return 0
+
+
 def stopped_early_warnings(trained: TrainedRanks, tokenizer: Tokenizer) -> List[str]:
     """The report's warning when training made fewer ranks than asked (none otherwise)."""
     if not trained.stopped_early:
@@ -392,6 +451,9 @@ def run_train(args: argparse.Namespace) -> int:
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
+        hf_json, no_tiktoken = huggingface_outputs(trained)
+        if no_tiktoken is not None:
+            return save_huggingface_only(args, trained, hf_json, no_tiktoken)
         try:
             tokenizer, t_build = build_tokenizer(trained)  # no NoTextError: the check above ruled it out
         except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
@@ -400,7 +462,7 @@ def run_train(args: argparse.Namespace) -> int:
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
 
-    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
 
     # The tokenizer is saved: from here on everything is only the report.
     if args.quiet:
@@ -537,6 +599,10 @@ def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
     p.add_argument("--max-token-length", type=int_at_least(2, "--max-token-length"), metavar="N", help="never make a token longer than N bytes: skip such merges (default: no limit)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
+    p.add_argument("--tie-break", choices=["bpeforge", "huggingface"], help="break ties between pairs of equal counts by bpeforge's ids (default) or as HuggingFace's BpeTrainer does, "
+                   "with its ids (special tokens first, then the bytes seen, then the merges), writing its tokenizer.json")
+    p.add_argument("--initial-alphabet", metavar="all|TEXT", help="with --tie-break huggingface: bytes always in the alphabet, every one (all) or those of TEXT")
+    p.add_argument("--limit-alphabet", type=int_at_least(0, "--limit-alphabet"), metavar="N", help="with --tie-break huggingface: keep the N most frequent bytes of the alphabet")
     p.add_argument("--max-chars", type=int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
     p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document to measure compression, if it fits in what is left of 1 MB (a larger one is trained on); 0 = none (default {HOLDOUT_EVERY})")
     p.add_argument("--threads", type=int_at_least(1, "--threads"), metavar="N", help="threads for training: counting, and merging (default: all cores)")

@@ -218,7 +218,8 @@ impl Recipe {
         // vocabulary first: a smaller vocab_size than it holds just learns no merge.
         let (least, why) = match tie_break {
             TieBreak::Bpeforge => (256 + special_tokens.len(), format!("256 + {} special tokens = ", special_tokens.len())),
-            TieBreak::HuggingFace => (special_tokens.len(), "the special tokens' ".to_string()),
+            // HuggingFace adds the special tokens whatever the size.
+            TieBreak::HuggingFace => (0, String::new()),
         };
         let vocab_size = match size.extract::<i64>() {
             Ok(v) if v >= least as i64 && v <= MAX_TOKEN_ID as i64 => v as usize,
@@ -479,7 +480,7 @@ impl Recipe {
             min_frequency = py.import("bpeforge.mixing")?.getattr("min_count")?.call1((counts, self.min_frequency))?.extract()?;
         }
         let ranks_asked = match base {
-            None => self.vocab_size - self.special_tokens.len(),
+            None => self.vocab_size.saturating_sub(self.special_tokens.len()),
             Some(_) if self.tie_break == TieBreak::HuggingFace => {
                 return Err(option_error(py, "tie_break", "tie_break='huggingface' trains from the single bytes only: \
                      an extension keeps the base's tokens and ids, which HuggingFace's layout would renumber".into()));

@@ -34,6 +34,7 @@ VARIED = {
     "special_tokens": st.sampled_from([[], ["<|bos|>"], ["<|a|>", "<|b|>", "<|c|>"]]),
     "min_frequency": st.integers(1, 4),
     "max_token_length": st.one_of(st.none(), st.integers(2, 6)),
+    "max_token_chars": st.one_of(st.none(), st.integers(2, 4)),
     "doc_cap": st.one_of(st.none(), st.integers(1, 30)),
     "tie_break": st.sampled_from(["bpeforge", "huggingface"]),
     "initial_alphabet": st.sampled_from([None, bytes(range(256))]),
@@ -97,6 +98,7 @@ def test_every_field_of_the_recipe_is_varied_here():
         ({"limit_alphabet": 100}, "limit_alphabet"),
         ({"tie_break": "huggingface", "initial_alphabet": [300]}, "initial_alphabet"),
         ({"tie_break": "huggingface", "limit_alphabet": -1}, "limit_alphabet"),
+        ({"max_token_chars": 1}, "max_token_chars"),
     ],
 )
 def test_the_tie_breaks_options_are_checked_naming_them(options, option):
@@ -144,7 +146,7 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
             bpeforge.training.Training(Recipe(**options), base=base).run(texts)
         assert e.value.option == "tie_break"
     if base.n_vocab == small_size:  # the base did not stop early
-        extend_options = {k: options[k] for k in ("min_frequency", "max_token_length", "doc_cap")}
+        extend_options = {k: options[k] for k in ("min_frequency", "max_token_length", "max_token_chars", "doc_cap")}
         extended = quietly(base.extend, texts, options["vocab_size"], **extend_options)
         assert ranks_in_order(extended) == ranks_in_order(want)
         assert set(extended.special_tokens) == set(want.special_tokens)
@@ -157,7 +159,7 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
 def test_the_low_level_trainer_trains_the_same_ranks(texts, options):
     texts = texts + ["x y"]
     # The trainer's own methods have rustbpe's arguments, and its rule; Trainer.learn takes a recipe.
-    options = dict(options, tie_break="bpeforge", initial_alphabet=None, limit_alphabet=None)
+    options = dict(options, tie_break="bpeforge", initial_alphabet=None, limit_alphabet=None, max_token_chars=None)
     want = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **options)
     ranks = options["vocab_size"] - len(options["special_tokens"])
     trainer = bpeforge.Trainer(options["pattern"])
@@ -210,9 +212,9 @@ def test_a_doc_cap_crops_every_text_as_counting_does():
 # Option sets that together give every field a value other than its default.
 BPEFORGE_RULE = {"tie_break": "bpeforge", "initial_alphabet": None, "limit_alphabet": None}
 CLI_OPTIONS = [
-    {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "doc_cap": None, **BPEFORGE_RULE},
-    {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "doc_cap": 40, **BPEFORGE_RULE},
-    {"vocab_size": 310, "pattern": "gpt4", "special_tokens": ["<|a|>"], "min_frequency": 1, "max_token_length": 5, "doc_cap": None,
+    {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "max_token_chars": None, "doc_cap": None, **BPEFORGE_RULE},
+    {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "max_token_chars": 3, "doc_cap": 40, **BPEFORGE_RULE},
+    {"vocab_size": 310, "pattern": "gpt4", "special_tokens": ["<|a|>"], "min_frequency": 1, "max_token_length": 5, "max_token_chars": None, "doc_cap": None,
      "tie_break": "huggingface", "initial_alphabet": ALL_BYTES, "limit_alphabet": 280},
 ]
 
@@ -228,6 +230,7 @@ def flags(options, without=()) -> list[str]:
         "special_tokens": ["--special-tokens", ",".join(options["special_tokens"]) or "none"],
         "min_frequency": ["--min-frequency", str(options["min_frequency"])],
         "max_token_length": [] if options["max_token_length"] is None else ["--max-token-length", str(options["max_token_length"])],
+        "max_token_chars": [] if options["max_token_chars"] is None else ["--max-token-chars", str(options["max_token_chars"])],
         "doc_cap": [] if options["doc_cap"] is None else ["--doc-cap", str(options["doc_cap"])],
         "tie_break": ["--tie-break", options["tie_break"]],
         "initial_alphabet": [] if options["initial_alphabet"] is None else ["--initial-alphabet", "all"],
@@ -274,7 +277,7 @@ def test_every_command_line_path_trains_what_the_api_trains(tmp_path, corpus, op
     bpeforge_cli("train", str(path), "-o", str(tmp_path / "plain"), "--holdout", "0", *given)
     same_training(load_folder(tmp_path / "plain"), want)
 
-    counting = flags(options, without=("vocab_size", "special_tokens", "min_frequency", "max_token_length", "tie_break", "initial_alphabet", "limit_alphabet"))
+    counting = flags(options, without=("vocab_size", "special_tokens", "min_frequency", "max_token_length", "max_token_chars", "tie_break", "initial_alphabet", "limit_alphabet"))
     bpeforge_cli("count", str(path), "-o", str(tmp_path / "counts.parquet"), *counting)
     from_counts = flags(options, without=("pattern", "doc_cap"))  # the counts' own
     bpeforge_cli("train", "--from-counts", str(tmp_path / "counts.parquet"), "-o", str(tmp_path / "counted"), *from_counts)

@@ -146,7 +146,12 @@ class Recipe:
         tie_break: Optional[str] = None,
         initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
         limit_alphabet: Optional[int] = None,
+        max_token_chars: Optional[int] = None,
     ) -> Recipe: ...
+    @property
+    def max_token_chars(self) -> Optional[int]:
+        """No token of more than this many characters is made (None: no limit): the UTF-8
+        characters its bytes start, a first byte continuing a character counting as one."""
     @property
     def tie_break(self) -> str:
         """How ties between pairs of equal counts are broken: "bpeforge" or "huggingface"."""

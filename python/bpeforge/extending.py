@@ -27,6 +27,7 @@ def extension_recipe(
     min_frequency: int = 1,
     max_token_length: Optional[int] = None,
     doc_cap: Optional[int] = None,
+    max_token_chars: Optional[int] = None,
 ) -> Recipe:
     """The recipe extending ``base`` to ``vocab_size`` ids in all: the base's pattern and special
     tokens, and the options given (checked as any recipe's; an :class:`~bpeforge.errors.OptionError`
@@ -47,4 +48,5 @@ def extension_recipe(
         min_frequency=min_frequency,
         max_token_length=max_token_length,
         doc_cap=doc_cap,
+        max_token_chars=max_token_chars,
     )

@@ -71,6 +71,7 @@ class Tokenizer(BaseTokenizer):
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         max_token_length: Optional[int] = None,
         doc_cap: Optional[int] = None,
+        max_token_chars: Optional[int] = None,
         tie_break: str = "bpeforge",
         initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
         limit_alphabet: Optional[int] = None,
@@ -85,7 +86,9 @@ class Tokenizer(BaseTokenizer):
         (with a warning) when no pair is left or the best pair occurs fewer than
         ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
         ``max_token_length`` (bytes) skips every merge whose token would be longer than that, as
-        for DNA, code or CJK corpora, where long tokens would take the vocabulary. ``doc_cap``
+        for DNA, code or CJK corpora, where long tokens would take the vocabulary;
+        ``max_token_chars`` caps tokens in characters instead (UTF-8 characters, a CJK one being
+        three bytes; a token's first byte that continues a character counts as one). ``doc_cap``
         crops each text to its first ``doc_cap`` characters (nanochat uses 10000). No text at all
         (no items, only empty texts, an iterator already used up) raises
         :class:`~bpeforge.errors.NoTextError`, a ``ValueError`` saying which.
@@ -116,6 +119,7 @@ class Tokenizer(BaseTokenizer):
             min_frequency=min_frequency,
             max_token_length=max_token_length,
             doc_cap=doc_cap,
+            max_token_chars=max_token_chars,
             tie_break=tie_break,
             initial_alphabet=initial_alphabet,
             limit_alphabet=limit_alphabet,
@@ -149,6 +153,7 @@ class Tokenizer(BaseTokenizer):
         max_token_length: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         doc_cap: Optional[int] = None,
+        max_token_chars: Optional[int] = None,
     ) -> "Tokenizer":
         """A new tokenizer: this one's ranks and special tokens with their ids, and new tokens
         learned from ``texts`` (an iterable as for :meth:`train_from_iterator`, or a mapping of
@@ -166,7 +171,9 @@ class Tokenizer(BaseTokenizer):
         >>> tok.n_vocab, tok.encode("low lower") == base.encode("low lower")
         (262, True)
         """
-        recipe = extension_recipe(self, vocab_size, min_frequency=min_frequency, max_token_length=max_token_length, doc_cap=doc_cap)
+        recipe = extension_recipe(
+            self, vocab_size, min_frequency=min_frequency, max_token_length=max_token_length, doc_cap=doc_cap, max_token_chars=max_token_chars
+        )
         training = Training(recipe, base=self, num_threads=num_threads)
         if isinstance(texts, (Mapping, _core.SpanCounts)):
             extended = training.run(counts=texts, progress=progress)
@@ -187,6 +194,7 @@ class Tokenizer(BaseTokenizer):
         max_token_length: Optional[int] = None,
         progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
         doc_cap: Optional[int] = None,
+        max_token_chars: Optional[int] = None,
         tie_break: str = "bpeforge",
         initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
         limit_alphabet: Optional[int] = None,
@@ -213,6 +221,7 @@ class Tokenizer(BaseTokenizer):
             min_frequency=min_frequency,
             max_token_length=max_token_length,
             doc_cap=counts.options.get("doc_cap") if doc_cap is None else doc_cap,
+            max_token_chars=max_token_chars,
             tie_break=tie_break,
             initial_alphabet=initial_alphabet,
             limit_alphabet=limit_alphabet,

@@ -18,6 +18,7 @@ from ..base import NANOCHAT_SPECIAL_TOKENS
 from .._core import SpanCounts
 from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
 from ..extending import extension_recipe
+from ..huggingface import huggingface_tokenizer_json
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
@@ -48,6 +49,7 @@ FLAGS = {
     "num_threads": "--threads",
     "min_frequency": "--min-frequency",
     "max_token_length": "--max-token-length",
+    "max_token_chars": "--max-token-chars",
     "doc_cap": "--doc-cap",
     "tie_break": "--tie-break",
     "initial_alphabet": "--initial-alphabet",
@@ -175,7 +177,12 @@ def set_up_training(args: argparse.Namespace) -> Training:
     try:
         if base is not None:
             recipe = extension_recipe(
-                base, args.vocab_size, min_frequency=args.min_frequency, max_token_length=args.max_token_length, doc_cap=args.doc_cap
+                base,
+                args.vocab_size,
+                min_frequency=args.min_frequency,
+                max_token_length=args.max_token_length,
+                doc_cap=args.doc_cap,
+                max_token_chars=args.max_token_chars,
             )
         else:
             recipe = Recipe(
@@ -184,6 +191,7 @@ def set_up_training(args: argparse.Namespace) -> Training:
                 special_tokens=parse_special_tokens(args.special_tokens),
                 min_frequency=args.min_frequency,
                 max_token_length=args.max_token_length,
+                max_token_chars=args.max_token_chars,
                 doc_cap=args.doc_cap,
                 tie_break=getattr(args, "tie_break", None),
                 initial_alphabet=parse_initial_alphabet(getattr(args, "initial_alphabet", None)),
@@ -398,8 +406,6 @@ def huggingface_outputs(trained: TrainedRanks) -> Tuple[Optional[dict], Optional
     ranks). ``(None, None)`` for bpeforge's tie-break."""
     if trained.tie_break != "huggingface":
         return None, None
-    from ..hf_training import huggingface_tokenizer_json
-
     try:
         config = huggingface_tokenizer_json(trained)
     except ValueError as e:
@@ -598,6 +604,7 @@ def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--special-tokens", metavar="none|A,B,...", help="special tokens after the ranks: nanochat (default, 9 tokens), none, or a comma-separated list")
     p.add_argument("--min-frequency", type=int_at_least(1, "--min-frequency"), default=1, metavar="N", help="stop when the best pair occurs fewer than N times (default 1)")
     p.add_argument("--max-token-length", type=int_at_least(2, "--max-token-length"), metavar="N", help="never make a token longer than N bytes: skip such merges (default: no limit)")
+    p.add_argument("--max-token-chars", type=int_at_least(2, "--max-token-chars"), metavar="N", help="never make a token of more than N characters (UTF-8; as CJK text wants): skip such merges (default: no limit)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
     p.add_argument("--tie-break", choices=["bpeforge", "huggingface"], help="break ties between pairs of equal counts by bpeforge's ids (default) or as HuggingFace's BpeTrainer does, "
                    "with its ids (special tokens first, then the bytes seen, then the merges), writing its tokenizer.json")

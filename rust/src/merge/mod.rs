@@ -74,6 +74,10 @@ pub struct LearnOptions {
     /// from consideration for good (its length never changes), and the best of the others is
     /// merged. `None`: no limit.
     pub max_token_length: Option<usize>,
+    /// Never make a token of more than this many characters (see [`chars`]), as CJK corpora
+    /// want (a character there takes three bytes): dropped for good as `max_token_length` is.
+    /// `None`: no limit.
+    pub max_token_chars: Option<usize>,
     /// Which bytes are single-byte tokens and how they are numbered, which breaks ties (see
     /// `alphabet.rs`). Extending a base takes the base's tokens instead.
     pub alphabet: AlphabetRule,
@@ -82,7 +86,7 @@ pub struct LearnOptions {
 impl Default for LearnOptions {
     /// The 256 single bytes alone: no merge, no limit.
     fn default() -> Self {
-        LearnOptions { vocab_size: 256, min_frequency: 1, max_token_length: None, alphabet: AlphabetRule::Bytes }
+        LearnOptions { vocab_size: 256, min_frequency: 1, max_token_length: None, max_token_chars: None, alphabet: AlphabetRule::Bytes }
     }
 }
 
@@ -489,10 +493,13 @@ fn run<T: TokenId>(
     mut on_merge: impl FnMut(&Merge, &Vocab) -> ControlFlow<()>,
 ) -> Result<Learned, Error> {
     let mut merges = Vec::new();
-    let max_length = options.max_token_length;
+    let (max_length, max_chars) = (options.max_token_length, options.max_token_chars);
     state.leave_out_rare_pairs(options.min_frequency);
     while vocab.len() < options.vocab_size {
-        let fits = |(a, b): Pair| max_length.map_or(true, |max| vocab.token(a).len() + vocab.token(b).len() <= max);
+        let fits = |(a, b): Pair| {
+            let (a, b) = (vocab.token(a), vocab.token(b));
+            max_length.map_or(true, |max| a.len() + b.len() <= max) && max_chars.map_or(true, |max| joined_chars(a, b) <= max)
+        };
         let Some(best) = state.best(fits, vocab.len() as u32, stop)? else { break };
         let (pair, count) = (unkey(best.pair), best.count);
         if count < options.min_frequency {
@@ -512,6 +519,27 @@ fn run<T: TokenId>(
     }
     let alphabet = vocab.len() - merges.len();
     Ok(Learned { vocab, merges, alphabet })
+}
+
+/// Whether `byte` continues a UTF-8 character (`0b10xxxxxx`).
+fn continues(byte: u8) -> bool {
+    byte & 0xC0 == 0x80
+}
+
+/// The characters of a token: the UTF-8 characters its bytes start, a first byte that continues
+/// a character (the rest of one begun in another token) counting as one more.
+pub fn chars(token: &[u8]) -> usize {
+    let started = token.iter().filter(|&&b| !continues(b)).count();
+    started + usize::from(token.first().is_some_and(|&b| continues(b)))
+}
+
+/// The characters of the token `left + right` (see [`chars`]): `right`'s first bytes, if they
+/// continue a character, continue `left`'s last.
+fn joined_chars(left: &[u8], right: &[u8]) -> usize {
+    if left.is_empty() {
+        return chars(right);
+    }
+    chars(left) + right.iter().filter(|&&b| !continues(b)).count()
 }
 
 /// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
@@ -706,6 +734,30 @@ pub(crate) mod tests {
             }
         }
         assert!(limited > 300, "the limit must change the merges of many corpora");
+    }
+
+    #[test]
+    fn max_token_chars_counts_utf8_characters() {
+        assert_eq!((chars(b"abc"), chars("日本".as_bytes()), chars(&[0x97, 0xA5]), chars(&[0xE6, 0x97])), (3, 2, 1, 1));
+        assert_eq!(joined_chars(&[0xE6, 0x97], &[0xA5, b'a']), 2); // the character 日 split across the two
+        let learn_chars = |spans: &[(Vec<u8>, u64)], max_token_chars| {
+            let spans: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
+            let options = LearnOptions { vocab_size: 400, max_token_chars: Some(max_token_chars), ..Default::default() };
+            learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap()
+        };
+        // On ASCII, characters are bytes: the limit is max_token_length's.
+        for seed in 0..100 {
+            let spans = corpus(seed);
+            for max in [1, 2, 3, 5] {
+                assert_eq!(learn_chars(&spans, max).merges, naive_limited(&spans, 400, max), "seed {seed}, max {max}");
+            }
+        }
+        // On CJK text, a token of 2 characters holds up to 6 bytes, and none holds 3 characters.
+        let text = "日本語の文章を日本語で書く。東京と京都、日本の都。".repeat(3);
+        let spans: Vec<(Vec<u8>, u64)> = text.split('、').map(|s| (s.as_bytes().to_vec(), 2)).collect();
+        let learned = learn_chars(&spans, 2);
+        let longest = learned.vocab.tokens().map(|t| (chars(t), t.len())).max().unwrap();
+        assert_eq!(longest, (2, 6));
     }
 
     #[test]

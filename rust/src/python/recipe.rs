@@ -32,12 +32,13 @@ pub(super) const NANOCHAT_SPECIAL_TOKENS: [&str; 9] = [
 ];
 
 /// The fields of a recipe, in the order `Recipe.as_dict` gives them.
-const FIELDS: [&str; 9] = [
+const FIELDS: [&str; 10] = [
     "vocab_size",
     "pattern",
     "special_tokens",
     "min_frequency",
     "max_token_length",
+    "max_token_chars",
     "doc_cap",
     "tie_break",
     "initial_alphabet",
@@ -70,7 +71,7 @@ impl TieBreak {
 /// included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
 /// the trained ranks), `min_frequency`, `max_token_length` (bytes) and `doc_cap` (each document
 /// cropped to its first `doc_cap` characters), the tie-break (`"bpeforge"` or
-/// `"huggingface"`, see `TieBreak`) and, with HuggingFace's, the bytes always in the alphabet
+/// `"huggingface"`, see `TieBreak`), `max_token_chars` (characters, as CJK corpora want) and, with HuggingFace's, the bytes always in the alphabet
 /// (`initial_alphabet`) and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a
 /// changed copy, checked again.
 #[pyclass(module = "bpeforge._core", frozen)]
@@ -81,6 +82,7 @@ pub(super) struct Recipe {
     special_tokens: Vec<String>,
     min_frequency: u64,
     max_token_length: Option<usize>,
+    max_token_chars: Option<usize>,
     doc_cap: Option<u64>,
     tie_break: TieBreak,
     /// Sorted, without repeats (HuggingFace's tie-break only).
@@ -194,7 +196,7 @@ impl Recipe {
     #[new]
     #[pyo3(signature = (
         vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None,
-        tie_break=None, initial_alphabet=None, limit_alphabet=None
+        tie_break=None, initial_alphabet=None, limit_alphabet=None, max_token_chars=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -208,6 +210,7 @@ impl Recipe {
         tie_break: Option<&Bound<'_, PyAny>>,
         initial_alphabet: Option<&Bound<'_, PyAny>>,
         limit_alphabet: Option<&Bound<'_, PyAny>>,
+        max_token_chars: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let special_tokens = special_tokens_arg(py, special_tokens)?;
         let tie_break = tie_break_arg(py, tie_break)?;
@@ -246,6 +249,7 @@ impl Recipe {
             },
         };
         let doc_cap = naming(py, "doc_cap", optional_int_arg(doc_cap, "doc_cap", 1))?;
+        let max_token_chars = naming(py, "max_token_chars", optional_int_arg(max_token_chars, "max_token_chars", 2))?.map(|n| n as usize);
         let initial_alphabet = initial_alphabet_arg(py, initial_alphabet)?;
         let limit_alphabet = naming(py, "limit_alphabet", optional_int_arg(limit_alphabet, "limit_alphabet", 0))?.map(|n| n as usize);
         if tie_break == TieBreak::Bpeforge {
@@ -257,7 +261,18 @@ impl Recipe {
                 }
             }
         }
-        Ok(Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap, tie_break, initial_alphabet, limit_alphabet })
+        Ok(Recipe {
+            vocab_size,
+            splitter,
+            special_tokens,
+            min_frequency,
+            max_token_length,
+            max_token_chars,
+            doc_cap,
+            tie_break,
+            initial_alphabet,
+            limit_alphabet,
+        })
     }
 
     /// The final vocabulary size: ranks and special tokens (with a base, its `n_vocab`).
@@ -288,6 +303,13 @@ impl Recipe {
     #[getter]
     fn max_token_length(&self) -> Option<usize> {
         self.max_token_length
+    }
+
+    /// No token of more than this many characters is made (None: no limit): the UTF-8
+    /// characters its bytes start, a first byte continuing a character counting as one.
+    #[getter]
+    fn max_token_chars(&self) -> Option<usize> {
+        self.max_token_chars
     }
 
     /// Each document is cropped to its first this many characters (None: whole).
@@ -328,6 +350,7 @@ impl Recipe {
         d.set_item("special_tokens", self.special_tokens.clone())?;
         d.set_item("min_frequency", self.min_frequency)?;
         d.set_item("max_token_length", self.max_token_length)?;
+        d.set_item("max_token_chars", self.max_token_chars)?;
         d.set_item("doc_cap", self.doc_cap)?;
         d.set_item("tie_break", self.tie_break())?;
         d.set_item("initial_alphabet", self.initial_alphabet(py))?;
@@ -360,6 +383,7 @@ impl Recipe {
             field("tie_break").as_ref(),
             field("initial_alphabet").as_ref(),
             field("limit_alphabet").as_ref(),
+            field("max_token_chars").as_ref(),
         )
     }
 
@@ -373,12 +397,13 @@ impl Recipe {
     fn __repr__(&self) -> String {
         let optional = |v: Option<String>| v.unwrap_or_else(|| "None".into());
         format!(
-            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={}{})",
+            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, {}doc_cap={}{})",
             self.vocab_size,
             pattern_shown(self.pattern()),
             self.special_tokens,
             self.min_frequency,
             optional(self.max_token_length.map(|v| v.to_string())),
+            self.max_token_chars.map_or(String::new(), |n| format!("max_token_chars={n}, ")),
             optional(self.doc_cap.map(|v| v.to_string())),
             match self.tie_break {
                 TieBreak::Bpeforge => String::new(),
@@ -444,6 +469,7 @@ impl Recipe {
             special_tokens: Vec::new(),
             min_frequency,
             max_token_length,
+            max_token_chars: None,
             doc_cap,
             tie_break: TieBreak::Bpeforge,
             initial_alphabet: Vec::new(),
@@ -516,7 +542,7 @@ impl Recipe {
             TieBreak::Bpeforge => AlphabetRule::Bytes,
             TieBreak::HuggingFace => AlphabetRule::ByteLevel { initial: self.initial_alphabet.clone(), limit: self.limit_alphabet },
         };
-        let options = LearnOptions { vocab_size: ranks_asked, min_frequency, max_token_length: self.max_token_length, alphabet };
+        let options = LearnOptions { vocab_size: ranks_asked, min_frequency, max_token_length: self.max_token_length, max_token_chars: self.max_token_chars, alphabet };
         let specials_first = (self.tie_break == TieBreak::HuggingFace).then_some(self.special_tokens.len() as u32);
         Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked, specials_first })
     }

@@ -36,7 +36,7 @@ BUILD_HINT = (
     "Or use --stdlib (this Python's standard library sources, nothing to build)."
 )
 
-TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy", "bpeforge-hf")
+TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy", "bpeforge-hf", "gigatoken-hf")
 
 # Not a trainer: iterates the corpus and drops every text, to measure the reader alone (its time
 # and peak RSS are part of every trainer's figures when the corpus is streamed).
@@ -349,6 +349,16 @@ def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192)
             b = bytes(dec[ch] for ch in s)
             ranks.append((b, b[0] if len(b) == 1 else i))
         ranks.sort(key=lambda kv: kv[1])
+    elif name == "gigatoken-hf":
+        import gigatoken
+
+        # gigatoken trains on bytes (or files), GPT-2's pattern only, with every byte in its
+        # alphabet: the texts are joined by a separator it splits documents at again.
+        data = b"\0".join(t.encode("utf-8") for t in it)
+        w0, c0 = _clock()
+        vocab = gigatoken.train_bpe(data, vocab_size, [], tie_breaking="huggingface", separator=b"\0")[0]
+        w1, c1 = _clock()
+        ranks = sorted(((b, i) for i, b in vocab.items()), key=lambda kv: kv[1])
     elif name == READER:
         import collections
 
@@ -388,8 +398,8 @@ def child_main(cfg_path: str) -> None:
         cfg = json.load(f)
     name = cfg["trainer"]
     # import the trainer's module first, so the baseline RSS includes it
-    module = {"hf-tokenizers": "tokenizers", "bpeforge-hf": "bpeforge.huggingface"}.get(name, name)
-    if module in TRAINERS + ("tokenizers", "bpeforge.huggingface"):
+    module = {"hf-tokenizers": "tokenizers", "bpeforge-hf": "bpeforge.huggingface", "gigatoken-hf": "gigatoken"}.get(name, name)
+    if module in TRAINERS + ("tokenizers", "bpeforge.huggingface", "gigatoken"):
         __import__(module)
     st = Stats()
     it = corpus_iter(cfg["corpus"], st)

@@ -208,6 +208,8 @@ def test_bytes_left_out_of_the_alphabet_make_no_tiktoken_tokenizer():
         (lambda tok, tr: setattr(tok, "pre_tokenizer", None), "without a pre-tokenizer"),
         (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r"\w+|\W+"), "isolated"), pre_tokenizers.ByteLevel(use_regex=False)])), r"Split regex '\\\\w\+\|\\\\W\+'"),
         (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(" ", "isolated"), pre_tokenizers.ByteLevel(use_regex=False)])), "literal string"),
+        # cl100k_base's own spelling, whose possessive {1,3}+ Oniguruma reads as ({1,3})+
+        (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(PATTERNS["cl100k_base"]), "isolated"), pre_tokenizers.ByteLevel(use_regex=False)])), "Split regex"),
         (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r"\s+"), "removed"), pre_tokenizers.ByteLevel(use_regex=False)])), "behavior='Removed'"),
         (lambda tok, tr: setattr(tr, "continuing_subword_prefix", "##"), "continuing_subword_prefix"),
         (lambda tok, tr: setattr(tr, "end_of_word_suffix", "</w>"), "end_of_word_suffix"),

@@ -557,6 +557,7 @@ def check_tokens_are_reached(merges: list, ranks: dict[bytes, int], refuse: Any)
 # ``continuing_subword_prefix``, ``end_of_word_suffix``, added tokens already in the tokenizer) is
 # refused with a ValueError naming it, never trained otherwise. ``tokenizers`` is imported only
 # when called.
+
 # A span per text: ByteLevel without its regex splits nothing.
 WHOLE_TEXT = r"[\s\S]+"
 
@@ -580,14 +581,10 @@ def cannot_reproduce(what: str) -> ValueError:
 
 
 def preset_of_regex(regex: str) -> Optional[str]:
-    """The preset whose HuggingFace (Oniguruma) spelling is ``regex``, or None."""
-    for name, pattern in PATTERNS.items():
-        try:
-            if oniguruma_regex(pattern) == regex or pattern == regex:
-                return name
-        except ValueError:
-            continue
-    return None
+    """The preset whose HuggingFace (Oniguruma) spelling is ``regex``, or None (a preset's own
+    spelling, where it differs, splits otherwise in HuggingFace's engine: see
+    :func:`oniguruma_regex`)."""
+    return next((name for name, pattern in PATTERNS.items() if oniguruma_regex(pattern) == regex), None)
 
 
 def split_of(pre_tokenizer: Optional[dict[str, Any]]) -> TextSplit:

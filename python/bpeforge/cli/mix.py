@@ -26,7 +26,7 @@ from ..mixing import MixRecord, checked_alpha, mix
 from ..progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, time_rows, vocabulary_rows
+from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, saved_as, time_rows, vocabulary_rows
 from . import train, train_counts
 from .count import count_corpus
 from .ray import on_ray
@@ -283,7 +283,7 @@ def run_mixed(args: argparse.Namespace) -> int:
     rows += vocabulary_rows(describe_pattern(args.pattern, tokenizer.pattern), len(trained.merges()), len(trained.ranks), tokenizer)
     rows += time_rows(stats, stats["bytes"], len(trained.merges()), Timings(t_build, t_eval, t_save, time.perf_counter() - t_start))
     rows += merge_rows(trained.merges(), trained.ranks, 5)
-    rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
+    rows.append(("saved", saved_as(folder, tiktoken_file)))
     sys.stdout.write(aligned(rows))
     sys.stdout.flush()
     return 0

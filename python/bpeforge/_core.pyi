@@ -111,7 +111,9 @@ class Trainer:
         """The split pattern."""
     def get_mergeable_ranks(self) -> list[tuple[bytes, int]]:
         """The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order
-        (after extending a base: the base's ranks with their ids, then the new tokens).
+        (after extending a base: the base's ranks with their ids, then the new tokens; with
+        HuggingFace's tie-break, its ids: the alphabet's bytes after the special tokens, then the
+        learned tokens).
         """
     def get_merges(self) -> list[tuple[int, int, int, int]]:
         """Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
@@ -129,9 +131,10 @@ class Recipe:
     """Everything one training is asked to do, checked: the final vocabulary size (special tokens
     included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
     the trained ranks), `min_frequency`, `max_token_length` (bytes) and `doc_cap` (each document
-    cropped to its first `doc_cap` characters), the tie-break (`"bpeforge"` or `"huggingface"`)
-    and, with HuggingFace's, the bytes always in the alphabet (`initial_alphabet`) and the most
-    it keeps (`limit_alphabet`). Immutable; `replace` makes a changed copy, checked again.
+    cropped to its first `doc_cap` characters), the tie-break (`"bpeforge"` or
+    `"huggingface"`, see `TieBreak`), `max_token_chars` (characters, as CJK corpora want) and, with HuggingFace's, the bytes always in the alphabet
+    (`initial_alphabet`) and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a
+    changed copy, checked again.
     """
 
     def __new__(

@@ -773,7 +773,7 @@ def train_from_iterator(tokenizer: Any, iterator: Iterable[Any], trainer: Any = 
     >>> tok = Tokenizer(models.BPE()); tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     >>> train_from_iterator(tok, ["low lower lowest"] * 5, trainers.BpeTrainer(vocab_size=20, show_progress=False))
     >>> tok.get_vocab_size(), tok.encode("lowest").tokens
-    (20, ['low', 'est'])
+    (15, ['low', 'e', 'st'])
     """
     from tokenizers import models, trainers
 

@@ -419,8 +419,10 @@ def huggingface_outputs(trained: TrainedRanks) -> Tuple[Optional[dict], Optional
     return config, None
 
 
-def save_huggingface_only(args: argparse.Namespace, trained: TrainedRanks, config: dict, why: str) -> int:
-    """Saves and reports a training whose tokenizer only HuggingFace's format holds."""
+def save_huggingface_only(args: argparse.Namespace, trained: TrainedRanks, config: Optional[dict], why: str) -> int:
+    """Saves and reports a training whose tokenizer only HuggingFace's format holds (``config``,
+    :func:`huggingface_outputs`' ``tokenizer.json``, is given whenever there is a ``why``)."""
+    assert config is not None
     folder, tiktoken_file = output_paths(args.output)
     save_outputs(None, folder, tiktoken_file, args.force, output=args.output, huggingface_json=config)
     if not args.quiet:

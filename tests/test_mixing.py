@@ -171,10 +171,12 @@ def test_min_frequency_counts_occurrences_of_the_mixed_corpus():
     learned = [t for t in ranks(mixed, 260, min_frequency=2) if len(t) > 1]
     assert learned == [b"xy", b"uv"]  # 6, then 4 >= 2 * 2; pq (3) and zz (3) are below 4
     assert [t for t in ranks(mixed, 260, min_frequency=4) if len(t) > 1] == []  # 6 < 8
-    # The low-level Trainer reads the weighted counts as they are.
+    # The low-level Trainer reads min_frequency the same way: every training path does.
     t = bpeforge.Trainer("gpt4")
     t.train_from_counts(mixed, 300, min_frequency=4)
-    assert len(t.get_mergeable_ranks()) == 258
+    assert len(t.get_mergeable_ranks()) == 256
+    t.train_from_counts(mixed, 300, min_frequency=3)
+    assert bytes(b"xy") in dict(t.get_mergeable_ranks())
 
 
 def test_the_record_survives_saving_and_pickling(tmp_path):

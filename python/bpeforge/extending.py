@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .base import BaseTokenizer
+from .errors import OptionError
 from .training import Recipe
 
 
@@ -41,6 +42,13 @@ def extension_recipe(
     if not isinstance(base, BaseTokenizer):
         raise TypeError(f"the base must be a bpeforge tokenizer, got {type(base).__name__} (load it first, e.g. Tokenizer.load)")
     names = sorted(base.special_tokens, key=base.special_tokens.__getitem__)
+    if isinstance(vocab_size, int) and not isinstance(vocab_size, bool) and vocab_size < base.n_vocab:
+        # Before the recipe's own bound (256 + the special tokens), which says less here.
+        raise OptionError(
+            "vocab_size",
+            f"vocab_size must be at least the base's {base.n_vocab} ids (new tokens are numbered after them, "
+            f"special tokens included), got {vocab_size}",
+        )
     return Recipe(
         vocab_size,
         pattern=base.pattern,

@@ -370,6 +370,7 @@ impl Recipe {
                 fields.set_item(name, value)?;
             }
         }
+        // panic-free: `as_dict` sets every field, vocab_size among them.
         let vocab_size = fields.get_item("vocab_size")?.expect("a field");
         let field = |name: &str| fields.get_item(name).ok().flatten();
         Recipe::new(

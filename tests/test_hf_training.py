@@ -269,3 +269,14 @@ def test_the_command_line_writes_huggingfaces_tokenizer_json(tmp_path, real_text
     else:
         assert not tiktoken_file.exists()
         assert "no .tiktoken written" in done.stdout and "single bytes are not in HuggingFace's alphabet" in done.stdout
+
+
+def test_progress_counts_the_merges_huggingfaces_alphabet_leaves_room_for(real_text):
+    # Fewer than 256 bytes are seen: the merges to make are vocab_size less that alphabet.
+    events = []
+    recipe = bpeforge.training.Recipe(400, special_tokens=["<s>"], tie_break="huggingface")
+    trained = bpeforge.training.Training(recipe).run(real_text[:5], progress=lambda phase, info: events.append((phase, info)))
+    merges = [info for phase, info in events if phase == "merge"]
+    alphabet = 256 - len(trained.missing_bytes)
+    assert alphabet < 256 and len(trained.ranks) == 399
+    assert merges[-1]["done"] == merges[-1]["total"] == 399 - alphabet

@@ -30,6 +30,8 @@ pub enum AlphabetRule {
     /// and, among equal counts, the later in the byte-level order (HuggingFace's choice there
     /// depends on its hash order). Numbered in the byte-level order.
     ByteLevel { initial: Vec<u8>, limit: Option<usize> },
+    /// An alphabet found already (by the rule above, on the same spans).
+    Given(Alphabet),
 }
 
 /// The bytes in the order of the characters GPT-2's byte-level alphabet spells them with: the
@@ -76,8 +78,10 @@ pub struct Alphabet {
 impl Alphabet {
     /// The alphabet `rule` gives for `spans`.
     pub fn of(rule: &AlphabetRule, spans: &Spans) -> Self {
-        let AlphabetRule::ByteLevel { initial, limit } = rule else {
-            return Alphabet { bytes: (0..=255).collect() };
+        let (initial, limit) = match rule {
+            AlphabetRule::Bytes => return Alphabet { bytes: (0..=255).collect() },
+            AlphabetRule::Given(alphabet) => return alphabet.clone(),
+            AlphabetRule::ByteLevel { initial, limit } => (initial, limit),
         };
         let mut counts = byte_counts(spans);
         for &b in initial {

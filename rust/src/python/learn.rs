@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
 use crate::count::{SortedSpans, Spans};
-use crate::merge::{extend, learn, ExtendBase, Learned, LearnOptions, Merge};
+use crate::merge::{extend, learn, Alphabet, AlphabetRule, ExtendBase, Learned, LearnOptions, Merge};
 use crate::{Error, SpanCounts, Vocab};
 
 /// The spans the merge loop learns from: counted by a training (its threads' tables, joined and
@@ -75,8 +75,9 @@ struct Run<'a> {
     base: Option<&'a ExtendBase>,
     /// The number of tokens before the first merge.
     first: usize,
-    /// The number of merges to make (the vocabulary size less the tokens before the first merge).
-    total: usize,
+    /// The number of merges to make (the vocabulary size less the tokens before the first
+    /// merge: with HuggingFace's alphabet, known once the spans are, see [`Run::work`]).
+    total: AtomicUsize,
     stop: Stop,
     /// Set by the worker once it is done (see [`Run::work`]).
     done: AtomicBool,
@@ -100,7 +101,7 @@ impl Run<'_> {
             }
             self.delivered.store(at, Ordering::Relaxed);
             let merge = self.base.map_or(merge, |base| base.ids().merge(&merge)); // the ids the caller sees
-            report_merge(py, self.progress, at, self.total, &merge)?;
+            report_merge(py, self.progress, at, self.total.load(Ordering::Relaxed), &merge)?;
         }
         Ok(())
     }
@@ -110,7 +111,6 @@ impl Run<'_> {
     /// the merges. A panic here would be a bug: it is caught, so that Python sees a
     /// RuntimeError (which `except Exception` handles) rather than pyo3's PanicException.
     fn work(&self, pool: &rayon::ThreadPool, spans: SpansToLearn, options: &LearnOptions, watcher: &Thread) -> std::thread::Result<Result<Learned, Error>> {
-        let mut pacer = Pacer::new(self.total);
         let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
             pool.install(|| {
                 let sorted;
@@ -128,20 +128,32 @@ impl Run<'_> {
                 // What joining or sorting freed goes back to the system before the loop's tables.
                 crate::memory::release();
                 self.distinct_spans.store(spans.len(), Ordering::Relaxed);
+                // HuggingFace's alphabet (the bytes the spans hold) fills the vocabulary first:
+                // found here once, it is given to the loop, and the merges to make are known.
+                let options = match &options.alphabet {
+                    AlphabetRule::Bytes => Cow::Borrowed(options),
+                    rule => {
+                        let alphabet = Alphabet::of(rule, &spans);
+                        self.total.store(options.vocab_size.saturating_sub(alphabet.len()), Ordering::Relaxed);
+                        Cow::Owned(LearnOptions { alphabet: AlphabetRule::Given(alphabet), ..options.clone() })
+                    }
+                };
+                let total = self.total.load(Ordering::Relaxed);
+                let mut pacer = Pacer::new(total);
                 let on_merge = |merge: &Merge, vocab: &Vocab| {
                     if self.stop.requested() {
                         return ControlFlow::Break(());
                     }
                     let at = vocab.len() - self.first;
-                    if self.progress.is_some() && pacer.due(at, self.total) {
+                    if self.progress.is_some() && pacer.due(at, total) {
                         self.pending.lock().unwrap_or_else(PoisonError::into_inner).push((at, *merge));
                         watcher.unpark();
                     }
                     ControlFlow::Continue(())
                 };
                 let learned = match self.base {
-                    None => learn(spans, options, &self.stop.requested, on_merge),
-                    Some(base) => extend(spans, base, options, &self.stop.requested, on_merge),
+                    None => learn(spans, &options, &self.stop.requested, on_merge),
+                    Some(base) => extend(spans, base, &options, &self.stop.requested, on_merge),
                 };
                 crate::memory::release();
                 learned
@@ -200,7 +212,7 @@ pub(super) fn run_loop(
         progress,
         base,
         first,
-        total: options.vocab_size.saturating_sub(first),
+        total: AtomicUsize::new(options.vocab_size.saturating_sub(first)),
         stop: Stop::default(),
         done: AtomicBool::new(false),
         pending: Mutex::new(Vec::new()),

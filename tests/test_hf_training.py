@@ -280,3 +280,6 @@ def test_progress_counts_the_merges_huggingfaces_alphabet_leaves_room_for(real_t
     alphabet = 256 - len(trained.missing_bytes)
     assert alphabet < 256 and len(trained.ranks) == 399
     assert merges[-1]["done"] == merges[-1]["total"] == 399 - alphabet
+    # Its merges are reported with HuggingFace's ids, as the trainer gives them.
+    left, right, token, count = trained.merges()[-1]
+    assert (merges[-1]["pair"], merges[-1]["token"], merges[-1]["count"]) == ((left, right), token, count) and token == 399

@@ -73,6 +73,10 @@ struct Run<'a> {
     progress: Option<&'a Py<PyAny>>,
     /// The ranks to extend, or `None` to start from the 256 single bytes.
     base: Option<&'a ExtendBase>,
+    /// With HuggingFace's layout, the special tokens before the alphabet (see `Recipe::plan`).
+    specials_first: Option<u32>,
+    /// The alphabet's single bytes, 256 but with HuggingFace's (set by [`Run::work`]).
+    alphabet: AtomicUsize,
     /// The number of tokens before the first merge.
     first: usize,
     /// The number of merges to make (the vocabulary size less the tokens before the first
@@ -100,10 +104,23 @@ impl Run<'_> {
                 break; // stopped (Ctrl-C, or the callback raised), or Python is exiting
             }
             self.delivered.store(at, Ordering::Relaxed);
-            let merge = self.base.map_or(merge, |base| base.ids().merge(&merge)); // the ids the caller sees
+            let merge = self.ids(merge); // the ids the caller sees
             report_merge(py, self.progress, at, self.total.load(Ordering::Relaxed), &merge)?;
         }
         Ok(())
+    }
+
+    /// `merge` with the ids the caller sees: the base's (extending), HuggingFace's (the special
+    /// tokens, then the alphabet's bytes, then the merged tokens), or the loop's own.
+    fn ids(&self, merge: Merge) -> Merge {
+        if let Some(base) = self.base {
+            return base.ids().merge(&merge);
+        }
+        let Some(specials) = self.specials_first else { return merge };
+        let alphabet = self.alphabet.load(Ordering::Relaxed) as u32;
+        // A merged pair never holds a byte outside the alphabet (ids alphabet..256): no span does.
+        let id = |t: u32| if t < alphabet { specials + t } else { specials + alphabet + t.saturating_sub(256) };
+        Merge { pair: (id(merge.pair.0), id(merge.pair.1)), token: id(merge.token), count: merge.count }
     }
 
     /// The worker: joins the counts into spans (or takes spans given, or borrows sorted ones)
@@ -135,6 +152,7 @@ impl Run<'_> {
                     rule => {
                         let alphabet = Alphabet::of(rule, &spans);
                         self.total.store(options.vocab_size.saturating_sub(alphabet.len()), Ordering::Relaxed);
+                        self.alphabet.store(alphabet.len(), Ordering::Relaxed);
                         Cow::Owned(LearnOptions { alphabet: AlphabetRule::Given(alphabet), ..options.clone() })
                     }
                 };
@@ -203,6 +221,7 @@ pub(super) fn run_loop(
     pool: &rayon::ThreadPool,
     spans: SpansToLearn,
     base: Option<&ExtendBase>,
+    specials_first: Option<u32>,
     options: LearnOptions,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<LearnRun> {
@@ -211,6 +230,8 @@ pub(super) fn run_loop(
     let run = Run {
         progress,
         base,
+        specials_first,
+        alphabet: AtomicUsize::new(256),
         first,
         total: AtomicUsize::new(options.vocab_size.saturating_sub(first)),
         stop: Stop::default(),

@@ -352,7 +352,7 @@ impl Trainer {
                 (spans, Stats { bytes, ..Stats::default() })
             }
         };
-        let run = run_loop(py, &pool, spans, base.as_ref(), plan.options, progress.as_ref())?;
+        let run = run_loop(py, &pool, spans, base.as_ref(), plan.specials_first, plan.options, progress.as_ref())?;
         (stats.distinct_spans, stats.merge_seconds) = (run.distinct_spans, run.seconds);
         let ids = match (base, plan.specials_first) {
             (Some(base), _) => Ids::Extended(base.ids().clone()),

@@ -36,7 +36,7 @@ BUILD_HINT = (
     "Or use --stdlib (this Python's standard library sources, nothing to build)."
 )
 
-TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy")
+TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy", "bpeforge-hf", "gigatoken-hf")
 
 # Not a trainer: iterates the corpus and drops every text, to measure the reader alone (its time
 # and peak RSS are part of every trainer's figures when the corpus is streamed).
@@ -283,6 +283,27 @@ def _bytes_decoder():
     return {chr(c): b for b, c in zip(bs, cs)}
 
 
+def _hf_tokenizer_and_trainer(vocab_size: int, pattern: str):
+    """HF tokenizers' Tokenizer and BpeTrainer splitting by `pattern` as the others do: a Split
+    ("isolated" keeps every match as its own piece, and the rare unmatched gaps too) with the
+    pattern as HF's engine (Oniguruma) must be given it, then bytes mapped to ByteLevel's
+    printable alphabet without ByteLevel's own GPT-2 regex; every byte in the alphabet."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
+
+    from bpeforge.huggingface import oniguruma_regex
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(oniguruma_regex(pattern)), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[],
+    )
+    return tok, trainer
+
+
 def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192):
     """Runs one trainer on iterator `it`. Returns (seconds, cpu_seconds, ranks, extra)."""
     extra = {}
@@ -310,23 +331,15 @@ def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192)
         vocab = bpeasy.train_bpe(it, pattern, 128, vocab_size)
         w1, c1 = _clock()
         ranks = sorted(vocab.items(), key=lambda kv: kv[1])
-    elif name == "hf-tokenizers":
-        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
-
-        tok = Tokenizer(models.BPE())
-        # Same split regex as the others (Split, "isolated" keeps every match as its own piece and
-        # the rare unmatched gaps too), then map bytes to ByteLevel's printable alphabet without
-        # ByteLevel's own GPT-2 regex.
-        tok.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-        ])
-        trainer = trainers.BpeTrainer(
-            vocab_size=vocab_size, show_progress=False,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), special_tokens=[],
-        )
+    elif name in ("hf-tokenizers", "bpeforge-hf"):
+        tok, trainer = _hf_tokenizer_and_trainer(vocab_size, pattern)
         w0, c0 = _clock()
-        tok.train_from_iterator(it, trainer=trainer)
+        if name == "hf-tokenizers":
+            tok.train_from_iterator(it, trainer=trainer)
+        else:  # the same objects, trained by bpeforge.huggingface (HuggingFace's tie-break)
+            import bpeforge.huggingface
+
+            bpeforge.huggingface.train_from_iterator(tok, it, trainer)
         w1, c1 = _clock()
         dec = _bytes_decoder()
         # Canonical order: single bytes get rank = byte value (HF numbers its 256-char alphabet in
@@ -336,6 +349,16 @@ def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192)
             b = bytes(dec[ch] for ch in s)
             ranks.append((b, b[0] if len(b) == 1 else i))
         ranks.sort(key=lambda kv: kv[1])
+    elif name == "gigatoken-hf":
+        import gigatoken
+
+        # gigatoken trains on bytes (or files), GPT-2's pattern only, with every byte in its
+        # alphabet: the texts are joined by a separator it splits documents at again.
+        data = b"\0".join(t.encode("utf-8") for t in it)
+        w0, c0 = _clock()
+        vocab = gigatoken.train_bpe(data, vocab_size, [], tie_breaking="huggingface", separator=b"\0")[0]
+        w1, c1 = _clock()
+        ranks = sorted(((b, i) for i, b in vocab.items()), key=lambda kv: kv[1])
     elif name == READER:
         import collections
 
@@ -375,8 +398,8 @@ def child_main(cfg_path: str) -> None:
         cfg = json.load(f)
     name = cfg["trainer"]
     # import the trainer's module first, so the baseline RSS includes it
-    module = {"hf-tokenizers": "tokenizers"}.get(name, name)
-    if module in TRAINERS + ("tokenizers",):
+    module = {"hf-tokenizers": "tokenizers", "bpeforge-hf": "bpeforge.huggingface", "gigatoken-hf": "gigatoken"}.get(name, name)
+    if module in TRAINERS + ("tokenizers", "bpeforge.huggingface", "gigatoken"):
         __import__(module)
     st = Stats()
     it = corpus_iter(cfg["corpus"], st)

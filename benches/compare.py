@@ -7,6 +7,11 @@ rustbpe's, and each trainer's speed relative to rustbpe in the same run.
     python benches/compare.py --corpus $BPEFORGE_CORPUS_DIR/kernel-docs.txt --vocab-size 32768
     python benches/compare.py --stdlib --vocab-size 4096 --only rustbpe,bpeforge --repeat 3
     python benches/compare.py --corpus $BPEFORGE_CORPUS_DIR/kernel-code.parquet --fraction 1/8
+    python benches/compare.py --corpus $BPEFORGE_CORPUS_DIR/kernel-docs.txt --huggingface
+
+--huggingface compares HF tokenizers' BpeTrainer with bpeforge.huggingface.train_from_iterator on
+the same Tokenizer and BpeTrainer (every byte in the alphabet, the pattern as a Split): wall
+time, peak memory, and whether the vocabularies are identical (ids included).
 
 See benches/README.md for what is measured and how.
 """
@@ -33,7 +38,9 @@ def main(argv=None):
     ap.add_argument("--vocab-size", type=int, default=32768, help="ranks including the 256 bytes (default 32768)")
     ap.add_argument("--fraction", type=bl.parse_fraction, default=1.0,
                     help="use only the first F of the corpus: bytes for .txt/--stdlib, rows for .parquet (e.g. 1/8, 0.25)")
-    ap.add_argument("--only", default=",".join(bl.TRAINERS), help=f"comma-separated trainers (default: {','.join(bl.TRAINERS)})")
+    ap.add_argument("--only", default=None, help=f"comma-separated trainers (default: {','.join(DEFAULT_TRAINERS)})")
+    ap.add_argument("--huggingface", action="store_true",
+                    help="HuggingFace mode: hf-tokenizers against bpeforge-hf (bpeforge with HF's tie-break), HF the reference")
     ap.add_argument("--repeat", type=int, default=1, help="runs per trainer, round-robin; the table shows medians")
     ap.add_argument("--pattern", default="gpt4", help="preset name from bpeforge.PATTERNS or a regex (default gpt4)")
     ap.add_argument("--parquet-reader", choices=bl.PARQUET_READERS, default="bpeforge",
@@ -48,7 +55,8 @@ def main(argv=None):
     import bpeforge
 
     pattern = bpeforge.resolve_pattern(args.pattern)
-    names = [n.strip() for n in args.only.split(",") if n.strip()]
+    only = args.only or ",".join(HF_TRAINERS if args.huggingface else DEFAULT_TRAINERS)
+    names = [n.strip() for n in only.split(",") if n.strip()]
     for n in names:
         if n not in bl.TRAINERS:
             ap.error(f"unknown trainer {n!r}; known: {', '.join(bl.TRAINERS)}")
@@ -89,14 +97,19 @@ def main(argv=None):
     return 1 if failed else 0
 
 
+DEFAULT_TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy")
+HF_TRAINERS = ("hf-tokenizers", "bpeforge-hf")
+
+
 def fmt_tok(t):
     return "None" if t is None else f"{t[1]}:{t[0]!r}"
 
 
 def report(runs, names, args, reader=None):
     ok = {n: [r for r in runs[n] if "error" not in r] for n in names}
-    ref_name = "rustbpe" if ok.get("rustbpe") else None
-    ref = bl.read_ranks(ok["rustbpe"][0]["ranks_path"]) if ref_name else None
+    reference = "hf-tokenizers" if args.huggingface else "rustbpe"
+    ref_name = reference if ok.get(reference) else None
+    ref = bl.read_ranks(ok[reference][0]["ranks_path"]) if ref_name else None
     ref_set = {t for t, _ in ref} if ref else None
     notes = []
 
@@ -111,7 +124,7 @@ def report(runs, names, args, reader=None):
         # identical to rustbpe?
         if ref is None:
             same = "n/a"
-        elif n == "rustbpe":
+        elif n == reference:
             same = "(reference)"
         else:
             d = bl.first_difference(ranks, ref)
@@ -119,7 +132,7 @@ def report(runs, names, args, reader=None):
                 same = "yes"
             else:
                 same = f"no (rank {d[0]})"
-                notes.append(f"{n} vs rustbpe: first differing rank {d[0]}: {n} has {fmt_tok(d[1])}, rustbpe has {fmt_tok(d[2])}")
+                notes.append(f"{n} vs {reference}: first differing rank {d[0]}: {n} has {fmt_tok(d[1])}, {reference} has {fmt_tok(d[2])}")
         shared = "n/a" if ref_set is None else f"{100 * len({t for t, _ in ranks} & ref_set) / len(ref_set):.2f}%"
         # deterministic across repeats?
         for k, r in enumerate(rs[1:], 1):
@@ -137,7 +150,7 @@ def report(runs, names, args, reader=None):
         # ratios: median over rounds of rustbpe's time / this trainer's time in the same round
         speed = cpu_ratio = "n/a"
         if ref_name:
-            pairs = [(a, b) for a, b in zip(runs["rustbpe"], runs[n]) if "error" not in a and "error" not in b]
+            pairs = [(a, b) for a, b in zip(runs[reference], runs[n]) if "error" not in a and "error" not in b]
             if pairs:
                 speed = f"{bl.median([a['seconds'] / b['seconds'] for a, b in pairs]):.2f}x"
                 cpu_ratio = f"{bl.median([a['cpu_seconds'] / b['cpu_seconds'] for a, b in pairs]):.2f}x"
@@ -159,16 +172,18 @@ def report(runs, names, args, reader=None):
         line = ", ".join(f"{n} {mb:.0f}" for n, mb in over.items())
         if over.get("rustbpe", 0) > 0 and "bpeforge" in over:
             line += f" (bpeforge / rustbpe: {over['bpeforge'] / over['rustbpe']:.2f})"
+        if over.get("hf-tokenizers", 0) > 0 and "bpeforge-hf" in over:
+            line += f" (bpeforge-hf / hf-tokenizers: {over['bpeforge-hf'] / over['hf-tokenizers']:.2f})"
         notes.append(f"the corpus reader alone (every text iterated and dropped, no trainer): {reader['seconds']:.2f} s, "
                      f"peak RSS {reader['peak_rss_mb']:.0f} MB; peak RSS above it, MB: {line}")
     notes.append(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print()
     print(bl.markdown_table(
-        ["trainer", "wall s", "CPU s", "CPU/wall", "MB/s", "peak RSS MB", "ranks", "ranks == rustbpe",
-         "tokens shared w/ rustbpe", "speed vs rustbpe", "CPU vs rustbpe"], rows))
+        ["trainer", "wall s", "CPU s", "CPU/wall", "MB/s", "peak RSS MB", "ranks", f"ranks == {reference}",
+         f"tokens shared w/ {reference}", f"speed vs {reference}", f"CPU vs {reference}"], rows))
     print()
     print("wall/CPU: the training call only, median over runs (min-max when --repeat > 1); CPU = user+sys of all threads.")
-    print("speed/CPU vs rustbpe: median over rounds of rustbpe's time / the trainer's time in the same round (>1: faster / cheaper).")
+    print(f"speed/CPU vs {reference}: median over rounds of {reference}'s time / the trainer's time in the same round (>1: faster / cheaper).")
     print("hf-tokenizers ranks: single bytes renumbered to their byte value, learned tokens keep their ids (merge order).")
     for x in notes:
         print(f"- {x}")

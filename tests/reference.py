@@ -110,10 +110,22 @@ def train(
     return train_from_counts(count_spans(texts, pattern), vocab_size, min_frequency, max_token_length, max_token_words)
 
 
+def characters(token: bytes) -> int:
+    """The UTF-8 characters ``token`` starts, a first byte continuing a character counting as one."""
+    started = sum(1 for b in token if b & 0xC0 != 0x80)
+    return started + (1 if token and token[0] & 0xC0 == 0x80 else 0)
+
+
 def train_from_counts(
-    span_counts, vocab_size: int, min_frequency: int = 1, max_token_length: Optional[int] = None, max_token_words: Optional[int] = None
+    span_counts,
+    vocab_size: int,
+    min_frequency: int = 1,
+    max_token_length: Optional[int] = None,
+    max_token_words: Optional[int] = None,
+    max_token_chars: Optional[int] = None,
 ):
-    """Like :func:`train`, from spans already counted: ``{span (str or bytes): count}``."""
+    """Like :func:`train`, from spans already counted: ``{span (str or bytes): count}``; with
+    ``max_token_chars``, only pairs whose token has at most that many :func:`characters`."""
     words = [
         (list(span.encode("utf-8") if isinstance(span, str) else span), count) for span, count in span_counts.items()
     ]
@@ -122,6 +134,8 @@ def train_from_counts(
     merges: List[Tuple[int, int, int, int]] = []
     while len(vocab) < vocab_size:
         pairs = allowed(count_pairs(words), vocab, max_token_length, max_token_words)
+        if max_token_chars is not None:
+            pairs = Counter({p: n for p, n in pairs.items() if characters(vocab[p[0]] + vocab[p[1]]) <= max_token_chars})
         if not pairs:
             break
         # Highest count first, then the smallest (a, b) tuple.

@@ -34,6 +34,7 @@ VARIED = {
     "special_tokens": st.sampled_from([[], ["<|bos|>"], ["<|a|>", "<|b|>", "<|c|>"]]),
     "min_frequency": st.integers(1, 4),
     "max_token_length": st.one_of(st.none(), st.integers(2, 6)),
+    "max_token_chars": st.one_of(st.none(), st.integers(2, 4)),
     "doc_cap": st.one_of(st.none(), st.integers(1, 30)),
     "max_token_words": st.one_of(st.none(), st.integers(1, 3)),
     # The superword stage: from this many ids below vocab_size on (None: none); see recipes().
@@ -41,14 +42,33 @@ VARIED = {
     "superword_pattern": st.sampled_from([None, "superword", r"[^\n]+|\n+"]),
     "reserve_special_tokens": st.integers(0, 3),
     "pad_vocab_to_multiple_of": st.sampled_from([None, 1, 8, 64]),
+    "tie_break": st.sampled_from(["bpeforge", "huggingface"]),
+    "initial_alphabet": st.sampled_from([None, bytes(range(256))]),
+    "limit_alphabet": st.one_of(st.none(), st.integers(256, 300)),
 }
+
+ALL_BYTES = bytes(range(256))
+
+
+def tiktoken_recipe(options: dict) -> dict:
+    """``options`` made a recipe whose training is a tiktoken tokenizer: HuggingFace's alphabet
+    options go with its tie-break only, and its alphabet must then hold every byte (a byte left
+    out is refused, see tests/test_hf_training.py; what it trains there is checked against
+    HuggingFace's own trainer)."""
+    if options["tie_break"] == "bpeforge":
+        return dict(options, initial_alphabet=None, limit_alphabet=None)
+    return dict(options, initial_alphabet=ALL_BYTES)
 
 
 @st.composite
 def recipes(draw) -> dict:
-    """A recipe's options, every field drawn, made coherent: a superword transition between
-    the bytes and specials and vocab_size, and a superword pattern only with one."""
-    options = draw(st.fixed_dictionaries(VARIED))
+    """A recipe's options, every field drawn, made coherent: a tiktoken tokenizer
+    (:func:`tiktoken_recipe`); a superword transition between the bytes and specials and
+    vocab_size, and a superword pattern only with one; HuggingFace's layout without a
+    superword stage or padding (its special tokens come first)."""
+    options = tiktoken_recipe(draw(st.fixed_dictionaries(VARIED)))
+    if options["tie_break"] == "huggingface":
+        options.update(superword_transition=None, pad_vocab_to_multiple_of=None)
     least = 256 + len(options["special_tokens"]) + options["reserve_special_tokens"]
     if options["superword_transition"] is None:
         options["superword_pattern"] = None
@@ -93,6 +113,25 @@ def test_every_field_of_the_recipe_is_varied_here():
     recipe = Recipe(300, special_tokens=["<|x|>"], max_token_length=4, doc_cap=9)
     assert Recipe(**recipe.as_dict()) == recipe
     assert recipe.replace(doc_cap=None).doc_cap is None and recipe.doc_cap == 9
+    hf = Recipe(300, tie_break="huggingface", initial_alphabet=b"ba", limit_alphabet=9)
+    assert Recipe(**hf.as_dict()) == hf and hf.initial_alphabet == b"ab" and hf.replace(limit_alphabet=None) != hf
+
+
+@pytest.mark.parametrize(
+    "options, option",
+    [
+        ({"tie_break": "hf"}, "tie_break"),
+        ({"initial_alphabet": b"a"}, "initial_alphabet"),  # bpeforge's alphabet is all bytes
+        ({"limit_alphabet": 100}, "limit_alphabet"),
+        ({"tie_break": "huggingface", "initial_alphabet": [300]}, "initial_alphabet"),
+        ({"tie_break": "huggingface", "limit_alphabet": -1}, "limit_alphabet"),
+        ({"max_token_chars": 1}, "max_token_chars"),
+    ],
+)
+def test_the_tie_breaks_options_are_checked_naming_them(options, option):
+    with pytest.raises(OptionError) as e:
+        Recipe(300, **options)
+    assert e.value.option == option
 
 
 @settings(max_examples=40, deadline=None)
@@ -116,9 +155,14 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
     alone = bpeforge.mix({"only": counts}, alpha=1)
     same_training(quietly(bpeforge.Tokenizer.train_from_counts, alone, superword_counts=superword, **options), want)
 
-    # A sweep's tokenizer at that size: one training to a larger size, cut to it.
+    # A sweep's tokenizer at that size: one training to a larger size, cut to it (HuggingFace's
+    # layout keeps its special tokens first: a larger training truncated).
     size = options["vocab_size"]
-    if len(want.mergeable_ranks) == size - len(options["special_tokens"]) - options["reserve_special_tokens"]:
+    if options["tie_break"] == "huggingface":
+        larger = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **dict(options, vocab_size=size + 20))
+        if larger.n_vocab >= size:
+            same_training(larger.truncate(size), want)
+    elif len(want.mergeable_ranks) == size - len(options["special_tokens"]) - options["reserve_special_tokens"]:
         rest = {k: v for k, v in options.items() if k != "vocab_size"}
         sweep = quietly(bpeforge.sweep_vocab_sizes, texts, [size, size + 20], {"t": texts[0] or "x"}, **rest)
         same_training(sweep.tokenizers[size], want)
@@ -132,8 +176,15 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
     n_special = len(options["special_tokens"]) + options["reserve_special_tokens"]
     small_size = max(256 + n_special, options["vocab_size"] - smaller)
     base = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **dict(options, vocab_size=small_size))
+    if base.n_vocab == small_size and options["tie_break"] == "huggingface":
+        # An extension keeps its base's ids, and HuggingFace's tie-break would renumber them;
+        # yet extending a base in HuggingFace's layout by bpeforge's rule breaks ties by the
+        # base's ids, HuggingFace's, and so goes on as HuggingFace's training does.
+        with pytest.raises(OptionError) as e:
+            bpeforge.training.Training(Recipe(**options), base=base).run(texts)
+        assert e.value.option == "tie_break"
     if base.n_vocab == small_size:  # the base did not stop early
-        extend_options = {k: options[k] for k in ("min_frequency", "max_token_length", "doc_cap", "max_token_words")}
+        extend_options = {k: options[k] for k in ("min_frequency", "max_token_length", "max_token_chars", "doc_cap", "max_token_words")}
         extended = quietly(base.extend, texts, options["vocab_size"], **extend_options)
         assert ranks_in_order(extended) == ranks_in_order(want)
         assert set(extended.special_tokens) == set(want.special_tokens)
@@ -148,6 +199,8 @@ def test_the_low_level_trainer_trains_the_same_ranks(texts, options):
     options = dict(options, max_token_words=None, superword_transition=None, superword_pattern=None)
     ranks = options["vocab_size"] - len(options["special_tokens"]) - options["reserve_special_tokens"]
     texts = texts + ["x y"]
+    # The trainer's own methods have rustbpe's arguments, and its rule; Trainer.learn takes a recipe.
+    options = dict(options, tie_break="bpeforge", initial_alphabet=None, limit_alphabet=None, max_token_chars=None)
     want = quietly(bpeforge.Tokenizer.train_from_iterator, texts, **options)
     trainer = bpeforge.Trainer(options["pattern"])
     cropped = texts if options["doc_cap"] is None else [t[: options["doc_cap"]] for t in texts]
@@ -198,15 +251,22 @@ def test_a_doc_cap_crops_every_text_as_counting_does():
 
 # Option sets that together give every field a value other than its default.
 NO_SUPERWORD = {"superword_transition": None, "superword_pattern": None}
+BPEFORGE_RULE = {"tie_break": "bpeforge", "initial_alphabet": None, "limit_alphabet": None}
 CLI_OPTIONS = [
-    {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "doc_cap": None,
-     "max_token_words": None, **NO_SUPERWORD, "reserve_special_tokens": 0, "pad_vocab_to_multiple_of": None},
-    {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "doc_cap": 40,
-     "max_token_words": 1, **NO_SUPERWORD, "reserve_special_tokens": 3, "pad_vocab_to_multiple_of": 64},
-    {"vocab_size": 330, "pattern": "gpt4", "special_tokens": ["<|a|>"], "min_frequency": 1, "max_token_length": 12, "doc_cap": None,
+    {"vocab_size": 300, "pattern": "gpt2", "special_tokens": [], "min_frequency": 2, "max_token_length": 4, "max_token_chars": None, "doc_cap": None,
+     "max_token_words": None, **NO_SUPERWORD, "reserve_special_tokens": 0, "pad_vocab_to_multiple_of": None, **BPEFORGE_RULE},
+    {"vocab_size": 290, "pattern": "gpt4", "special_tokens": ["<|a|>", "<|b|>"], "min_frequency": 1, "max_token_length": None, "max_token_chars": 3,
+     "doc_cap": 40, "max_token_words": 1, **NO_SUPERWORD, "reserve_special_tokens": 3, "pad_vocab_to_multiple_of": 64, **BPEFORGE_RULE},
+    {"vocab_size": 330, "pattern": "gpt4", "special_tokens": ["<|a|>"], "min_frequency": 1, "max_token_length": 12, "max_token_chars": None, "doc_cap": None,
      "max_token_words": 3, "superword_transition": 300, "superword_pattern": "superword", "reserve_special_tokens": 1,
-     "pad_vocab_to_multiple_of": None},
+     "pad_vocab_to_multiple_of": None, **BPEFORGE_RULE},
+    {"vocab_size": 310, "pattern": "gpt4", "special_tokens": ["<|a|>"], "min_frequency": 1, "max_token_length": 5, "max_token_chars": None, "doc_cap": None,
+     "max_token_words": None, **NO_SUPERWORD, "reserve_special_tokens": 0, "pad_vocab_to_multiple_of": None,
+     "tie_break": "huggingface", "initial_alphabet": ALL_BYTES, "limit_alphabet": 280},
 ]
+
+# The fields an extension takes from its base (the command line refuses them with --extend).
+FROM_THE_BASE = ("pattern", "special_tokens", "tie_break", "initial_alphabet", "limit_alphabet")
 
 
 def flags(options, without=()) -> list[str]:
@@ -217,12 +277,16 @@ def flags(options, without=()) -> list[str]:
         "special_tokens": ["--special-tokens", ",".join(options["special_tokens"]) or "none"],
         "min_frequency": ["--min-frequency", str(options["min_frequency"])],
         "max_token_length": [] if options["max_token_length"] is None else ["--max-token-length", str(options["max_token_length"])],
+        "max_token_chars": [] if options["max_token_chars"] is None else ["--max-token-chars", str(options["max_token_chars"])],
         "doc_cap": [] if options["doc_cap"] is None else ["--doc-cap", str(options["doc_cap"])],
         "max_token_words": [] if options["max_token_words"] is None else ["--max-token-words", str(options["max_token_words"])],
         "superword_transition": [] if options["superword_transition"] is None else ["--superword-transition", str(options["superword_transition"])],
         "superword_pattern": [] if options["superword_pattern"] is None else ["--superword-pattern", options["superword_pattern"]],
         "reserve_special_tokens": ["--reserve-special-tokens", str(options["reserve_special_tokens"])],
         "pad_vocab_to_multiple_of": [] if options["pad_vocab_to_multiple_of"] is None else ["--pad-vocab-to-multiple-of", str(options["pad_vocab_to_multiple_of"])],
+        "tie_break": ["--tie-break", options["tie_break"]],
+        "initial_alphabet": [] if options["initial_alphabet"] is None else ["--initial-alphabet", "all"],
+        "limit_alphabet": [] if options["limit_alphabet"] is None else ["--limit-alphabet", str(options["limit_alphabet"])],
     }
     assert set(given) == set(Recipe.fields())
     return [flag for field, pair in given.items() if field not in without for flag in pair]
@@ -248,14 +312,22 @@ def corpus(tmp_path_factory):
     return path, docs
 
 
-@pytest.mark.parametrize("options", CLI_OPTIONS, ids=["gpt2-limits", "specials-doc-cap", "superword"])
+def load_folder(folder: Path):
+    """The tokenizer the command line saved in ``folder``: bpeforge's folder, or with
+    HuggingFace's tie-break its ``tokenizer.json``."""
+    if (folder / "bpeforge.json").exists():
+        return bpeforge.Tokenizer.load(folder)
+    return bpeforge.Tokenizer.from_huggingface(folder / "tokenizer.json")
+
+
+@pytest.mark.parametrize("options", CLI_OPTIONS, ids=["gpt2-limits", "specials-doc-cap", "superword", "huggingface"])
 def test_every_command_line_path_trains_what_the_api_trains(tmp_path, corpus, options):
     path, docs = corpus
     want = quietly(bpeforge.Tokenizer.train_from_iterator, docs, **options)
     given = flags(options)
 
     bpeforge_cli("train", str(path), "-o", str(tmp_path / "plain"), "--holdout", "0", *given)
-    same_training(bpeforge.Tokenizer.load(tmp_path / "plain"), want)
+    same_training(load_folder(tmp_path / "plain"), want)
 
     counting = flags(options, without=[f for f in Recipe.fields() if f not in ("pattern", "doc_cap")])
     bpeforge_cli("count", str(path), "-o", str(tmp_path / "counts.parquet"), *counting)
@@ -266,7 +338,7 @@ def test_every_command_line_path_trains_what_the_api_trains(tmp_path, corpus, op
         bpeforge_cli("count", str(path), "-o", str(tmp_path / "superword.parquet"), *swcount)
         from_counts += ["--superword-counts", str(tmp_path / "superword.parquet")]
     bpeforge_cli("train", "--from-counts", str(tmp_path / "counts.parquet"), "-o", str(tmp_path / "counted"), *from_counts)
-    same_training(bpeforge.Tokenizer.load(tmp_path / "counted"), want)
+    same_training(load_folder(tmp_path / "counted"), want)
 
     if superword:  # a mix is span counts of one pattern: refused, with one line
         done = subprocess.run([sys.executable, "-m", "bpeforge", "train", "--source", f"only={path}", "-o", str(tmp_path / "m"), *given],
@@ -274,19 +346,21 @@ def test_every_command_line_path_trains_what_the_api_trains(tmp_path, corpus, op
         assert done.returncode == 2 and "--superword-transition cannot go with --source" in done.stderr
     else:
         bpeforge_cli("train", "--source", f"only={path}", "--alpha", "1", "--holdout", "0", "-o", str(tmp_path / "mixed"), *given)
-        same_training(bpeforge.Tokenizer.load(tmp_path / "mixed"), want)
+        same_training(load_folder(tmp_path / "mixed"), want)
 
     sizes = f"{options['vocab_size']},{options['vocab_size'] + 10}"
     bpeforge_cli("sweep", str(path), "--vocab-sizes", sizes, "--holdout", "0", "-o", str(tmp_path / "sweep"), *flags(options, without=("vocab_size",)))
-    same_training(bpeforge.Tokenizer.load(tmp_path / "sweep" / str(options["vocab_size"])), want)
+    same_training(load_folder(tmp_path / "sweep" / str(options["vocab_size"])), want)
 
-    if superword or options["pad_vocab_to_multiple_of"]:  # an extension itself (test_superword.py); padding takes ids
+    if superword or options["pad_vocab_to_multiple_of"] or options["tie_break"] == "huggingface":
+        # An extension itself (test_superword.py); padding takes ids; HuggingFace's folder holds
+        # its tokenizer.json, which --extend does not read (yet).
         return
     smaller = dict(options, vocab_size=options["vocab_size"] - 5)
     bpeforge_cli("train", str(path), "-o", str(tmp_path / "small"), "--holdout", "0", *flags(smaller))
-    extend_flags = flags(options, without=("pattern", "special_tokens", "reserve_special_tokens", "pad_vocab_to_multiple_of"))  # the base's
+    extend_flags = flags(options, without=FROM_THE_BASE + ("reserve_special_tokens", "pad_vocab_to_multiple_of"))  # the base's
     bpeforge_cli("train", str(path), "--extend", str(tmp_path / "small"), "-o", str(tmp_path / "extended"), "--holdout", "0", *extend_flags)
-    assert ranks_in_order(bpeforge.Tokenizer.load(tmp_path / "extended")) == ranks_in_order(want)
+    assert ranks_in_order(load_folder(tmp_path / "extended")) == ranks_in_order(want)
 
 
 def test_training_from_counts_with_a_max_token_length_honours_it(tmp_path, corpus):

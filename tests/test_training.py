@@ -2,8 +2,12 @@
 train`: options checked before any text is read, the early-stop warning, progress, the stats."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bpeforge
+import reference
+from strategies import corpora
 
 BYTES = {bytes([i]): i for i in range(256)}
 
@@ -114,7 +118,7 @@ def test_one_long_run_trains_and_exports_in_linear_time():
 
 
 def test_a_single_str_is_not_taken_for_an_iterable_of_texts():
-    with pytest.raises(TypeError, match=r"got a str .*pass \[text\]"):
+    with pytest.raises(TypeError, match=r"not str \(wrap the text in a list\)|got a str .*pass \[text\]"):
         bpeforge.Tokenizer.train_from_iterator("hello world", 300)
 
 
@@ -132,3 +136,24 @@ def test_special_tokens_are_checked_before_reading_any_data_and_bounded():
     for bad in (2**31, 2**40, 2**70):
         with pytest.raises(ValueError, match="special ids must be ints from 0 up to 2147483647"):
             bpeforge.Tokenizer(BYTES, special_tokens={"<a>": bad})
+
+
+@settings(max_examples=40, deadline=None)
+@given(texts=corpora(), max_token_chars=st.integers(2, 4), max_token_length=st.one_of(st.none(), st.integers(2, 9)))
+def test_max_token_chars_trains_what_the_reference_trains(texts, max_token_chars, max_token_length):
+    # Characters are UTF-8's: the corpora's CJK, accents and emoji take 2-4 bytes each.
+    texts = texts + ["x y"]
+    tok = quietly_train(texts, 330, max_token_chars=max_token_chars, max_token_length=max_token_length)
+    ranks, _ = reference.train_from_counts(
+        reference.count_spans(texts, tok.pattern), 330, max_token_length=max_token_length, max_token_chars=max_token_chars
+    )
+    assert tok.mergeable_ranks == dict(ranks)
+    assert max(reference.characters(t) for t in tok.mergeable_ranks) <= max_token_chars
+
+
+def quietly_train(texts, vocab_size, **options):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small corpora run out of pairs
+        return bpeforge.Tokenizer.train_from_iterator(texts, vocab_size, special_tokens=[], **options)

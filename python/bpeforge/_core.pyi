@@ -112,7 +112,9 @@ class Trainer:
         """The split pattern."""
     def get_mergeable_ranks(self) -> list[tuple[bytes, int]]:
         """The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order
-        (after extending a base: the base's ranks with their ids, then the new tokens).
+        (after extending a base: the base's ranks with their ids, then the new tokens; with
+        HuggingFace's tie-break, its ids: the alphabet's bytes after the special tokens, then the
+        learned tokens).
         """
     def get_merges(self) -> list[tuple[int, int, int, int]]:
         """Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
@@ -129,14 +131,17 @@ class Trainer:
 class Recipe:
     """Everything one training is asked to do, checked: the final vocabulary size (special tokens
     included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
-    the trained ranks), `min_frequency`, `max_token_length` (bytes), `doc_cap` (each document
-    cropped to its first `doc_cap` characters), `max_token_words` (words, runs of bytes other
-    than the space), the superword stage (from `superword_transition` ranks and special tokens
-    on, merging goes on over spans split by `superword_pattern`: SuperBPE; 4 words a token
-    unless `max_token_words` says otherwise), and the layout of the vocabulary:
-    `reserve_special_tokens` unused special tokens after the others (counted in `vocab_size`),
-    and the whole padded with more to a multiple of `pad_vocab_to_multiple_of`. Immutable;
-    `replace` makes a changed copy, checked again.
+    the trained ranks), `min_frequency`, `max_token_length` (bytes), `max_token_chars`
+    (characters, as CJK corpora want), `doc_cap` (each document cropped to its first `doc_cap`
+    characters), `max_token_words` (words, runs of bytes other than the space), the superword
+    stage (from `superword_transition` ranks and special tokens on, merging goes on over spans
+    split by `superword_pattern`: SuperBPE; 4 words a token unless `max_token_words` says
+    otherwise), the layout of the vocabulary (`reserve_special_tokens` unused special tokens
+    after the others, counted in `vocab_size`, and the whole padded with more to a multiple of
+    `pad_vocab_to_multiple_of`), and the tie-break (`"bpeforge"` or `"huggingface"`, see
+    `TieBreak`) with, for HuggingFace's, the bytes always in the alphabet (`initial_alphabet`)
+    and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a changed copy,
+    checked again.
     """
 
     def __new__(
@@ -153,8 +158,25 @@ class Recipe:
         superword_pattern: Optional[str] = None,
         reserve_special_tokens: Optional[int] = None,
         pad_vocab_to_multiple_of: Optional[int] = None,
+        tie_break: Optional[str] = None,
+        initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
+        limit_alphabet: Optional[int] = None,
+        max_token_chars: Optional[int] = None,
         base: Optional[Any] = None,
     ) -> Recipe: ...
+    @property
+    def max_token_chars(self) -> Optional[int]:
+        """No token of more than this many characters is made (None: no limit): the UTF-8
+        characters its bytes start, a first byte continuing a character counting as one."""
+    @property
+    def tie_break(self) -> str:
+        """How ties between pairs of equal counts are broken: "bpeforge" or "huggingface"."""
+    @property
+    def initial_alphabet(self) -> Optional[bytes]:
+        """The bytes always in the alphabet (HuggingFace's tie-break), sorted; None for none."""
+    @property
+    def limit_alphabet(self) -> Optional[int]:
+        """The most single bytes the alphabet keeps (HuggingFace's tie-break; None: no limit)."""
     @property
     def vocab_size(self) -> int:
         """The final vocabulary size: ranks and special tokens (with a base, its `n_vocab`)."""

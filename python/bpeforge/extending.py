@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Optional
 
 from .base import BaseTokenizer
+from .errors import OptionError
 from .training import Recipe
 
 
@@ -29,6 +30,7 @@ def extension_recipe(
     max_token_length: Optional[int] = None,
     doc_cap: Optional[int] = None,
     max_token_words: Optional[int] = None,
+    max_token_chars: Optional[int] = None,
 ) -> Recipe:
     """The recipe extending ``base`` to ``vocab_size`` ids in all (at least the base's
     ``n_vocab``): the base's special tokens, its split pattern unless ``pattern`` names another
@@ -43,6 +45,13 @@ def extension_recipe(
     if not isinstance(base, BaseTokenizer):
         raise TypeError(f"the base must be a bpeforge tokenizer, got {type(base).__name__} (load it first, e.g. Tokenizer.load)")
     names = sorted(base.special_tokens, key=base.special_tokens.__getitem__)
+    if isinstance(vocab_size, int) and not isinstance(vocab_size, bool) and vocab_size < base.n_vocab:
+        # Before the recipe's own bound (256 + the special tokens), which says less here.
+        raise OptionError(
+            "vocab_size",
+            f"vocab_size must be at least the base's {base.n_vocab} ids (new tokens are numbered after them, "
+            f"special tokens included), got {vocab_size}",
+        )
     return Recipe(
         vocab_size,
         pattern=base.pattern if pattern is None else pattern,
@@ -51,5 +60,6 @@ def extension_recipe(
         max_token_length=max_token_length,
         doc_cap=doc_cap,
         max_token_words=max_token_words,
+        max_token_chars=max_token_chars,
         base=base,
     )

@@ -27,7 +27,8 @@ def first_ranks(
 ) -> Tuple[dict[bytes, int], dict[str, int]]:
     """``(ranks, special tokens)`` of a vocabulary of ``vocab_size`` ids in all: the ranks below
     ``vocab_size - len(special_tokens)``, then the special tokens in the order of their ids,
-    numbered from there on. ``vocab_size`` counts the special tokens, as training's does; it
+    numbered from there on (special tokens all below the ranks, HuggingFace's layout, keep their
+    ids). ``vocab_size`` counts the special tokens, as training's does; it
     must leave room for the 256 single bytes and be no larger than the vocabulary (a
     ValueError says which rule it breaks; a TypeError for a value that is not an integer).
 
@@ -57,6 +58,10 @@ def first_ranks(
             f"the first {n_ranks:,} ranks of this tokenizer leave out {len(missing)} single bytes "
             f"(e.g. {bytes([missing[0]])!r}), which every tokenizer needs: its ranks do not put the 256 single bytes first"
         )
+    if special_tokens and max(special_tokens.values()) < min(ranks.values()):
+        # HuggingFace's layout (the special tokens first, as its trainer puts them): they keep
+        # their ids, and so the prefix is again the training to that size.
+        return kept, dict(special_tokens)
     in_order = sorted(special_tokens, key=lambda name: special_tokens[name])
     first_special = max(kept.values()) + 1
     return kept, {name: first_special + i for i, name in enumerate(in_order)}

@@ -80,6 +80,10 @@ class Tokenizer(BaseTokenizer):
         superword_pattern: Optional[str] = None,
         reserve_special_tokens: int = 0,
         pad_vocab_to_multiple_of: Optional[int] = None,
+        max_token_chars: Optional[int] = None,
+        tie_break: str = "bpeforge",
+        initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
+        limit_alphabet: Optional[int] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on an iterable of str (consumed once, in batches). Items may also be
         lists of str or Arrow string arrays (see ``bpeforge.Trainer.train_from_iterator``).
@@ -91,7 +95,9 @@ class Tokenizer(BaseTokenizer):
         (with a warning) when no pair is left or the best pair occurs fewer than
         ``min_frequency`` times; ``n_vocab`` is then smaller than ``vocab_size``.
         ``max_token_length`` (bytes) skips every merge whose token would be longer than that, as
-        for DNA, code or CJK corpora, where long tokens would take the vocabulary. ``doc_cap``
+        for DNA, code or CJK corpora, where long tokens would take the vocabulary;
+        ``max_token_chars`` caps tokens in characters instead (UTF-8 characters, a CJK one being
+        three bytes; a token's first byte that continues a character counts as one). ``doc_cap``
         crops each text to its first ``doc_cap`` characters (nanochat uses 10000).
         ``max_token_words`` skips every merge whose token would hold more words (runs of bytes
         other than the space). ``superword_transition=t`` trains superword tokens (SuperBPE,
@@ -111,6 +117,15 @@ class Tokenizer(BaseTokenizer):
         the run (texts, bytes, distinct spans, seconds per phase) are kept in
         :attr:`training_stats`.
 
+        ``tie_break="huggingface"`` trains what HuggingFace ``tokenizers``' ``BpeTrainer`` trains
+        on byte-level text (see docs/huggingface.md): ties between pairs of equal counts broken
+        by HuggingFace's ids, which the tokenizer then has (the special tokens first, then the
+        single bytes in the order of their byte-level characters, then the merged tokens).
+        HuggingFace's alphabet holds only the bytes seen, those of ``initial_alphabet`` (bytes,
+        or ints 0..255) and at most ``limit_alphabet`` of them; tiktoken needs all 256, so a
+        byte left out is an :class:`~bpeforge.errors.OptionError` here (``bpeforge.huggingface``
+        gives HuggingFace's tokenizer itself).
+
         >>> tok = Tokenizer.train_from_iterator(["aaab"] * 3, vocab_size=259, special_tokens=[])
         >>> [t for t, r in sorted(tok.mergeable_ranks.items(), key=lambda x: x[1])][256:]
         [b'aa', b'ab', b'aaab']
@@ -127,6 +142,10 @@ class Tokenizer(BaseTokenizer):
             superword_pattern=superword_pattern,
             reserve_special_tokens=reserve_special_tokens,
             pad_vocab_to_multiple_of=pad_vocab_to_multiple_of,
+            max_token_chars=max_token_chars,
+            tie_break=tie_break,
+            initial_alphabet=initial_alphabet,
+            limit_alphabet=limit_alphabet,
         )
         trained = Training(recipe, num_threads=num_threads).run(iterator, buffer_size, progress)
         return built(trained, cls)  # NoTextError (a ValueError) for no text at all
@@ -186,6 +205,7 @@ class Tokenizer(BaseTokenizer):
         doc_cap: Optional[int] = None,
         pattern: Optional[str] = None,
         max_token_words: Optional[int] = None,
+        max_token_chars: Optional[int] = None,
     ) -> "Tokenizer":
         """A new tokenizer: this one's ranks and special tokens with their ids, and new tokens
         learned from ``texts`` (an iterable as for :meth:`train_from_iterator`, or a mapping of
@@ -215,6 +235,7 @@ class Tokenizer(BaseTokenizer):
             max_token_length=max_token_length,
             doc_cap=doc_cap,
             max_token_words=max_token_words,
+            max_token_chars=max_token_chars,
         )
         training = Training(recipe, base=self, num_threads=num_threads)
         if isinstance(texts, (Mapping, _core.SpanCounts)):
@@ -241,6 +262,10 @@ class Tokenizer(BaseTokenizer):
         superword_pattern: Optional[str] = None,
         reserve_special_tokens: int = 0,
         pad_vocab_to_multiple_of: Optional[int] = None,
+        max_token_chars: Optional[int] = None,
+        tie_break: str = "bpeforge",
+        initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
+        limit_alphabet: Optional[int] = None,
         superword_counts: Optional[_core.SpanCounts] = None,
     ) -> "Tokenizer":
         """Trains a tokenizer on span counts (:func:`bpeforge.count`, ``SpanCounts.load``, ...):
@@ -272,6 +297,10 @@ class Tokenizer(BaseTokenizer):
             superword_pattern=superword_pattern,
             reserve_special_tokens=reserve_special_tokens,
             pad_vocab_to_multiple_of=pad_vocab_to_multiple_of,
+            max_token_chars=max_token_chars,
+            tie_break=tie_break,
+            initial_alphabet=initial_alphabet,
+            limit_alphabet=limit_alphabet,
         )
         trained = Training(recipe, num_threads=num_threads).run(counts=counts, progress=progress, superword_counts=superword_counts)
         return built(trained, cls)

@@ -2,7 +2,8 @@
 from texts or span counts, from the single bytes or extending a tokenizer.
 
 A training is one :class:`Recipe` (``bpeforge._core.Recipe``): every option (vocabulary size,
-pattern, special tokens, ``min_frequency``, ``max_token_length``, ``doc_cap``), checked once
+pattern, special tokens, ``min_frequency``, ``max_token_length``, ``doc_cap``, the tie-break and,
+with HuggingFace's, ``initial_alphabet`` and ``limit_alphabet``), checked once
 when it is made, so that a bad option fails at once, not after reading a corpus. A
 :class:`Training` holds the recipe, the tokenizer it extends if any and the threads;
 :meth:`Training.run` hands the recipe whole to the compiled trainer's one entry point
@@ -136,6 +137,9 @@ class TrainedRanks:
         self.ranks_asked = ranks_asked
         self.min_frequency: int = recipe.min_frequency
         self.max_token_length: Optional[int] = recipe.max_token_length
+        #: How ties were broken: "bpeforge", or "huggingface" (HuggingFace's ids: the special
+        #: tokens first, then the alphabet, then the merged tokens; see :attr:`missing_bytes`).
+        self.tie_break: str = recipe.tie_break
         #: The tokenizer extended, if any.
         self.base = base
         #: Whether the ranks were learned from span counts rather than texts.
@@ -153,6 +157,18 @@ class TrainedRanks:
         if self.base is not None:
             return max(self.ranks.values(), default=-1) + 1
         return len(self.ranks) + len(self.recipe.special_tokens) + self.recipe.reserve_special_tokens
+
+    @property
+    def missing_bytes(self) -> list[int]:
+        """The single bytes that are not tokens: none with bpeforge's tie-break; with
+        HuggingFace's, those neither seen nor in ``initial_alphabet`` (or cut by
+        ``limit_alphabet``). tiktoken needs every byte, so :meth:`build` refuses them.
+
+        >>> Training(Recipe(10, special_tokens=[], tie_break="huggingface")).run(["ab"]).missing_bytes[:3]
+        [0, 1, 2]
+        """
+        singles = {t[0] for t in self.ranks if len(t) == 1}
+        return [b for b in range(256) if b not in singles]
 
     @property
     def stopped_early(self) -> bool:
@@ -193,14 +209,28 @@ class TrainedRanks:
         gaps; ranks that tiktoken cannot encode with raise ValueError."""
         if self.no_text is not None:
             raise NoTextError(self.no_text)
+        missing = self.missing_bytes
+        if missing:
+            shown = ", ".join(f"0x{b:02x}" for b in missing[:8]) + (", ..." if len(missing) > 8 else "")
+            raise OptionError(
+                "tie_break",
+                f"tie_break='huggingface' left {len(missing)} single bytes out of the alphabet ({shown}: never seen, "
+                "or cut by limit_alphabet), and tiktoken needs all 256: give initial_alphabet=bytes(range(256)), "
+                "or take HuggingFace's tokenizer (bpeforge.huggingface.train_from_iterator, or the command line's tokenizer.json)",
+            )
         tokenizer = tokenizer_class(self.ranks, self.pattern, self.special_tokens_to_build())
         tokenizer.training_stats = dict(self.stats)
         return tokenizer
 
     def special_tokens_to_build(self) -> Union[list[str], dict[str, int]]:
         """The special tokens as :meth:`build` gives them to the tokenizer: a list, numbered
-        after the ranks, or the base's with their ids."""
-        return self.special_tokens if self.base is None else dict(self.base.special_tokens)
+        after the ranks, or the base's with their ids, or with HuggingFace's tie-break at ids
+        0, 1, ... before the ranks."""
+        if self.base is not None:
+            return dict(self.base.special_tokens)
+        if self.tie_break == "huggingface":
+            return {name: i for i, name in enumerate(self.special_tokens)}
+        return self.special_tokens
 
     def at_size(self, vocab_size: int, tokenizer_class: type[T]) -> T:
         """The tokenizer this training would have made at ``vocab_size`` (at most the size it
@@ -209,6 +239,8 @@ class TrainedRanks:
         so this *is* that training (see :meth:`bpeforge.Tokenizer.truncate`)."""
         if self.base is not None:
             raise ValueError("an extension has no smaller sizes of its own")
+        if self.recipe.tie_break == "huggingface":  # its special tokens come first: cut after them
+            return self.build(tokenizer_class).truncate(vocab_size)  # type: ignore[attr-defined,no-any-return]
         n_ranks = vocab_size - len(self.recipe.special_tokens) - self.recipe.reserve_special_tokens
         if not 256 <= n_ranks <= len(self.ranks):
             raise ValueError(f"vocab size {vocab_size:,} is outside what this training reached (its ranks and special tokens)")

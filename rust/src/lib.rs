@@ -23,7 +23,7 @@
 //!     counter.push(text);
 //! }
 //! let counted = counter.finish()?;
-//! let options = LearnOptions { vocab_size: 256 + 3, min_frequency: 1, max_token_length: None, max_token_words: None };
+//! let options = LearnOptions { vocab_size: 256 + 3, min_frequency: 1, max_token_length: None, ..Default::default() };
 //! let learned = pool.install(|| {
 //!     let spans = counted.counts.into_spans(&stop)?;
 //!     learn(spans, &options, &stop, |_merge, _vocab| ControlFlow::Continue(()))

@@ -26,13 +26,15 @@ from ..mixing import MixRecord, checked_alpha, mix
 from ..progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
-from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, time_rows, vocabulary_rows
+from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, saved_as, time_rows, vocabulary_rows
 from . import train, train_counts
 from .count import count_corpus
 from .ray import on_ray
 from .signals import after_saving, ctrl_c_ends_the_process
 from .train import (
     build_tokenizer,
+    huggingface_outputs,
+    save_huggingface_only,
     Inputs,
     describe_pattern,
     find_inputs,
@@ -261,8 +263,11 @@ def run_mixed(args: argparse.Namespace) -> int:
         progress, _ = training_progress(args)
         shown.append(progress)
         trained = train_on_counts(set_up_training_on(args, mixed), mixed, progress)
+        hf_json, no_tiktoken = huggingface_outputs(trained)
+        if no_tiktoken is not None:
+            return save_huggingface_only(args, trained, hf_json, no_tiktoken)
         tokenizer, t_build = build_tokenizer(trained)
-    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
 
     def report() -> int:  # the tokenizer is saved: Ctrl-C skips the rest (after_saving)
         if args.quiet:
@@ -283,7 +288,7 @@ def run_mixed(args: argparse.Namespace) -> int:
         rows += vocabulary_rows(describe_pattern(args.pattern, tokenizer.pattern), len(trained.merges()), len(trained.ranks), tokenizer)
         rows += time_rows(stats, stats["bytes"], len(trained.merges()), Timings(t_build, t_eval, t_save, time.perf_counter() - t_start))
         rows += merge_rows(trained.merges(), trained.ranks, 5)
-        rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
+        rows.append(("saved", saved_as(folder, tiktoken_file)))
         sys.stdout.write(aligned(rows))
         sys.stdout.flush()
         return 0

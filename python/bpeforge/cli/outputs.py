@@ -4,6 +4,7 @@ follows (:func:`check_free`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -91,13 +92,23 @@ def check_output(folder: Path, tiktoken_file: Path, force: bool) -> None:
     check_free(tiktoken_file, force, folder=False)
 
 
-def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, force: bool, output: Optional[str] = None) -> float:
+def save_outputs(
+    tokenizer: Optional[BaseTokenizer],
+    folder: Path,
+    tiktoken_file: Path,
+    force: bool,
+    output: Optional[str] = None,
+    huggingface_json: Optional[dict] = None,
+) -> float:
     """Writes the tokenizer folder and the ``.tiktoken`` link beside it so that they switch
     together: the folder is swapped whole in one step (:func:`bpeforge.io.write_saved`), and the
     ``.tiktoken`` file is a relative symlink to the folder's ``tokenizer.tiktoken`` (pointed
     there before a swap, while the folder still holds the old ranks; made after a first save).
     ``output``: the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold.
-    Returns the seconds it took (for the report)."""
+    With ``huggingface_json`` (a training with HuggingFace's tie-break), the folder holds that
+    ``tokenizer.json`` (and ``tokenizer.tiktoken`` only if there is a ``tokenizer``: tiktoken
+    can express the ranks; an older ``.tiktoken`` beside it is then removed). Returns the
+    seconds it took (for the report)."""
     t_start = time.perf_counter()
     parent = folder.parent
     try:
@@ -106,13 +117,24 @@ def save_outputs(tokenizer: BaseTokenizer, folder: Path, tiktoken_file: Path, fo
         raise CLIError(f"cannot create the output folder's parent {parent}: {e.strerror or e}") from None
     link = f"{folder.name}/{io.RANKS_FILE}"
     try:
-        contents = huggingface.saved_files(tokenizer)
+        if huggingface_json is None:
+            assert tokenizer is not None
+            contents = huggingface.saved_files(tokenizer)
+        else:
+            contents = {"tokenizer.json": json.dumps(huggingface_json, ensure_ascii=False).encode("utf-8")}
+            if tokenizer is not None:
+                contents[io.RANKS_FILE] = io.ranks_to_tiktoken(tokenizer.mergeable_ranks)
         with ctrl_c_held_back():  # the switch happens whole, or (on an error) not at all
             check_output(folder, tiktoken_file, force)  # again: it may have appeared while we trained
-            linked = folder.is_dir() and files.write_link(tiktoken_file, link)  # the old folder's ranks, as the old file had
-            io.write_saved(folder, contents)
-            if not linked and not files.write_link(tiktoken_file, link):
-                files.write_file(tiktoken_file, contents[io.RANKS_FILE])  # no symlinks here: a copy
+            if io.RANKS_FILE not in contents:
+                io.write_saved(folder, contents)
+                if tiktoken_file.is_symlink() or tiktoken_file.exists():
+                    os.unlink(tiktoken_file)  # replaced (--force) by a folder it does not go with
+            else:
+                linked = folder.is_dir() and files.write_link(tiktoken_file, link)  # the old folder's ranks, as the old file had
+                io.write_saved(folder, contents)
+                if not linked and not files.write_link(tiktoken_file, link):
+                    files.write_file(tiktoken_file, contents[io.RANKS_FILE])  # no symlinks here: a copy
         forget_cached_outputs(folder, tiktoken_file, output)
     except OSError as e:
         raise CLIError(f"cannot write the output {folder}: {e.strerror or e}") from None

@@ -251,8 +251,16 @@ def format_report(
     rows += time_rows(stats, nbytes, len(merges), timings)
     rows += merge_rows(merges, ranks, show)
     rows += compression_rows(compression)
-    rows.append(("saved", f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"))
+    rows.append(("saved", saved_as(folder, tiktoken_file)))
     return aligned(rows)
+
+
+def saved_as(folder: Path, tiktoken_file: Path) -> str:
+    """The report's line on the outputs: bpeforge's folder, or (HuggingFace's tie-break)
+    HuggingFace's tokenizer.json in it."""
+    if (folder / "tokenizer.tiktoken").exists():
+        return f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"
+    return f"{folder}/tokenizer.json (HuggingFace's, tokenizers.Tokenizer.from_file) and {tiktoken_file}"
 
 
 def aligned(rows: Sequence[Row]) -> str:

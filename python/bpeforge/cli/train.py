@@ -18,6 +18,7 @@ from ..base import NANOCHAT_SPECIAL_TOKENS
 from .._core import SpanCounts
 from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
 from ..extending import extension_recipe
+from ..huggingface import huggingface_tokenizer_json
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
@@ -48,12 +49,16 @@ FLAGS = {
     "num_threads": "--threads",
     "min_frequency": "--min-frequency",
     "max_token_length": "--max-token-length",
+    "max_token_chars": "--max-token-chars",
     "doc_cap": "--doc-cap",
     "max_token_words": "--max-token-words",
     "superword_transition": "--superword-transition",
     "superword_pattern": "--superword-pattern",
     "reserve_special_tokens": "--reserve-special-tokens",
     "pad_vocab_to_multiple_of": "--pad-vocab-to-multiple-of",
+    "tie_break": "--tie-break",
+    "initial_alphabet": "--initial-alphabet",
+    "limit_alphabet": "--limit-alphabet",
 }
 
 TRAIN_EPILOG = """\
@@ -87,6 +92,9 @@ output:
   ending in .tiktoken names that link, and the folder is the same name without it. Both appear
   only once training succeeded (built in a temporary folder, then switched in one step); an
   existing output is replaced only with --force, and a folder only if it holds nothing else.
+  With --tie-break huggingface, DIR/ holds the tokenizer.json HuggingFace's BpeTrainer writes
+  for the same training, and DIR.tiktoken is written only if every byte is in its alphabet
+  (--initial-alphabet all).
 
 progress and errors:
   Progress (reading: documents, MB, MB/s; merging: a bar, and a line per 1% of the merges
@@ -139,6 +147,17 @@ def parse_special_tokens(text: Optional[str]) -> List[str]:
     return names
 
 
+def parse_initial_alphabet(text: Optional[str]) -> Optional[bytes]:
+    """``--initial-alphabet``: ``all`` for every byte, else the bytes of the text (UTF-8).
+
+    >>> len(parse_initial_alphabet("all")), parse_initial_alphabet("ab")
+    (256, b'ab')
+    """
+    if text is None:
+        return None
+    return bytes(range(256)) if text == "all" else text.encode("utf-8", "surrogateescape")
+
+
 def describe_pattern(text: Optional[str], regex: str) -> str:
     """How the report names the split pattern of ``--pattern text`` (whose regex is ``regex``)."""
     if text is None:
@@ -154,8 +173,11 @@ def set_up_training(args: argparse.Namespace) -> Training:
     ``--pattern`` names another. (For span counts, see :func:`set_up_training_on`.)"""
     base = None
     if getattr(args, "extend", None) is not None:
-        if args.special_tokens is not None:
-            raise CLIError("--special-tokens cannot be used with --extend: the base's are kept", EXIT_USAGE)
+        given = (("--special-tokens", args.special_tokens), ("--tie-break", getattr(args, "tie_break", None)),
+                 ("--initial-alphabet", getattr(args, "initial_alphabet", None)), ("--limit-alphabet", getattr(args, "limit_alphabet", None)))
+        for flag, value in given:
+            if value is not None:
+                raise CLIError(f"{flag} cannot be used with --extend: the base's is kept", EXIT_USAGE)
         try:
             base = Tokenizer.load(args.extend)
         except (OSError, ValueError) as e:
@@ -170,7 +192,7 @@ def set_up_training(args: argparse.Namespace) -> Training:
                     raise CLIError(f"{flag} cannot be used with --extend: the base's special tokens (and reserved ones) are kept", EXIT_USAGE)
             recipe = extension_recipe(
                 base, args.vocab_size, pattern=args.pattern, min_frequency=args.min_frequency,
-                max_token_length=args.max_token_length, doc_cap=args.doc_cap, max_token_words=args.max_token_words,
+                max_token_length=args.max_token_length, doc_cap=args.doc_cap, max_token_words=args.max_token_words, max_token_chars=args.max_token_chars,
             )
         else:
             recipe = Recipe(
@@ -179,13 +201,23 @@ def set_up_training(args: argparse.Namespace) -> Training:
                 special_tokens=parse_special_tokens(args.special_tokens),
                 min_frequency=args.min_frequency,
                 max_token_length=args.max_token_length,
+                max_token_chars=args.max_token_chars,
                 doc_cap=args.doc_cap,
                 max_token_words=args.max_token_words,
                 superword_transition=args.superword_transition,
                 superword_pattern=args.superword_pattern,
                 reserve_special_tokens=args.reserve_special_tokens,
                 pad_vocab_to_multiple_of=args.pad_vocab_to_multiple_of,
+                tie_break=getattr(args, "tie_break", None),
+                initial_alphabet=parse_initial_alphabet(getattr(args, "initial_alphabet", None)),
+                limit_alphabet=getattr(args, "limit_alphabet", None),
             )
+            if recipe.tie_break == "huggingface" and pattern_label(recipe.pattern) == "custom regex":
+                raise CLIError(
+                    f"--tie-break huggingface: the tokenizer.json needs a preset --pattern ({', '.join(PATTERNS)}): "
+                    "HuggingFace's regex engine is checked against bpeforge's for those only",
+                    EXIT_USAGE,
+                )
         return Training(recipe, base=base, num_threads=args.threads)
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
@@ -385,6 +417,38 @@ def build_tokenizer(trained: TrainedRanks) -> Tuple[Tokenizer, float]:
     return tokenizer, time.perf_counter() - t_build
 
 
+def huggingface_outputs(trained: TrainedRanks) -> Tuple[Optional[dict], Optional[str]]:
+    """For a training with HuggingFace's tie-break: the ``tokenizer.json`` HuggingFace's
+    training writes, and why there is no ``.tiktoken`` (None if tiktoken can express the
+    ranks). ``(None, None)`` for bpeforge's tie-break."""
+    if trained.tie_break != "huggingface":
+        return None, None
+    try:
+        config = huggingface_tokenizer_json(trained)
+    except ValueError as e:
+        raise CLIError(f"--tie-break huggingface: {one_line(e)}") from None
+    missing = trained.missing_bytes
+    if missing:
+        return config, (
+            f"no .tiktoken written: {len(missing)} single bytes are not in HuggingFace's alphabet (never seen, or cut by "
+            "--limit-alphabet), and tiktoken needs all 256 (--initial-alphabet all keeps them)"
+        )
+    return config, None
+
+
+def save_huggingface_only(args: argparse.Namespace, trained: TrainedRanks, config: Optional[dict], why: str) -> int:
+    """Saves and reports a training whose tokenizer only HuggingFace's format holds (``config``,
+    :func:`huggingface_outputs`' ``tokenizer.json``, is given whenever there is a ``why``)."""
+    assert config is not None
+    folder, tiktoken_file = output_paths(args.output)
+    save_outputs(None, folder, tiktoken_file, args.force, output=args.output, huggingface_json=config)
+    if not args.quiet:
+        print(f"Trained {len(trained.ranks):,} ranks and {len(trained.special_tokens)} special tokens (HuggingFace's tie-break and ids)")
+        print(f"Saved {folder / 'tokenizer.json'} (tokenizers.Tokenizer.from_file)")
+        print(why)
+    return 0
+
+
 def stopped_early_warnings(trained: TrainedRanks, tokenizer: Tokenizer) -> List[str]:
     """The report's warning when training made fewer ranks than asked (none otherwise)."""
     if not trained.stopped_early:
@@ -414,6 +478,9 @@ def run_train(args: argparse.Namespace) -> int:
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on(corpus, training, progress, args.verbose and show)
         check_trained_on_something(corpus, args.holdout)
+        hf_json, no_tiktoken = huggingface_outputs(trained)
+        if no_tiktoken is not None:
+            return save_huggingface_only(args, trained, hf_json, no_tiktoken)
         try:
             tokenizer, t_build = build_tokenizer(trained)  # no NoTextError: the check above ruled it out
         except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
@@ -422,7 +489,7 @@ def run_train(args: argparse.Namespace) -> int:
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
 
-    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
 
     # The tokenizer is saved: from here on everything is only the report, which Ctrl-C skips.
     def report() -> int:
@@ -569,7 +636,12 @@ def add_reading_and_training_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-token-words", type=int_at_least(1, "--max-token-words"), metavar="N", help="never make a token of more than N words (runs of non-space bytes; default: no limit, 4 with --superword-transition)")
     p.add_argument("--superword-transition", type=int_at_least(1, "--superword-transition"), metavar="T", help="superword tokens (SuperBPE): train to T ids, then go on over spans that may hold several words (docs/superword.md)")
     p.add_argument("--superword-pattern", metavar="PRESET|REGEX", help="split pattern of the superword stage (default: superword)")
+    p.add_argument("--max-token-chars", type=int_at_least(2, "--max-token-chars"), metavar="N", help="never make a token of more than N characters (UTF-8; as CJK text wants): skip such merges (default: no limit)")
     p.add_argument("--doc-cap", type=int_at_least(1, "--doc-cap"), metavar="N", help="crop each document to its first N characters (nanochat uses 10000)")
+    p.add_argument("--tie-break", choices=["bpeforge", "huggingface"], help="break ties between pairs of equal counts by bpeforge's ids (default) or as HuggingFace's BpeTrainer does, "
+                   "with its ids (special tokens first, then the bytes seen, then the merges), writing its tokenizer.json")
+    p.add_argument("--initial-alphabet", metavar="all|TEXT", help="with --tie-break huggingface: bytes always in the alphabet, every one (all) or those of TEXT")
+    p.add_argument("--limit-alphabet", type=int_at_least(0, "--limit-alphabet"), metavar="N", help="with --tie-break huggingface: keep the N most frequent bytes of the alphabet")
     p.add_argument("--max-chars", type=int_at_least(1, "--max-chars"), metavar="N", help="stop reading after N characters in all")
     p.add_argument("--holdout", type=int_at_least(0, "--holdout"), default=HOLDOUT_EVERY, metavar="N", help=f"hold out every Nth document to measure compression, if it fits in what is left of 1 MB (a larger one is trained on); 0 = none (default {HOLDOUT_EVERY})")
     p.add_argument("--threads", type=int_at_least(1, "--threads"), metavar="N", help="threads for training: counting, and merging (default: all cores)")

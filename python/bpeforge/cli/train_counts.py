@@ -21,6 +21,8 @@ from .train import (
     HOLDOUT_EVERY,
     HOLDOUT_MAX_BYTES,
     build_tokenizer,
+    huggingface_outputs,
+    save_huggingface_only,
     describe_pattern,
     find_inputs,
     name_the_flag,
@@ -65,11 +67,14 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
     training = set_up_training_on(args, counts)
     with ctrl_c_ends_the_process(args, lambda: progress.bars):
         trained = train_on_counts(training, counts, progress, args.from_counts, superword_counts)
+        hf_json, no_tiktoken = huggingface_outputs(trained)
+        if no_tiktoken is not None:
+            return save_huggingface_only(args, trained, hf_json, no_tiktoken)
         try:
             tokenizer, t_build = build_tokenizer(trained)
         except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
             raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
-    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output)
+    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
 
     def report() -> int:  # the tokenizer is saved: Ctrl-C skips the rest (after_saving)
         if args.quiet:

@@ -380,7 +380,7 @@ mod tests {
                 let counted = count(&texts, &splitter, &pool, batch_texts);
                 assert_eq!((counted.texts, counted.bytes), (texts.len() as u64, bytes));
                 let stop = AtomicBool::new(false);
-                let options = LearnOptions { vocab_size: VOCAB, min_frequency: 1, max_token_length: None, max_token_words: None };
+                let options = LearnOptions { vocab_size: VOCAB, min_frequency: 1, max_token_length: None, ..Default::default() };
                 let learned = pool.install(|| {
                     let spans = counted.counts.into_spans(&stop)?;
                     learn(spans, &options, &stop, |_, _| ControlFlow::Continue(()))

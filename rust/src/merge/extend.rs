@@ -28,7 +28,7 @@ use rayon::prelude::*;
 
 use super::start::token_pair_index;
 use super::spans::{SpanTable, TokenId};
-use super::{check_stop, check_total, run, Learned, LearnOptions, Loop, Merge};
+use super::{check_stop, check_total, run, AlphabetRule, Learned, LearnOptions, Loop, Merge};
 use crate::count::Spans;
 use crate::encode::Encoder;
 use crate::error::stop_due;
@@ -188,8 +188,11 @@ pub fn extend<'a>(
 ) -> Result<Learned, Error> {
     let spans = spans.into();
     check_total(&spans)?;
+    if options.alphabet != AlphabetRule::Bytes {
+        return Err(Error::InvalidOption("an extension keeps its base's tokens and ids: it takes no alphabet of its own".into()));
+    }
     if options.vocab_size <= base.len() {
-        return Ok(Learned { vocab: base.vocab.clone(), merges: Vec::new() }); // no merge to make
+        return Ok(Learned { vocab: base.vocab.clone(), merges: Vec::new(), alphabet: base.vocab.len() }); // no merge to make
     }
     let encoded = base.encode(&spans, stop)?;
     drop(spans); // encoded now: not kept while the pair index is built (if owned)
@@ -223,7 +226,7 @@ mod tests {
     }
 
     fn extend_all(corpus: &[(Vec<u8>, u64)], base: &ExtendBase, vocab_size: usize) -> Learned {
-        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, max_token_words: None };
+        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, ..Default::default() };
         extend(spans_of(corpus), base, &options, &no_stop(), |_, _| ControlFlow::Continue(())).unwrap()
     }
 
@@ -258,7 +261,7 @@ mod tests {
     }
 
     fn trained(corpus: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Vec<u8>> {
-        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, max_token_words: None };
+        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, ..Default::default() };
         let learned = learn(spans_of(corpus), &options, &no_stop(), |_, _| ControlFlow::Continue(())).unwrap();
         learned.vocab.tokens().map(<[u8]>::to_vec).collect()
     }
@@ -301,7 +304,7 @@ mod tests {
             let base = trained(&corpus(seed, b"abc d"), 270);
             let b = corpus(seed + 1000, b"bcd e");
             for max_length in [2, 3, 5] {
-                let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: Some(max_length), max_token_words: None };
+                let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: Some(max_length), ..Default::default() };
                 let learned = extend(spans_of(&b), &base_of(&base, 270), &options, &no_stop(), |_, _| ControlFlow::Continue(())).unwrap();
                 let want = naive_extend_limited(&b, &base, 300, max_length);
                 assert_eq!(learned.merges, want, "seed {seed}, at most {max_length} bytes");

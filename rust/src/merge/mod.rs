@@ -30,6 +30,7 @@ use dary_heap::OctonaryHeap;
 use crate::count::Spans;
 use crate::{Error, Vocab};
 
+mod alphabet;
 mod extend;
 mod helper;
 mod lists;
@@ -38,6 +39,7 @@ mod spans;
 mod start;
 mod sums;
 
+pub use alphabet::{byte_level_order, Alphabet, AlphabetRule};
 pub use extend::{extend, ExtendBase, TokenIds};
 pub use spans::{merge_in_span, Neighbour, TokenId};
 use helper::Helper;
@@ -63,7 +65,8 @@ fn unkey(key: PairKey) -> Pair {
 /// What to learn.
 #[derive(Debug, Clone)]
 pub struct LearnOptions {
-    /// Stop when the vocabulary has this many tokens (256 bytes + learned tokens).
+    /// Stop when the vocabulary has this many tokens: the alphabet's single bytes (all 256 by
+    /// default) and the learned tokens.
     pub vocab_size: usize,
     /// Stop when the best pair occurs fewer times than this.
     pub min_frequency: u64,
@@ -75,16 +78,38 @@ pub struct LearnOptions {
     /// 0x20: `b" of the"` is two), dropping such pairs as `max_token_length` does. `None`: no
     /// limit.
     pub max_token_words: Option<usize>,
+    /// Never make a token of more than this many characters (see [`chars`]), as CJK corpora
+    /// want (a character there takes three bytes): dropped for good as `max_token_length` is.
+    /// `None`: no limit.
+    pub max_token_chars: Option<usize>,
+    /// Which bytes are single-byte tokens and how they are numbered, which breaks ties (see
+    /// `alphabet.rs`). Extending a base takes the base's tokens instead.
+    pub alphabet: AlphabetRule,
+}
+
+impl Default for LearnOptions {
+    /// The 256 single bytes alone: no merge, no limit.
+    fn default() -> Self {
+        LearnOptions {
+            vocab_size: 256,
+            min_frequency: 1,
+            max_token_length: None,
+            max_token_words: None,
+            max_token_chars: None,
+            alphabet: AlphabetRule::Bytes,
+        }
+    }
 }
 
 impl LearnOptions {
     /// Whether the token of `left` then `right` keeps to the limits on tokens
-    /// (`max_token_length`, `max_token_words`). A token that does not never will (its bytes never
-    /// change), and no token containing it will either.
+    /// (`max_token_length`, `max_token_words`, `max_token_chars`). A token that does not never
+    /// will (its bytes never change), and no token containing it will either.
     #[inline]
     fn allows(&self, left: &[u8], right: &[u8]) -> bool {
         self.max_token_length.map_or(true, |max| left.len() + right.len() <= max)
             && self.max_token_words.map_or(true, |max| words(left) + words(right) - usize::from(joined(left, right)) <= max)
+            && self.max_token_chars.map_or(true, |max| joined_chars(left, right) <= max)
     }
 }
 
@@ -117,8 +142,14 @@ pub struct Merge {
 /// The result of the merge loop.
 #[derive(Debug, Clone)]
 pub struct Learned {
+    /// The tokens by id: the 256 single bytes (the alphabet's first, in the order of their ids,
+    /// then the bytes outside it, which no span held), then the merged tokens; or, extending, the
+    /// base's tokens and the new ones.
     pub vocab: Vocab,
     pub merges: Vec<Merge>,
+    /// How many of the first tokens of `vocab` are the alphabet (256 but with
+    /// [`AlphabetRule::ByteLevel`]; an extension's base tokens all count).
+    pub alphabet: usize,
 }
 
 /// A pair in the heap, with its count when it was pushed.
@@ -470,14 +501,25 @@ pub fn learn<'a>(
 ) -> Result<Learned, Error> {
     let spans = spans.into();
     check_total(&spans)?;
-    if options.vocab_size <= 256 {
-        Ok(Learned { vocab: Vocab::bytes(), merges: Vec::new() }) // no merge to make
+    let alphabet = Alphabet::of(&options.alphabet, &spans);
+    let (spans, vocab) = if alphabet.is_identity() {
+        (spans, Vocab::bytes())
+    } else {
+        // The spans in the alphabet's ids: a copy (the original freed here if owned).
+        (Cow::Owned(alphabet.relabel(&spans)), alphabet.vocab())
+    };
+    // The loop's vocabulary holds all 256 single bytes, so it stops at as many merges as the
+    // alphabet leaves room for (none if the alphabet alone fills the vocabulary).
+    let options = &LearnOptions { vocab_size: 256 + options.vocab_size.saturating_sub(alphabet.len()), ..options.clone() };
+    let learned = if options.vocab_size <= 256 {
+        Ok(Learned { vocab, merges: Vec::new(), alphabet: 256 }) // no merge to make (the alphabet is set below)
     } else if options.vocab_size <= 1 << 16 {
         // Token ids are below vocab_size: 2^16 of them fit in a u16.
-        run(Loop::<u16>::new(spans, stop)?, Vocab::bytes(), options, stop, on_merge)
+        run(Loop::<u16>::new(spans, stop)?, vocab, options, stop, on_merge)
     } else {
-        run(Loop::<u32>::new(spans, stop)?, Vocab::bytes(), options, stop, on_merge)
-    }
+        run(Loop::<u32>::new(spans, stop)?, vocab, options, stop, on_merge)
+    };
+    learned.map(|learned| Learned { alphabet: alphabet.len(), ..learned })
 }
 
 /// The merge loop from `state`, whose tokens are `vocab`, until the vocabulary is full, the best
@@ -512,7 +554,29 @@ fn run<T: TokenId>(
     if let Some((earlier, later)) = vocab.first_repeat() {
         return Err(Error::Internal(format!("tokens {earlier} and {later} have the same bytes, which the merge rule rules out")));
     }
-    Ok(Learned { vocab, merges })
+    let alphabet = vocab.len() - merges.len();
+    Ok(Learned { vocab, merges, alphabet })
+}
+
+/// Whether `byte` continues a UTF-8 character (`0b10xxxxxx`).
+fn continues(byte: u8) -> bool {
+    byte & 0xC0 == 0x80
+}
+
+/// The characters of a token: the UTF-8 characters its bytes start, a first byte that continues
+/// a character (the rest of one begun in another token) counting as one more.
+pub fn chars(token: &[u8]) -> usize {
+    let started = token.iter().filter(|&&b| !continues(b)).count();
+    started + usize::from(token.first().is_some_and(|&b| continues(b)))
+}
+
+/// The characters of the token `left + right` (see [`chars`]): `right`'s first bytes, if they
+/// continue a character, continue `left`'s last.
+fn joined_chars(left: &[u8], right: &[u8]) -> usize {
+    if left.is_empty() {
+        return chars(right);
+    }
+    chars(left) + right.iter().filter(|&&b| !continues(b)).count()
 }
 
 /// Pair counts are signed 64-bit (updates are ±span count) and span ids and lengths 32-bit;
@@ -597,7 +661,7 @@ pub(crate) mod tests {
 
     fn learn_all(spans: &[(Vec<u8>, u64)], vocab_size: usize) -> Vec<Merge> {
         let spans: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, max_token_words: None };
+        let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: None, ..Default::default() };
         learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
     }
 
@@ -687,7 +751,7 @@ pub(crate) mod tests {
                 (span, 1 + i % 5)
             })
             .collect();
-        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None, max_token_words: None };
+        let options = LearnOptions { vocab_size: 1 << 16, min_frequency: 1, max_token_length: None, ..Default::default() };
         let small = run(Loop::<u16>::new(spans.clone(), &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         let big = run(Loop::<u32>::new(spans, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(small.merges.len(), (1 << 16) - 256);
@@ -699,7 +763,7 @@ pub(crate) mod tests {
     fn max_token_length_merges_equal_the_naive_loop() {
         let learn_limited = |spans: &[(Vec<u8>, u64)], vocab_size, max_token_length| {
             let spans: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-            let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: Some(max_token_length), max_token_words: None };
+            let options = LearnOptions { vocab_size, min_frequency: 1, max_token_length: Some(max_token_length), ..Default::default() };
             learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges
         };
         let mut limited = 0;
@@ -728,13 +792,37 @@ pub(crate) mod tests {
                 let words = spans.iter().map(|(b, n)| (b.iter().map(|&x| x as u32).collect(), *n)).collect();
                 let want = naive_allowing(words, Vocab::bytes(), 300, |a, b| count_words(&[a, b].concat()) <= max);
                 limited += usize::from(want != naive(&spans, 300));
-                let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, max_token_words: Some(max) };
+                let options = LearnOptions { vocab_size: 300, max_token_words: Some(max), ..Default::default() };
                 let spans_owned: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
                 let got = learn(spans_owned, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap().merges;
                 assert_eq!(got, want, "seed {seed}, max {max}");
             }
         }
         assert!(limited > 200, "the limit must change the merges of many corpora: {limited}");
+    }
+
+    #[test]
+    fn max_token_chars_counts_utf8_characters() {
+        assert_eq!((chars(b"abc"), chars("日本".as_bytes()), chars(&[0x97, 0xA5]), chars(&[0xE6, 0x97])), (3, 2, 1, 1));
+        assert_eq!(joined_chars(&[0xE6, 0x97], &[0xA5, b'a']), 2); // the character 日 split across the two
+        let learn_chars = |spans: &[(Vec<u8>, u64)], max_token_chars| {
+            let spans: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
+            let options = LearnOptions { vocab_size: 400, max_token_chars: Some(max_token_chars), ..Default::default() };
+            learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap()
+        };
+        // On ASCII, characters are bytes: the limit is max_token_length's.
+        for seed in 0..100 {
+            let spans = corpus(seed);
+            for max in [1, 2, 3, 5] {
+                assert_eq!(learn_chars(&spans, max).merges, naive_limited(&spans, 400, max), "seed {seed}, max {max}");
+            }
+        }
+        // On CJK text, a token of 2 characters holds up to 6 bytes, and none holds 3 characters.
+        let text = "日本語の文章を日本語で書く。東京と京都、日本の都。".repeat(3);
+        let spans: Vec<(Vec<u8>, u64)> = text.split('、').map(|s| (s.as_bytes().to_vec(), 2)).collect();
+        let learned = learn_chars(&spans, 2);
+        let longest = learned.vocab.tokens().map(|t| (chars(t), t.len())).max().unwrap();
+        assert_eq!(longest, (2, 6));
     }
 
     #[test]
@@ -769,7 +857,7 @@ pub(crate) mod tests {
             let want = naive(&spans, 300);
             assert_eq!(learn_all(&spans, 300), want, "corpus {corpus}");
             let table: Spans = spans.iter().map(|(b, n)| (b.clone().into_boxed_slice(), *n)).collect();
-            let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, max_token_words: None };
+            let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, ..Default::default() };
             let wide = run(Loop::<u32>::new(table, &AtomicBool::new(false)).unwrap(), Vocab::bytes(), &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
             assert_eq!(wide.merges, want, "corpus {corpus}, u32 ids");
         }
@@ -820,7 +908,7 @@ pub(crate) mod tests {
             let want = naive(&spans, 70_000);
             assert_eq!(learn_all(&spans, 70_000), want, "seed {seed}");
             merged_once += want.iter().filter(|m| m.count == 1).count();
-            let options = LearnOptions { vocab_size: 70_000, min_frequency: 2, max_token_length: None, max_token_words: None };
+            let options = LearnOptions { vocab_size: 70_000, min_frequency: 2, max_token_length: None, ..Default::default() };
             let owned: Spans = spans.iter().map(|(b, n)| (b.as_slice(), *n)).collect();
             let learned = learn(owned, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
             let counted_twice: Vec<Merge> = want.iter().copied().take_while(|m| m.count >= 2).collect();
@@ -834,7 +922,7 @@ pub(crate) mod tests {
         // Distinct spans counted once: the pairs born are left out, and taken back (a pass over
         // the spans) once the best pair is counted once, which a stop set before gives up.
         let spans: Spans = (0..200u32).map(|i| (format!("x{i:03}yz{}", i * 7 % 13), 1)).map(|(s, n)| (s.into_bytes().into_boxed_slice(), n)).collect();
-        let options = LearnOptions { vocab_size: 70_000, min_frequency: 1, max_token_length: None, max_token_words: None };
+        let options = LearnOptions { vocab_size: 70_000, min_frequency: 1, max_token_length: None, ..Default::default() };
         let stop = AtomicBool::new(false);
         let mut before_stop = 0;
         let result = learn(&spans, &options, &stop, |merge, _| {
@@ -856,7 +944,7 @@ pub(crate) mod tests {
     #[test]
     fn min_frequency_stops_early() {
         let spans: Spans = [(b"ab", 3), (b"cd", 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 1000, min_frequency: 3, max_token_length: None, max_token_words: None };
+        let options = LearnOptions { vocab_size: 1000, min_frequency: 3, max_token_length: None, ..Default::default() };
         let learned = learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).unwrap();
         assert_eq!(learned.merges.len(), 1);
     }
@@ -864,7 +952,7 @@ pub(crate) mod tests {
     #[test]
     fn a_stop_set_before_the_first_merge_gives_up() {
         let spans: Spans = [(&b"abab"[..], 3), (b"abc", 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, max_token_words: None };
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, ..Default::default() };
         let mut merges = 0;
         let stopped = learn(spans.clone(), &options, &AtomicBool::new(true), |_, _| {
             merges += 1;
@@ -878,7 +966,7 @@ pub(crate) mod tests {
     #[test]
     fn overflowing_totals_are_refused() {
         let spans: Spans = [(b"abc", u64::MAX / 2)].into_iter().collect();
-        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, max_token_words: None };
+        let options = LearnOptions { vocab_size: 300, min_frequency: 1, max_token_length: None, ..Default::default() };
         assert!(learn(spans, &options, &AtomicBool::new(false), |_, _| ControlFlow::Continue(())).is_err());
     }
 }

@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
 use crate::count::{SortedSpans, Spans};
-use crate::merge::{extend, learn, ExtendBase, Learned, LearnOptions, Merge};
+use crate::merge::{extend, learn, Alphabet, AlphabetRule, ExtendBase, Learned, LearnOptions, Merge};
 use crate::{Error, SpanCounts, Vocab};
 
 /// The spans the merge loop learns from: counted by a training (its threads' tables, joined and
@@ -38,6 +38,8 @@ pub(super) enum SpansToLearn {
 pub(super) struct LearnRun {
     pub vocab: Vocab,
     pub merges: Vec<Merge>,
+    /// How many of the first tokens of `vocab` are the alphabet (see `merge::Learned`).
+    pub alphabet: usize,
     pub distinct_spans: usize,
     pub seconds: f64,
 }
@@ -71,10 +73,15 @@ struct Run<'a> {
     progress: Option<&'a Py<PyAny>>,
     /// The ranks to extend, or `None` to start from the 256 single bytes.
     base: Option<&'a ExtendBase>,
+    /// With HuggingFace's layout, the special tokens before the alphabet (see `Recipe::plan`).
+    specials_first: Option<u32>,
+    /// The alphabet's single bytes, 256 but with HuggingFace's (set by [`Run::work`]).
+    alphabet: AtomicUsize,
     /// The number of tokens before the first merge.
     first: usize,
-    /// The number of merges to make (the vocabulary size less the tokens before the first merge).
-    total: usize,
+    /// The number of merges to make (the vocabulary size less the tokens before the first
+    /// merge: with HuggingFace's alphabet, known once the spans are, see [`Run::work`]).
+    total: AtomicUsize,
     stop: Stop,
     /// Set by the worker once it is done (see [`Run::work`]).
     done: AtomicBool,
@@ -97,10 +104,23 @@ impl Run<'_> {
                 break; // stopped (Ctrl-C, or the callback raised), or Python is exiting
             }
             self.delivered.store(at, Ordering::Relaxed);
-            let merge = self.base.map_or(merge, |base| base.ids().merge(&merge)); // the ids the caller sees
-            report_merge(py, self.progress, at, self.total, &merge)?;
+            let merge = self.ids(merge); // the ids the caller sees
+            report_merge(py, self.progress, at, self.total.load(Ordering::Relaxed), &merge)?;
         }
         Ok(())
+    }
+
+    /// `merge` with the ids the caller sees: the base's (extending), HuggingFace's (the special
+    /// tokens, then the alphabet's bytes, then the merged tokens), or the loop's own.
+    fn ids(&self, merge: Merge) -> Merge {
+        if let Some(base) = self.base {
+            return base.ids().merge(&merge);
+        }
+        let Some(specials) = self.specials_first else { return merge };
+        let alphabet = self.alphabet.load(Ordering::Relaxed) as u32;
+        // A merged pair never holds a byte outside the alphabet (ids alphabet..256): no span does.
+        let id = |t: u32| if t < alphabet { specials + t } else { specials + alphabet + t.saturating_sub(256) };
+        Merge { pair: (id(merge.pair.0), id(merge.pair.1)), token: id(merge.token), count: merge.count }
     }
 
     /// The worker: joins the counts into spans (or takes spans given, or borrows sorted ones)
@@ -108,7 +128,6 @@ impl Run<'_> {
     /// the merges. A panic here would be a bug: it is caught, so that Python sees a
     /// RuntimeError (which `except Exception` handles) rather than pyo3's PanicException.
     fn work(&self, pool: &rayon::ThreadPool, spans: SpansToLearn, options: &LearnOptions, watcher: &Thread) -> std::thread::Result<Result<Learned, Error>> {
-        let mut pacer = Pacer::new(self.total);
         let learned = std::panic::catch_unwind(AssertUnwindSafe(|| {
             pool.install(|| {
                 let sorted;
@@ -126,20 +145,33 @@ impl Run<'_> {
                 // What joining or sorting freed goes back to the system before the loop's tables.
                 crate::memory::release();
                 self.distinct_spans.store(spans.len(), Ordering::Relaxed);
+                // HuggingFace's alphabet (the bytes the spans hold) fills the vocabulary first:
+                // found here once, it is given to the loop, and the merges to make are known.
+                let options = match &options.alphabet {
+                    AlphabetRule::Bytes => Cow::Borrowed(options),
+                    rule => {
+                        let alphabet = Alphabet::of(rule, &spans);
+                        self.total.store(options.vocab_size.saturating_sub(alphabet.len()), Ordering::Relaxed);
+                        self.alphabet.store(alphabet.len(), Ordering::Relaxed);
+                        Cow::Owned(LearnOptions { alphabet: AlphabetRule::Given(alphabet), ..options.clone() })
+                    }
+                };
+                let total = self.total.load(Ordering::Relaxed);
+                let mut pacer = Pacer::new(total);
                 let on_merge = |merge: &Merge, vocab: &Vocab| {
                     if self.stop.requested() {
                         return ControlFlow::Break(());
                     }
                     let at = vocab.len() - self.first;
-                    if self.progress.is_some() && pacer.due(at, self.total) {
+                    if self.progress.is_some() && pacer.due(at, total) {
                         self.pending.lock().unwrap_or_else(PoisonError::into_inner).push((at, *merge));
                         watcher.unpark();
                     }
                     ControlFlow::Continue(())
                 };
                 let learned = match self.base {
-                    None => learn(spans, options, &self.stop.requested, on_merge),
-                    Some(base) => extend(spans, base, options, &self.stop.requested, on_merge),
+                    None => learn(spans, &options, &self.stop.requested, on_merge),
+                    Some(base) => extend(spans, base, &options, &self.stop.requested, on_merge),
                 };
                 crate::memory::release();
                 learned
@@ -189,6 +221,7 @@ pub(super) fn run_loop(
     pool: &rayon::ThreadPool,
     spans: SpansToLearn,
     base: Option<&ExtendBase>,
+    specials_first: Option<u32>,
     options: LearnOptions,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<LearnRun> {
@@ -197,8 +230,10 @@ pub(super) fn run_loop(
     let run = Run {
         progress,
         base,
+        specials_first,
+        alphabet: AtomicUsize::new(256),
         first,
-        total: options.vocab_size.saturating_sub(first),
+        total: AtomicUsize::new(options.vocab_size.saturating_sub(first)),
         stop: Stop::default(),
         done: AtomicBool::new(false),
         pending: Mutex::new(Vec::new()),
@@ -230,6 +265,7 @@ pub(super) fn run_loop(
         distinct_spans: run.distinct_spans.load(Ordering::Relaxed),
         vocab: learned.vocab,
         merges: learned.merges,
+        alphabet: learned.alphabet,
         seconds: started.elapsed().as_secs_f64(),
     })
 }

@@ -5,12 +5,12 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
 
 use super::args::{as_int, int_arg, type_name};
 use super::counts::{pattern_shown, PySpanCounts};
 use super::splitter_arg;
-use crate::merge::LearnOptions;
+use crate::merge::{AlphabetRule, LearnOptions};
 use crate::pretokenize::presets;
 use crate::Splitter;
 
@@ -32,18 +32,22 @@ pub(super) const NANOCHAT_SPECIAL_TOKENS: [&str; 9] = [
 ];
 
 /// The fields of a recipe, in the order `Recipe.as_dict` gives them.
-const FIELDS: [&str; 11] = [
+const FIELDS: [&str; 15] = [
     "vocab_size",
     "pattern",
     "special_tokens",
     "min_frequency",
     "max_token_length",
+    "max_token_chars",
     "doc_cap",
     "max_token_words",
     "superword_transition",
     "superword_pattern",
     "reserve_special_tokens",
     "pad_vocab_to_multiple_of",
+    "tie_break",
+    "initial_alphabet",
+    "limit_alphabet",
 ];
 
 /// The name of reserved special token `k` (Llama 3's).
@@ -54,16 +58,41 @@ fn reserved_name(k: usize) -> String {
 /// The words a superword token may hold when the recipe says nothing (SuperBPE's).
 const SUPERWORD_MAX_WORDS: usize = 4;
 
+/// How a training breaks ties between pairs of equal counts, and so which single bytes it has
+/// and how it numbers its tokens (see `merge/alphabet.rs`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum TieBreak {
+    /// The smallest pair by bpeforge's ids (tiktoken's layout): all 256 bytes at ids 0..255,
+    /// merged tokens after them, special tokens after those.
+    Bpeforge,
+    /// HuggingFace `BpeTrainer`'s rule: the smallest pair by its ids, which are the special
+    /// tokens first, then the alphabet (the bytes seen and `initial_alphabet`'s, at most
+    /// `limit_alphabet`) in the order of GPT-2's byte-level characters, then merged tokens.
+    HuggingFace,
+}
+
+impl TieBreak {
+    fn name(self) -> &'static str {
+        match self {
+            TieBreak::Bpeforge => "bpeforge",
+            TieBreak::HuggingFace => "huggingface",
+        }
+    }
+}
+
 /// Everything one training is asked to do, checked: the final vocabulary size (special tokens
 /// included; with a base, its `n_vocab`), the split pattern, the special tokens (numbered after
-/// the trained ranks), `min_frequency`, `max_token_length` (bytes), `doc_cap` (each document
-/// cropped to its first `doc_cap` characters), `max_token_words` (words, runs of bytes other
-/// than the space), the superword stage (from `superword_transition` ranks and special tokens
-/// on, merging goes on over spans split by `superword_pattern`: SuperBPE; 4 words a token
-/// unless `max_token_words` says otherwise), and the layout of the vocabulary:
-/// `reserve_special_tokens` unused special tokens after the others (counted in `vocab_size`),
-/// and the whole padded with more to a multiple of `pad_vocab_to_multiple_of`. Immutable;
-/// `replace` makes a changed copy, checked again.
+/// the trained ranks), `min_frequency`, `max_token_length` (bytes), `max_token_chars`
+/// (characters, as CJK corpora want), `doc_cap` (each document cropped to its first `doc_cap`
+/// characters), `max_token_words` (words, runs of bytes other than the space), the superword
+/// stage (from `superword_transition` ranks and special tokens on, merging goes on over spans
+/// split by `superword_pattern`: SuperBPE; 4 words a token unless `max_token_words` says
+/// otherwise), the layout of the vocabulary (`reserve_special_tokens` unused special tokens
+/// after the others, counted in `vocab_size`, and the whole padded with more to a multiple of
+/// `pad_vocab_to_multiple_of`), and the tie-break (`"bpeforge"` or `"huggingface"`, see
+/// `TieBreak`) with, for HuggingFace's, the bytes always in the alphabet (`initial_alphabet`)
+/// and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a changed copy,
+/// checked again.
 #[pyclass(module = "bpeforge._core", frozen)]
 #[derive(Clone)]
 pub(super) struct Recipe {
@@ -72,7 +101,12 @@ pub(super) struct Recipe {
     special_tokens: Vec<String>,
     min_frequency: u64,
     max_token_length: Option<usize>,
+    max_token_chars: Option<usize>,
     doc_cap: Option<u64>,
+    tie_break: TieBreak,
+    /// Sorted, without repeats (HuggingFace's tie-break only).
+    initial_alphabet: Vec<u8>,
+    limit_alphabet: Option<usize>,
     max_token_words: Option<usize>,
     superword: Option<Superword>,
     /// How many of `special_tokens`, at its end, are reserved (named `reserved_name(k)`).
@@ -149,6 +183,46 @@ fn pattern_field(py: Python<'_>, option: &str, value: Option<&Bound<'_, PyAny>>)
     naming(py, option, splitter_arg(text.to_str()?)).map(Some)
 }
 
+/// The tie-break option: "bpeforge" (None) or "huggingface".
+fn tie_break_arg(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<TieBreak> {
+    let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(TieBreak::Bpeforge) };
+    let Ok(name) = value.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!("tie_break must be a str ('bpeforge' or 'huggingface'), got {}", type_name(value))));
+    };
+    match name.to_str()? {
+        "bpeforge" => Ok(TieBreak::Bpeforge),
+        "huggingface" => Ok(TieBreak::HuggingFace),
+        other => Err(option_error(py, "tie_break", format!("tie_break must be 'bpeforge' or 'huggingface', got {other:?}"))),
+    }
+}
+
+/// The initial alphabet: bytes (or a bytearray) or an iterable of ints 0..=255, sorted and
+/// without repeats; None for none.
+fn initial_alphabet_arg(py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<u8>> {
+    let Some(value) = value.filter(|v| !v.is_none()) else { return Ok(Vec::new()) };
+    let mut bytes: Vec<u8> = if let Ok(b) = value.cast::<PyBytes>() {
+        b.as_bytes().to_vec()
+    } else if let Ok(b) = value.cast::<PyByteArray>() {
+        b.to_vec()
+    } else if value.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(
+            "initial_alphabet must be bytes or an iterable of ints 0..255, not a str (bpeforge.huggingface reads HuggingFace's characters)",
+        ));
+    } else {
+        let items = value.try_iter().map_err(|_| PyTypeError::new_err(format!("initial_alphabet must be bytes or an iterable of ints 0..255, got {}", type_name(value))))?;
+        let mut bytes = Vec::new();
+        for item in items {
+            let item = item?;
+            let byte = naming(py, "initial_alphabet", int_arg(&item, "a byte of initial_alphabet", 0, 255))?;
+            bytes.push(byte as u8);
+        }
+        bytes
+    };
+    bytes.sort_unstable();
+    bytes.dedup();
+    Ok(bytes)
+}
+
 /// An optional int option of at least `lo`, None if not given.
 fn optional_int_arg(value: Option<&Bound<'_, PyAny>>, name: &str, lo: i64) -> PyResult<Option<u64>> {
     match value {
@@ -166,7 +240,7 @@ impl Recipe {
     #[pyo3(signature = (
         vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None,
         max_token_words=None, superword_transition=None, superword_pattern=None, reserve_special_tokens=None,
-        pad_vocab_to_multiple_of=None, base=None
+        pad_vocab_to_multiple_of=None, tie_break=None, initial_alphabet=None, limit_alphabet=None, max_token_chars=None, base=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -182,6 +256,10 @@ impl Recipe {
         superword_pattern: Option<&Bound<'_, PyAny>>,
         reserve_special_tokens: Option<&Bound<'_, PyAny>>,
         pad_vocab_to_multiple_of: Option<&Bound<'_, PyAny>>,
+        tie_break: Option<&Bound<'_, PyAny>>,
+        initial_alphabet: Option<&Bound<'_, PyAny>>,
+        limit_alphabet: Option<&Bound<'_, PyAny>>,
+        max_token_chars: Option<&Bound<'_, PyAny>>,
         base: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut special_tokens = special_tokens_arg(py, special_tokens)?;
@@ -196,21 +274,23 @@ impl Recipe {
             special_tokens.push(name);
         }
         let pad_to = naming(py, "pad_vocab_to_multiple_of", optional_int_arg(pad_vocab_to_multiple_of, "pad_vocab_to_multiple_of", 1))?.map(|m| m as usize);
+        let tie_break = tie_break_arg(py, tie_break)?;
         let Some(size) = as_int(vocab_size) else {
             return Err(PyTypeError::new_err(format!("vocab_size must be an int, got {}", type_name(vocab_size))));
         };
         let base = base.filter(|b| !b.is_none()).map(base_arg).transpose()?;
         // With a base to extend, the size is checked against the base's (see `check_base`).
-        let least = if base.is_some() { 0 } else { 256 + special_tokens.len() };
+        // HuggingFace's alphabet is known only once the spans are counted, and fills the
+        // vocabulary first: a smaller vocab_size than it holds just learns no merge (HuggingFace
+        // adds the special tokens whatever the size).
+        let (least, why) = match (base.is_some(), tie_break) {
+            (true, _) | (false, TieBreak::HuggingFace) => (0, String::new()),
+            (false, TieBreak::Bpeforge) => (256 + special_tokens.len(), format!("256 + {} special tokens = ", special_tokens.len())),
+        };
         let vocab_size = match size.extract::<i64>() {
             Ok(v) if v >= least as i64 && v <= MAX_TOKEN_ID as i64 => v as usize,
             _ if base.is_some() => MAX_TOKEN_ID + 1, // refused by check_base, naming the base's size
-            _ => {
-                return Err(option_error(py, "vocab_size", format!(
-                    "vocab_size must be at least 256 + {} special tokens = {least} and at most {MAX_TOKEN_ID}, got {size}",
-                    special_tokens.len()
-                )))
-            }
+            _ => return Err(option_error(py, "vocab_size", format!("vocab_size must be at least {why}{least} and at most {MAX_TOKEN_ID}, got {size}"))),
         };
         if let Some(m) = pad_to {
             if vocab_size.div_ceil(m) * m > MAX_TOKEN_ID {
@@ -254,7 +334,40 @@ impl Recipe {
         if superword.is_some() && base.is_some() {
             return Err(option_error(py, "superword_transition", "a superword stage trains from the single bytes: to add superword tokens to a tokenizer, extend it with pattern='superword'".into()));
         }
-        let recipe = Recipe { vocab_size, splitter, special_tokens, min_frequency, max_token_length, doc_cap, max_token_words, superword, reserved, pad_to };
+        let max_token_chars = naming(py, "max_token_chars", optional_int_arg(max_token_chars, "max_token_chars", 2))?.map(|n| n as usize);
+        let initial_alphabet = initial_alphabet_arg(py, initial_alphabet)?;
+        let limit_alphabet = naming(py, "limit_alphabet", optional_int_arg(limit_alphabet, "limit_alphabet", 0))?.map(|n| n as usize);
+        if tie_break == TieBreak::Bpeforge {
+            for (option, given) in [("initial_alphabet", !initial_alphabet.is_empty()), ("limit_alphabet", limit_alphabet.is_some())] {
+                if given {
+                    return Err(option_error(py, option, format!(
+                        "{option} needs tie_break='huggingface': bpeforge's own alphabet is all 256 bytes, as tiktoken needs"
+                    )));
+                }
+            }
+        }
+        if pad_to.is_some() && tie_break == TieBreak::HuggingFace {
+            return Err(option_error(py, "pad_vocab_to_multiple_of", "tie_break='huggingface' puts the special tokens first: the vocabulary cannot be padded after the ranks".into()));
+        }
+        if superword.is_some() && tie_break == TieBreak::HuggingFace {
+            return Err(option_error(py, "tie_break", "tie_break='huggingface' goes without a superword stage (HuggingFace's layout numbers one alphabet)".into()));
+        }
+        let recipe = Recipe {
+            vocab_size,
+            splitter,
+            special_tokens,
+            min_frequency,
+            max_token_length,
+            max_token_chars,
+            doc_cap,
+            max_token_words,
+            superword,
+            reserved,
+            pad_to,
+            tie_break,
+            initial_alphabet,
+            limit_alphabet,
+        };
         if let Some(base) = &base {
             recipe.check_base(py, base, &size.to_string())?;
         }
@@ -315,6 +428,13 @@ impl Recipe {
         self.max_token_length
     }
 
+    /// No token of more than this many characters is made (None: no limit): the UTF-8
+    /// characters its bytes start, a first byte continuing a character counting as one.
+    #[getter]
+    fn max_token_chars(&self) -> Option<usize> {
+        self.max_token_chars
+    }
+
     /// Each document is cropped to its first this many characters (None: whole).
     #[getter]
     fn doc_cap(&self) -> Option<u64> {
@@ -347,6 +467,24 @@ impl Recipe {
         self.superword_pattern().unwrap_or(self.pattern())
     }
 
+    /// How ties between pairs of equal counts are broken: "bpeforge" or "huggingface".
+    #[getter]
+    fn tie_break(&self) -> &'static str {
+        self.tie_break.name()
+    }
+
+    /// The bytes always in the alphabet (HuggingFace's tie-break), sorted; None for none.
+    #[getter]
+    fn initial_alphabet<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        (!self.initial_alphabet.is_empty()).then(|| PyBytes::new(py, &self.initial_alphabet))
+    }
+
+    /// The most single bytes the alphabet keeps (HuggingFace's tie-break; None: no limit).
+    #[getter]
+    fn limit_alphabet(&self) -> Option<usize> {
+        self.limit_alphabet
+    }
+
     /// The names of a recipe's fields, in the order `as_dict` gives them.
     #[staticmethod]
     fn fields() -> Vec<&'static str> {
@@ -361,12 +499,16 @@ impl Recipe {
         d.set_item("special_tokens", self.special_tokens())?;
         d.set_item("min_frequency", self.min_frequency)?;
         d.set_item("max_token_length", self.max_token_length)?;
+        d.set_item("max_token_chars", self.max_token_chars)?;
         d.set_item("doc_cap", self.doc_cap)?;
         d.set_item("max_token_words", self.max_token_words)?;
         d.set_item("superword_transition", self.superword_transition())?;
         d.set_item("superword_pattern", self.superword_pattern())?;
         d.set_item("reserve_special_tokens", self.reserved)?;
         d.set_item("pad_vocab_to_multiple_of", self.pad_to)?;
+        d.set_item("tie_break", self.tie_break())?;
+        d.set_item("initial_alphabet", self.initial_alphabet(py))?;
+        d.set_item("limit_alphabet", self.limit_alphabet)?;
         Ok(d)
     }
 
@@ -400,6 +542,10 @@ impl Recipe {
             field("superword_pattern").as_ref(),
             field("reserve_special_tokens").as_ref(),
             field("pad_vocab_to_multiple_of").as_ref(),
+            field("tie_break").as_ref(),
+            field("initial_alphabet").as_ref(),
+            field("limit_alphabet").as_ref(),
+            field("max_token_chars").as_ref(),
             None,
         )
     }
@@ -418,17 +564,26 @@ impl Recipe {
             Some(s) => format!(", superword_transition={}, superword_pattern={}", s.transition, pattern_shown(s.splitter.pattern())),
         };
         format!(
-            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, doc_cap={}, max_token_words={}{superword}, \
-             reserve_special_tokens={}, pad_vocab_to_multiple_of={})",
+            "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, {}doc_cap={}, max_token_words={}{superword}, \
+             reserve_special_tokens={}, pad_vocab_to_multiple_of={}{})",
             self.vocab_size,
             pattern_shown(self.pattern()),
             self.special_tokens(),
             self.min_frequency,
             optional(self.max_token_length.map(|v| v.to_string())),
+            self.max_token_chars.map_or(String::new(), |n| format!("max_token_chars={n}, ")),
             optional(self.doc_cap.map(|v| v.to_string())),
             optional(self.max_token_words.map(|v| v.to_string())),
             self.reserved,
             optional(self.pad_to.map(|v| v.to_string())),
+            match self.tie_break {
+                TieBreak::Bpeforge => String::new(),
+                TieBreak::HuggingFace => format!(
+                    ", tie_break='huggingface', initial_alphabet={}, limit_alphabet={}",
+                    if self.initial_alphabet.is_empty() { "None".to_string() } else { format!("<{} bytes>", self.initial_alphabet.len()) },
+                    optional(self.limit_alphabet.map(|v| v.to_string()))
+                ),
+            },
         )
     }
 }
@@ -496,6 +651,9 @@ pub(super) struct Plan {
     pub superword: Option<SuperwordPlan>,
     /// The superword stage's pattern, which the trained tokenizer splits by, if there is one.
     pub superword_splitter: Option<Splitter>,
+    /// Where the special tokens go with HuggingFace's layout (first, at ids 0..n), `None` for
+    /// bpeforge's (after the ranks, numbered by the caller).
+    pub specials_first: Option<u32>,
 }
 
 /// The superword stage of a plan: the ranks the first stage trains, and the superword pattern.
@@ -519,14 +677,17 @@ impl Recipe {
             special_tokens: Vec::new(),
             min_frequency,
             max_token_length,
+            max_token_chars: None,
             doc_cap,
             max_token_words: None,
             superword: None,
             reserved: 0,
             pad_to: None,
+            tie_break: TieBreak::Bpeforge,
+            initial_alphabet: Vec::new(),
+            limit_alphabet: None,
         }
     }
-
     /// Refuses, as an `OptionError` naming the option, a base this recipe cannot extend: one
     /// whose special tokens are not the recipe's (an extension keeps them, with their ids), or
     /// with as many ids as the recipe's `vocab_size` or more (`asked`: the size as given). The
@@ -577,15 +738,31 @@ impl Recipe {
             min_frequency = py.import("bpeforge.mixing")?.getattr("min_count")?.call1((counts, self.min_frequency))?.extract()?;
         }
         let ranks_asked = match base {
-            None => self.vocab_size - self.special_tokens.len(),
+            None => self.vocab_size.saturating_sub(self.special_tokens.len()),
+            Some(_) if self.tie_break == TieBreak::HuggingFace => {
+                return Err(option_error(py, "tie_break", "tie_break='huggingface' trains from the single bytes only: \
+                     an extension keeps the base's tokens and ids, which HuggingFace's layout would renumber".into()));
+            }
             Some(base) => {
                 self.check_base(py, base, &self.vocab_size.to_string())?;
                 base.ranks.len() + (self.vocab_size - base.n_vocab)
             }
         };
-        let options = LearnOptions { vocab_size: ranks_asked, min_frequency, max_token_length: self.max_token_length, max_token_words: self.max_token_words };
+        let alphabet = match self.tie_break {
+            TieBreak::Bpeforge => AlphabetRule::Bytes,
+            TieBreak::HuggingFace => AlphabetRule::ByteLevel { initial: self.initial_alphabet.clone(), limit: self.limit_alphabet },
+        };
+        let options = LearnOptions {
+            vocab_size: ranks_asked,
+            min_frequency,
+            max_token_length: self.max_token_length,
+            max_token_words: self.max_token_words,
+            max_token_chars: self.max_token_chars,
+            alphabet,
+        };
+        let specials_first = (self.tie_break == TieBreak::HuggingFace).then_some(self.special_tokens.len() as u32);
         let superword = self.superword.as_ref().map(|s| SuperwordPlan { first_ranks: s.transition - self.special_tokens.len(), splitter: s.splitter.clone() });
         let superword_splitter = superword.as_ref().map(|s| s.splitter.clone());
-        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked, superword, superword_splitter })
+        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked, superword, superword_splitter, specials_first })
     }
 }

@@ -41,9 +41,35 @@ struct Trained {
     vocab: Vocab,
     merges: Vec<Merge>,
     stats: Stats,
-    /// The ids of an extended vocabulary's tokens (see `learn`'s `base`); `None`: each
-    /// token's id is its place in `vocab`.
-    ids: Option<TokenIds>,
+    /// The id of each token of `vocab`.
+    ids: Ids,
+}
+
+/// The ids of a training's tokens, from their places in the merge loop's vocabulary.
+#[derive(Clone)]
+enum Ids {
+    /// Token `k` at id `k`: the 256 single bytes, then the merged tokens.
+    Own,
+    /// An extended vocabulary's (see `learn`'s `base`).
+    Extended(TokenIds),
+    /// HuggingFace's layout: `specials` special tokens first, then the `alphabet` single bytes
+    /// of the alphabet (the loop's first tokens, in the order of their ids), then the merged
+    /// tokens (the loop's from 256 on). The loop's other single bytes are outside the alphabet
+    /// and have no id.
+    HuggingFace { specials: u32, alphabet: u32 },
+}
+
+impl Ids {
+    /// The id of the loop's token `k`, `None` for a byte outside the alphabet.
+    fn get(&self, k: u32) -> Option<u32> {
+        match *self {
+            Ids::Own => Some(k),
+            Ids::Extended(ref ids) => Some(ids.get(k)),
+            Ids::HuggingFace { specials, alphabet } if k < alphabet => Some(specials + k),
+            Ids::HuggingFace { .. } if k < 256 => None,
+            Ids::HuggingFace { specials, alphabet } => Some(specials + alphabet + (k - 256)),
+        }
+    }
 }
 
 #[derive(Default, Clone)]
@@ -110,7 +136,7 @@ impl Trainer {
                 Some(pool)
             }
         };
-        let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default(), ids: None };
+        let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default(), ids: Ids::Own };
         Ok(Self { pool, busy: AtomicBool::new(false), trained: Mutex::new(trained) })
     }
 
@@ -268,19 +294,22 @@ impl Trainer {
     }
 
     /// The ranks as `[(token_bytes, rank)]`: the 256 single bytes, then learned tokens in order
-    /// (after extending a base: the base's ranks with their ids, then the new tokens).
+    /// (after extending a base: the base's ranks with their ids, then the new tokens; with
+    /// HuggingFace's tie-break, its ids: the alphabet's bytes after the special tokens, then the
+    /// learned tokens).
     fn get_mergeable_ranks<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, u32)> {
         let state = self.state();
-        let id = |k: usize| state.ids.as_ref().map_or(k as u32, |ids| ids.get(k as u32));
-        state.vocab.tokens().enumerate().map(|(k, t)| (PyBytes::new(py, t), id(k))).collect()
+        let tokens = state.vocab.tokens().enumerate();
+        tokens.filter_map(|(k, t)| state.ids.get(k as u32).map(|id| (PyBytes::new(py, t), id))).collect()
     }
 
     /// Every merge in order as `(left_id, right_id, token_id, count)`; merge `k` makes token
     /// `256 + k` (after extending a base: the base's `n_vocab + k`).
     fn get_merges(&self) -> Vec<(u32, u32, u32, u64)> {
         let state = self.state();
-        let id = |m: &Merge| state.ids.as_ref().map_or(*m, |ids| ids.merge(m));
-        state.merges.iter().map(id).map(|m| (m.pair.0, m.pair.1, m.token, m.count)).collect()
+        // A merged pair never holds a byte outside the alphabet (no span does).
+        let id = |k: u32| state.ids.get(k).unwrap_or(u32::MAX);
+        state.merges.iter().map(|m| (id(m.pair.0), id(m.pair.1), id(m.token), m.count)).collect()
     }
 
     fn __repr__(&self) -> String {
@@ -349,21 +378,26 @@ impl Trainer {
         let run = match (plan.superword, superword_spans) {
             (Some(superword), Some(superword_spans)) => {
                 // The first stage trains to the transition; the second extends what it made, each
-                // superword span starting as the first stage's merges encode it.
+                // superword span starting as the first stage's merges encode it. (The recipe
+                // refuses HuggingFace's layout with a superword stage.)
                 let first = LearnOptions { vocab_size: superword.first_ranks, ..plan.options.clone() };
-                let subwords = run_loop(py, &pool, spans, None, first, progress.as_ref())?;
+                let subwords = run_loop(py, &pool, spans, None, None, first, progress.as_ref())?;
                 let ranks = subwords.vocab.tokens().zip(0..).map(|(t, id)| (t.to_vec(), id)).collect();
                 let made = py.detach(|| ExtendBase::new(ranks, subwords.vocab.len() as u32)).map_err(super::to_py)?;
-                let mut superwords = run_loop(py, &pool, superword_spans, Some(&made), plan.options, progress.as_ref())?;
+                let mut superwords = run_loop(py, &pool, superword_spans, Some(&made), None, plan.options, progress.as_ref())?;
                 stats.superword_spans = superwords.distinct_spans;
                 superwords.merges.splice(0..0, subwords.merges);
                 (superwords.distinct_spans, superwords.seconds) = (subwords.distinct_spans, subwords.seconds + superwords.seconds);
                 superwords
             }
-            _ => run_loop(py, &pool, spans, base.as_ref(), plan.options, progress.as_ref())?,
+            _ => run_loop(py, &pool, spans, base.as_ref(), plan.specials_first, plan.options, progress.as_ref())?,
         };
         (stats.distinct_spans, stats.merge_seconds) = (run.distinct_spans, run.seconds);
-        let ids = base.map(|base| base.ids().clone());
+        let ids = match (base, plan.specials_first) {
+            (Some(base), _) => Ids::Extended(base.ids().clone()),
+            (None, Some(specials)) => Ids::HuggingFace { specials, alphabet: run.alphabet as u32 },
+            (None, None) => Ids::Own,
+        };
         let splitter = plan.superword_splitter.unwrap_or(plan.splitter);
         *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids };
         Ok(plan.ranks_asked)

@@ -181,6 +181,21 @@ def test_the_compiled_check_finds_what_the_slow_one_finds():
     assert disagreed > 0, "some shuffled lists must disagree, or the test shows nothing"
 
 
+def test_the_compiled_merges_are_merges_of_and_its_check():
+    """huggingface_merges (what every export runs) against merges_of, tie_contexts and the slow
+    check, on random small vocabularies and on real trained ones."""
+    rng = random.Random(31)
+    vocabularies = [random_ranks(rng) for _ in range(60)]
+    vocabularies.append(bpeforge.Tokenizer.train_from_iterator(["the cat sat on the mat, aaa bbb abab"] * 9, 330, special_tokens=[]).mergeable_ranks)
+    for ranks in vocabularies:
+        merges, disagreement = bpeforge._core.huggingface_merges(list(ranks.items()))
+        assert [tuple(m) for m in merges] == hf.merges_of(ranks)
+        contexts = sorted(set(hf.tie_contexts(ranks, hf.merges_of(ranks))), key=lambda c: (len(c), c))
+        assert disagreement == bpeforge._core.first_merge_disagreement(list(ranks.items()), hf.merges_of(ranks), contexts)
+        if disagreement is None:
+            hf.check_merges_agree(ranks, hf.merges_of(ranks))
+
+
 def test_what_hf_would_encode_otherwise_is_refused(tmp_path):
     custom = bpeforge.Tokenizer({bytes([b]): b for b in range(256)}, r"\S+|\s+")
     with pytest.raises(ValueError, match="custom regex; HuggingFace splits with another regex engine"):

@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 
 from typing_extensions import disjoint_base
 
-__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "first_merge_disagreement", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
+__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "first_merge_disagreement", "huggingface_merges", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -586,4 +586,15 @@ def first_merge_disagreement(
     of token bytes, the first place of a pair counting) with `ignore_merges` on, splits otherwise
     than tiktoken does with `ranks` (token bytes and rank), and both splits: `(context, HF's
     tokens, tiktoken's tokens)`. None when every context splits alike.
+    """
+
+def huggingface_merges(
+    ranks: Sequence[tuple[bytes, int]],
+) -> tuple[list[tuple[bytes, bytes]], Optional[tuple[bytes, list[bytes], list[bytes]]]]:
+    """The merges HuggingFace's BPE needs to split as tiktoken does with `ranks` (token bytes and
+    rank), as `bpeforge.huggingface.merges_of` lists them (every pair of tokens whose
+    concatenation is a token, by the rank it makes, the longer left part first), and the first
+    tie context (`huggingface.tie_contexts`, shortest first) HuggingFace's loop would split
+    otherwise, as `first_merge_disagreement` gives it: the export's work on the merges, done
+    without the GIL (in Python it cost most of a save).
     """

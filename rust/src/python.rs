@@ -150,6 +150,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(split, m)?)?;
     m.add_function(wrap_pyfunction!(check_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order::first_merge_disagreement, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_order::huggingface_merges, m)?)?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add("DEFAULT_PATTERN", presets::GPT4)?;
     m.add("PRESETS", presets::PRESETS.iter().map(|(n, p)| (*n, *p)).collect::<Vec<_>>())?;

@@ -49,6 +49,62 @@ pub(super) fn first_merge_disagreement(
     })
 }
 
+/// The merges HuggingFace's BPE needs to split as tiktoken does with `ranks` (token bytes and
+/// rank), as `bpeforge.huggingface.merges_of` lists them (every pair of tokens whose
+/// concatenation is a token, by the rank it makes, the longer left part first), and the first
+/// tie context (`huggingface.tie_contexts`, shortest first) HuggingFace's loop would split
+/// otherwise, as `first_merge_disagreement` gives it: the export's work on the merges, done
+/// without the GIL (in Python it cost most of a save).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub(super) fn huggingface_merges(
+    py: Python<'_>,
+    ranks: Vec<(Vec<u8>, u32)>,
+) -> PyResult<(Vec<(Vec<u8>, Vec<u8>)>, Option<(Vec<u8>, Vec<Vec<u8>>, Vec<Vec<u8>>)>)> {
+    let (merges, contexts) = py.detach(|| {
+        let rank_of: FxHashMap<&[u8], u32> = ranks.iter().map(|(token, rank)| (&token[..], *rank)).collect();
+        let mut found: Vec<(u32, usize, &[u8], &[u8])> = Vec::new(); // (rank made, len - k, left, right)
+        for (token, rank) in &ranks {
+            for k in (1..token.len()).rev() {
+                if rank_of.contains_key(&token[..k]) && rank_of.contains_key(&token[k..]) {
+                    found.push((*rank, token.len() - k, &token[..k], &token[k..]));
+                }
+            }
+        }
+        found.sort_unstable_by(|a, b| (a.0, std::cmp::Reverse(a.2.len()), a.2, a.3).cmp(&(b.0, std::cmp::Reverse(b.2.len()), b.2, b.3)));
+        let merges: Vec<(&[u8], &[u8])> = found.iter().map(|&(_, _, l, r)| (l, r)).collect();
+        // tie_contexts: tokens made in several ways, their overlapping ways and their neighbours.
+        let mut ways: FxHashMap<Vec<u8>, Vec<(&[u8], &[u8])>> = FxHashMap::default();
+        for &(left, right) in &merges {
+            ways.entry([left, right].concat()).or_default().push((left, right));
+        }
+        let several: FxHashMap<&[u8], ()> = ways.iter().filter(|(_, p)| p.len() > 1).map(|(t, _)| (&t[..], ())).collect();
+        let mut contexts: Vec<Vec<u8>> = Vec::new();
+        for token in several.keys() {
+            for &(left, right) in &ways[*token] {
+                if token.starts_with(right) && ways[*token].contains(&(right, &token[right.len()..])) {
+                    contexts.push([left, token].concat());
+                }
+            }
+        }
+        for &(left, right) in &merges {
+            let made = [left, right].concat();
+            for part in [left, right] {
+                if several.contains_key(part) && rank_of[&made[..]] < rank_of[part] {
+                    contexts.push([part, &made[..]].concat());
+                    contexts.push([&made[..], part].concat());
+                }
+            }
+        }
+        contexts.sort_unstable_by(|a, b| (a.len(), a).cmp(&(b.len(), b)));
+        contexts.dedup();
+        let merges: Vec<(Vec<u8>, Vec<u8>)> = merges.iter().map(|(l, r)| (l.to_vec(), r.to_vec())).collect();
+        (merges, contexts)
+    });
+    let disagreement = first_merge_disagreement(py, ranks, merges.clone(), contexts)?;
+    Ok((merges, disagreement))
+}
+
 /// The parts of `piece` once every byte starts as a part and the adjacent pair listed first in
 /// `priority` is merged, the leftmost of equals, until no adjacent pair is listed: HuggingFace's
 /// loop. Each adjacent pair's place is looked up once, and again only when a merge beside it

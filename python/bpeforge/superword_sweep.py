@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import csv
 import io as textio
-import json
 import os
 import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
 
-from . import _core, io
-from .plot import PlotUnavailable, import_matplotlib, plot_curves, text_size
-from .sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, SweepText, measure_sizes
+from . import _core
+from .plot import plot_curves, text_size
+from .sweep import FORMAT, SweepText, measure_sizes, save_sweep_files
 from .tokenizer import Tokenizer
 
 #: The folder of the plain BPE tokenizer in a saved transition sweep (the others are named by
@@ -154,23 +153,8 @@ class TransitionSweep:
         """Writes ``sweep.csv``, ``sweep.json``, each tokenizer (``plain/``, ``T/``) with its
         ``.tiktoken``, and ``sweep.png``, each atomically (as :meth:`bpeforge.sweep.Sweep.save`
         does: ``bpeforge sweep`` builds a fresh folder and switches it whole)."""
-        folder = Path(directory)
-        folder.mkdir(parents=True, exist_ok=True)
-        for transition, tokenizer in self.tokenizers.items():
-            name = PLAIN if transition is None else str(transition)
-            tokenizer.save(folder / name)
-            io.write_atomic(folder / f"{name}.tiktoken", io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
-        io.write_atomic(folder / CSV_FILE, self.to_csv().encode("utf-8"))
-        io.write_atomic(folder / JSON_FILE, (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-        if plot is False:
-            return None
-        if plot is None:
-            try:
-                import_matplotlib()
-            except PlotUnavailable:
-                return None
-        self.plot(folder / PLOT_FILE)
-        return folder / PLOT_FILE
+        tokenizers = {PLAIN if t is None else str(t): tokenizer for t, tokenizer in self.tokenizers.items()}
+        return save_sweep_files(directory, tokenizers, self.to_csv(), self.to_json(), self.plot, plot)
 
 
 def sweep_superword_transitions(

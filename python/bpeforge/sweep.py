@@ -334,22 +334,38 @@ class Sweep:
         False never draws. Returns the plot's path, or None when none was drawn. Files of these
         names are replaced, each atomically; nothing else in ``directory`` is touched (``bpeforge
         sweep`` builds a fresh folder and switches it whole)."""
-        folder = Path(directory)
-        folder.mkdir(parents=True, exist_ok=True)
-        for size, tokenizer in self.tokenizers.items():
-            tokenizer.save(folder / str(size))
-            io.write_atomic(folder / f"{size}.tiktoken", io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
-        io.write_atomic(folder / CSV_FILE, self.to_csv().encode("utf-8"))
-        io.write_atomic(folder / JSON_FILE, (json.dumps(self.to_json(), indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-        if plot is False:
+        tokenizers = {str(size): tokenizer for size, tokenizer in self.tokenizers.items()}
+        return save_sweep_files(directory, tokenizers, self.to_csv(), self.to_json(), self.plot, plot)
+
+
+def save_sweep_files(
+    directory: Union[str, "os.PathLike[str]"],
+    tokenizers: Mapping[str, Tokenizer],
+    csv_text: str,
+    json_data: Dict[str, Any],
+    draw: Any,
+    plot: Optional[bool],
+) -> Optional[Path]:
+    """Writes a sweep's files into ``directory`` (made if needed), each atomically: each
+    tokenizer as the folder ``NAME/`` and its ranks ``NAME.tiktoken``, ``sweep.csv``,
+    ``sweep.json``, and ``sweep.png`` drawn by ``draw(path)`` as ``plot`` asks (see
+    :meth:`Sweep.save`). Returns the plot's path, or None when none was drawn."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, tokenizer in tokenizers.items():
+        tokenizer.save(folder / name)
+        io.write_atomic(folder / f"{name}.tiktoken", io.ranks_to_tiktoken(tokenizer.mergeable_ranks))
+    io.write_atomic(folder / CSV_FILE, csv_text.encode("utf-8"))
+    io.write_atomic(folder / JSON_FILE, (json.dumps(json_data, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    if plot is False:
+        return None
+    if plot is None:
+        try:
+            import_matplotlib()
+        except PlotUnavailable:
             return None
-        if plot is None:
-            try:
-                import_matplotlib()
-            except PlotUnavailable:
-                return None
-        self.plot(folder / PLOT_FILE)
-        return folder / PLOT_FILE
+    draw(folder / PLOT_FILE)
+    return folder / PLOT_FILE
 
 
 def sizes_reached(vocab_sizes: Sequence[int], n_vocab: int) -> Tuple[List[int], List[int]]:

@@ -25,16 +25,9 @@ pub const O200K: &str = concat!(
     r"|\s+",
 );
 
-/// Preset names and their patterns.
-pub const PRESETS: &[(&str, &str)] = &[
-    ("gpt4", GPT4),
-    ("cl100k_base", CL100K),
-    ("nanochat", NANOCHAT),
-    ("gpt2", R50K),
-    ("r50k_base", R50K),
-    ("p50k_base", R50K),
-    ("o200k_base", O200K),
-];
+/// Preset names and their patterns (the first of [`NAMED`]: those with a scanner of their own
+/// that bpeforge trains with by name; `superword` is the superword stage's).
+pub const PRESETS: &[(&str, &str)] = NAMED.split_at(7).0;
 
 /// The split pattern of the superword stage (SuperBPE's second stage, docs/superword.md): spans
 /// no longer end at spaces, so tokens may hold several words, but still end at digits (in groups

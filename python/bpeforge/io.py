@@ -299,17 +299,23 @@ def _read_json(path: Path) -> Any:
         raise TokenizerFileError(f"{path}: not a bpeforge file (nested too deeply)") from None
 
 
+def check_format(path: Path, data: Any, what: str, version: int) -> None:
+    """Refuses (TokenizerFileError naming ``path``) ``data`` that is not bpeforge's ``what``
+    (no ``"format": "bpeforge..."``) or not of format ``version``."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise TokenizerFileError(f"{path}: not a bpeforge {what} (no \"format\": \"{FORMAT}\")")
+    found = data.get("version")
+    if type(found) is not int or found != version:
+        shown = found if isinstance(found, int) else "(not an integer)"
+        raise TokenizerFileError(f"{path}: format version {shown} is not supported (this bpeforge reads {LEGACY_VERSION} and {VERSION})")
+
+
 def read_meta(directory: Path) -> dict:
     """``bpeforge.json`` of ``directory``, checked: bpeforge's, version 2, and matching its own
     checksum (TokenizerFileError otherwise)."""
     path = directory / META_FILE
     meta = _read_json(path)
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise TokenizerFileError(f"{path}: not a bpeforge tokenizer's metadata (no \"format\": \"{FORMAT}\")")
-    if type(meta.get("version")) is not int or meta["version"] != VERSION:
-        version = meta.get("version")
-        shown = version if isinstance(version, int) else "(not an integer)"
-        raise TokenizerFileError(f"{path}: format version {shown} is not supported (this bpeforge reads {LEGACY_VERSION} and {VERSION})")
+    check_format(path, meta, "tokenizer's metadata", VERSION)
     body = {k: v for k, v in meta.items() if k != "sha256"}
     if meta.get("sha256") != _sha256(_canonical(body)):
         raise TokenizerFileError(f"{path} does not match its own checksum (the file was edited or cut off)")
@@ -362,12 +368,7 @@ def _read_legacy_config(directory: Path) -> tuple:
         raise TokenizerFileError(
             f"{directory} holds a HuggingFace {LEGACY_CONFIG_FILE} but no {META_FILE}: read it with Tokenizer.from_huggingface"
         )
-    if not isinstance(config, dict) or config.get("format") != FORMAT:
-        raise TokenizerFileError(f"{config_path}: not a bpeforge tokenizer config (no \"format\": \"{FORMAT}\")")
-    if type(config.get("version")) is not int or config["version"] != LEGACY_VERSION:
-        version = config.get("version")
-        shown = version if isinstance(version, int) else "(not an integer)"
-        raise TokenizerFileError(f"{config_path}: format version {shown} is not supported (this bpeforge reads {LEGACY_VERSION} and {VERSION})")
+    check_format(config_path, config, "tokenizer config", LEGACY_VERSION)
     pattern, specials, n_ranks = config.get("pattern"), config.get("special_tokens"), config.get("n_ranks")
     if not isinstance(pattern, str):
         raise TokenizerFileError(f"{config_path}: \"pattern\" must be a string")

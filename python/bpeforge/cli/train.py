@@ -411,9 +411,13 @@ def train_on_counts(
 
 
 def build_tokenizer(trained: TrainedRanks) -> Tuple[Tokenizer, float]:
-    """The tokenizer of the trained ranks, and the seconds building it took (for the report)."""
+    """The tokenizer of the trained ranks, and the seconds building it took (for the report);
+    extended ranks whose id layout a Tokenizer does not take are a :class:`CLIError`."""
     t_build = time.perf_counter()
-    tokenizer = trained.build(Tokenizer)
+    try:
+        tokenizer = trained.build(Tokenizer)
+    except ValueError as e:
+        raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
     return tokenizer, time.perf_counter() - t_build
 
 
@@ -481,10 +485,7 @@ def run_train(args: argparse.Namespace) -> int:
         hf_json, no_tiktoken = huggingface_outputs(trained)
         if no_tiktoken is not None:
             return save_huggingface_only(args, trained, hf_json, no_tiktoken)
-        try:
-            tokenizer, t_build = build_tokenizer(trained)  # no NoTextError: the check above ruled it out
-        except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
-            raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
+        tokenizer, t_build = build_tokenizer(trained)  # no NoTextError: the check above ruled it out
         warnings: List[str] = stopped_early_warnings(trained, tokenizer)
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")

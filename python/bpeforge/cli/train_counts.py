@@ -25,7 +25,6 @@ from .train import (
     save_huggingface_only,
     describe_pattern,
     find_inputs,
-    name_the_flag,
     saved_message,
     set_up_training,
     set_up_training_on,
@@ -70,10 +69,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
         hf_json, no_tiktoken = huggingface_outputs(trained)
         if no_tiktoken is not None:
             return save_huggingface_only(args, trained, hf_json, no_tiktoken)
-        try:
-            tokenizer, t_build = build_tokenizer(trained)
-        except ValueError as e:  # extended ranks whose id layout a Tokenizer does not take
-            raise CLIError(f"the extended ranks make no tokenizer: {one_line(e)}") from None
+        tokenizer, t_build = build_tokenizer(trained)
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
 
     def report() -> int:  # the tokenizer is saved: Ctrl-C skips the rest (after_saving)

@@ -22,7 +22,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge._core"},
     # leaves: exceptions, argument checks, split patterns, console progress, the version, mixing
     # sources' span counts (weights from sizes, the mix's record)
-    {"bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version", "bpeforge.mixing"},
+    {"bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version", "bpeforge.mixing",
+     "bpeforge.oniguruma"},
     # the encoding core; writing files crash-consistently
     {"bpeforge.base", "bpeforge.files"},
     # a tokenizer's first ranks (a smaller vocabulary); plots (matplotlib, nothing of the package)

@@ -24,13 +24,22 @@ from bpeforge.patterns import PATTERNS  # noqa: E402
 BYTE_LEVEL_ALPHABET = pre_tokenizers.ByteLevel.alphabet()
 
 
-def split_then_byte_level(preset: str, prefix: bool = False):
+def split_then_byte_level(preset: str, prefix: bool = False, regex: str = "", behavior: str = "isolated"):
+    """A Split of ``preset`` in HuggingFace's spelling (or of ``regex``), then a ByteLevel."""
     return pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(oniguruma_regex(PATTERNS[preset])), behavior="isolated"),
+            pre_tokenizers.Split(Regex(regex or oniguruma_regex(PATTERNS[preset])), behavior=behavior, invert=behavior == "removed"),
             pre_tokenizers.ByteLevel(add_prefix_space=prefix, use_regex=False),
         ]
     )
+
+
+# Split regexes of the constructs bpeforge.oniguruma lists, in Oniguruma's spelling: one that
+# matches every character; one that leaves text unmatched (an isolated Split keeps it as
+# pieces, a removed and inverted one drops it); cl100k_base's own spelling, whose possessive
+# {1,3}+ Oniguruma reads as ({1,3})+ (any number of digits).
+CUSTOM = r"(?i:'s|'t)|[^\s\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s"
+UNMATCHED = r"\p{L}+|\p{N}|\n"
 
 
 # Every supported pre-tokenizer, by name (made anew for each tokenizer).
@@ -42,6 +51,12 @@ PRE_TOKENIZERS = {
     "split-gpt4": lambda: split_then_byte_level("gpt4"),
     "split-gpt4-prefix": lambda: split_then_byte_level("gpt4", prefix=True),
     "split-o200k": lambda: split_then_byte_level("o200k_base"),
+    "split-custom": lambda: split_then_byte_level("", regex=CUSTOM),
+    "split-custom-prefix": lambda: split_then_byte_level("", prefix=True, regex=CUSTOM),
+    "split-unmatched-isolated": lambda: split_then_byte_level("", regex=UNMATCHED),
+    "split-unmatched-isolated-prefix": lambda: split_then_byte_level("", prefix=True, regex=UNMATCHED),
+    "split-unmatched-removed": lambda: split_then_byte_level("", regex=UNMATCHED, behavior="removed"),
+    "split-cl100k-as-oniguruma-reads-it": lambda: split_then_byte_level("", regex=PATTERNS["cl100k_base"]),
 }
 
 
@@ -206,10 +221,9 @@ def test_bytes_left_out_of_the_alphabet_make_no_tiktoken_tokenizer():
         (lambda tok, tr: setattr(tok, "model", models.WordPiece()), "WordPiece model"),
         (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Whitespace()), "pre-tokenizer"),
         (lambda tok, tr: setattr(tok, "pre_tokenizer", None), "without a pre-tokenizer"),
-        (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r"\w+|\W+"), "isolated"), pre_tokenizers.ByteLevel(use_regex=False)])), r"Split regex '\\\\w\+\|\\\\W\+'"),
+        (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r"\w+|\W+"), "isolated"), pre_tokenizers.ByteLevel(use_regex=False)])), r"the Split regex: the split pattern '\\\\w\+\|\\\\W\+' uses \\w \(at position 0\)"),
+        (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r"(?i:\p{Lu})"), "isolated"), pre_tokenizers.ByteLevel(use_regex=False)])), r"the property \\p\{Lu\} in a case-insensitive group"),
         (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(" ", "isolated"), pre_tokenizers.ByteLevel(use_regex=False)])), "literal string"),
-        # cl100k_base's own spelling, whose possessive {1,3}+ Oniguruma reads as ({1,3})+
-        (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(PATTERNS["cl100k_base"]), "isolated"), pre_tokenizers.ByteLevel(use_regex=False)])), "Split regex"),
         (lambda tok, tr: setattr(tok, "pre_tokenizer", pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r"\s+"), "removed"), pre_tokenizers.ByteLevel(use_regex=False)])), "behavior='Removed'"),
         (lambda tok, tr: setattr(tr, "continuing_subword_prefix", "##"), "continuing_subword_prefix"),
         (lambda tok, tr: setattr(tr, "end_of_word_suffix", "</w>"), "end_of_word_suffix"),
@@ -236,12 +250,13 @@ def test_another_trainer_is_refused():
 # ------------------------------------------------------------------------------ the command line
 
 
-def cli_json_training(docs: list, vocab_size: int, special_tokens: list, initial_alphabet: list) -> dict:
+def cli_json_training(docs: list, vocab_size: int, special_tokens: list, initial_alphabet: list, pre: str = "split-gpt4") -> dict:
     """HuggingFace's training of what ``bpeforge train --tie-break huggingface`` describes in its
-    tokenizer.json: a Split of the pattern (gpt4 here), a regex-less ByteLevel, a ByteLevel decoder."""
+    tokenizer.json: a Split of the pattern (gpt4 unless ``pre`` says), a regex-less ByteLevel, a
+    ByteLevel decoder."""
     from tokenizers import decoders
 
-    tok = tokenizer_with("split-gpt4")
+    tok = tokenizer_with(pre)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=special_tokens, initial_alphabet=initial_alphabet, show_progress=False)
     tok.train_from_iterator(docs, trainer=trainer)
@@ -283,3 +298,36 @@ def test_progress_counts_the_merges_huggingfaces_alphabet_leaves_room_for(real_t
     # Its merges are reported with HuggingFace's ids, as the trainer gives them.
     left, right, token, count = trained.merges()[-1]
     assert (merges[-1]["pair"], merges[-1]["token"], merges[-1]["count"]) == ((left, right), token, count) and token == 399
+
+
+@pytest.mark.parametrize(
+    "pattern, pre",
+    [(r"(?i:'s|'t)|[^\s\p{L}\p{N}]?+\p{L}+|\p{N}{1,2}| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s", "split-custom"), (r"\p{L}+|\p{N}|\n", "split-unmatched-removed")],
+    ids=["custom", "custom-unmatched"],
+)
+def test_the_command_line_writes_huggingfaces_tokenizer_json_for_a_custom_pattern(tmp_path, real_text, pattern, pre):
+    """A custom --pattern of listed constructs: the tokenizer.json's Split is its Oniguruma
+    spelling (removed and inverted where it leaves text unmatched, which bpeforge drops), and
+    HuggingFace's training with it is bpeforge's."""
+    from bpeforge.cli import main
+
+    docs = real_text[:20]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"text": d}) + "\n" for d in docs), encoding="utf-8")
+    out = tmp_path / "tok"
+    args = ["train", str(path), "-o", str(out), "--holdout", "0", "--vocab-size", "600", "--tie-break", "huggingface", "--pattern", pattern, "-q",
+            "--special-tokens", "<|endoftext|>"]
+    assert main(args) == 0
+    assert_same(cli_json_training(docs, 600, ["<|endoftext|>"], [], pre=pre), json.loads((out / "tokenizer.json").read_text(encoding="utf-8")))
+
+
+def test_the_command_line_refuses_a_custom_pattern_off_the_list_before_training(tmp_path, capsys):
+    from bpeforge.cli import main
+
+    path = tmp_path / "docs.txt"
+    path.write_text("some text\n", encoding="utf-8")
+    args = ["train", str(path), "-o", str(tmp_path / "tok"), "--vocab-size", "300", "--tie-break", "huggingface", "--pattern", r"\w+|\s"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and r"--tie-break huggingface: --pattern: the split pattern '\\w+|\\s' uses \w (at position 0)" in err
+    assert not (tmp_path / "tok").exists()

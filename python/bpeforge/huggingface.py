@@ -11,13 +11,15 @@ Written (see :func:`to_huggingface`):
   a merge for *every* way of making a token from two tokens (tiktoken merges by the rank of the
   concatenation, whichever two parts make it), ordered by the rank they make;
 - the pre-tokenizer: the split pattern as a ``Split`` (behavior ``Isolated``) followed by
-  ``ByteLevel(add_prefix_space=false, use_regex=false)``; only the preset patterns, whose
-  translation to HuggingFace's regex engine (Oniguruma) is argued and tested;
+  ``ByteLevel(add_prefix_space=false, use_regex=false)``; a preset pattern in a reviewed
+  spelling for HuggingFace's regex engine (Oniguruma), a custom one when it uses only the
+  constructs :mod:`bpeforge.oniguruma` lists, translated (and if it may leave text unmatched,
+  which tiktoken drops, the ``Split`` is ``Removed`` inverted, which drops it too);
 - a ByteLevel decoder, the special tokens as added tokens at their own ids, and
   ``tokenizer_config.json`` for ``transformers``.
 
-Read (see :func:`from_huggingface`): a ByteLevel BPE (GPT-2's own pre-tokenizer, or a preset
-pattern as a ``Split`` before a regex-less ``ByteLevel``), with or without ``ignore_merges``,
+Read (see :func:`from_huggingface`): a ByteLevel BPE (GPT-2's own pre-tokenizer, or a
+``Split`` of a preset pattern or of listed constructs before a regex-less ``ByteLevel``), with or without ``ignore_merges``,
 special tokens at any ids (``BpeTrainer`` puts them first), the single bytes in any order.
 
 Trained (see :func:`train_from_iterator`): HuggingFace's own ``Tokenizer`` and ``BpeTrainer``,
@@ -38,7 +40,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
 
-from . import _core, io
+from . import _core, io, oniguruma
 from .base import BaseTokenizer, check_tiktoken_parts
 from .counts import count
 from .patterns import PATTERNS, SUPERWORD_PATTERN, pattern_label
@@ -242,18 +244,23 @@ def oniguruma_regex(pattern: str) -> str:
     return re.sub(r"(\{\d+,\d+\})\+(?=\||$)", r"\1", pattern)
 
 
-def huggingface_pattern(tokenizer: BaseTokenizer) -> str:
-    """The regex HF's ``Split`` must be given to split as ``tokenizer``'s pattern does with
-    tiktoken: only a preset's or the superword pattern (see :func:`oniguruma_regex`; the
-    superword pattern's look-around, ``{2,}`` and ``[\s\S]`` mean the same in both engines, as
-    tests/test_superword.py checks on generated text); ValueError otherwise."""
-    if pattern_label(tokenizer.pattern) == "custom regex":
-        raise ValueError(
-            "cannot export: the split pattern is a custom regex; HuggingFace splits with another regex engine "
-            "(Oniguruma), which bpeforge has checked against tiktoken's only for the presets "
-            f"({', '.join(PATTERNS)}) and the superword pattern, so only those are exported"
-        )
-    return oniguruma_regex(tokenizer.pattern)
+def split_step(pattern: str) -> dict[str, Any]:
+    """The ``Split`` pre-tokenizer (its JSON) that splits text in HuggingFace as ``pattern``
+    (bpeforge's regex) does with tiktoken, or :class:`~bpeforge.oniguruma.NotPortable` (a
+    ValueError) naming the first construct HuggingFace's regex engine is not checked to match
+    alike. A preset's or the superword pattern's regex is written as reviewed (see
+    :func:`oniguruma_regex`; the superword pattern's look-around, ``{2,}`` and ``[\\s\\S]`` mean
+    the same in both engines, as tests/test_superword.py checks on generated text); a custom
+    one is translated (:func:`bpeforge.oniguruma.to_oniguruma`). Behavior ``Isolated`` (each
+    match a piece, and the text between matches a piece too) where the pattern is sure to leave
+    no text unmatched; otherwise ``Removed`` with the pattern inverted, which drops that text
+    as tiktoken does."""
+    if pattern_label(pattern) != "custom regex":
+        return {"type": "Split", "pattern": {"Regex": oniguruma_regex(pattern)}, "behavior": "Isolated", "invert": False}
+    regex = oniguruma.to_oniguruma(pattern)
+    if oniguruma.matches_every_character(pattern):
+        return {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Isolated", "invert": False}
+    return {"type": "Split", "pattern": {"Regex": regex}, "behavior": "Removed", "invert": True}
 
 
 def check_special_spelling(name: str, vocab: dict[str, int]) -> None:
@@ -273,7 +280,10 @@ def check_special_spelling(name: str, vocab: dict[str, int]) -> None:
 def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
     """The ``tokenizer.json`` of ``tokenizer`` (as a dict), or ValueError for what HF cannot
     encode as tiktoken does (see the module docstring)."""
-    pattern = huggingface_pattern(tokenizer)
+    try:
+        split = split_step(tokenizer.pattern)
+    except ValueError as e:
+        raise ValueError(f"cannot export: {e}") from None
     ranks = tokenizer.mergeable_ranks
     try:
         check_tiktoken_parts(ranks, tokenizer.pattern, tokenizer.special_tokens)  # one wrapped by from_encoding is unchecked
@@ -305,7 +315,7 @@ def to_huggingface(tokenizer: BaseTokenizer) -> dict[str, Any]:
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": False},
+                split,
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
             ],
         },
@@ -478,7 +488,8 @@ def read_json(path: Union[str, os.PathLike]) -> tuple[Path, dict[str, Any]]:
 
 def split_pattern(pre_tokenizer: Any) -> Optional[str]:
     """The split pattern ``pre_tokenizer`` amounts to, when it is a byte-level one tiktoken can
-    follow exactly; None otherwise."""
+    follow exactly; None otherwise, and ValueError for a ``Split`` whose regex or behavior
+    cannot be followed (see :func:`pattern_of_split`)."""
     if not isinstance(pre_tokenizer, dict):
         return None
     kind = pre_tokenizer.get("type")
@@ -491,15 +502,39 @@ def split_pattern(pre_tokenizer: Any) -> Optional[str]:
         return None
     split, byte_step = steps
     if not (
-        isinstance(split, dict) and split.get("type") == "Split" and split.get("behavior") == "Isolated" and not split.get("invert")
+        isinstance(split, dict) and split.get("type") == "Split"
         and isinstance(byte_step, dict) and byte_step.get("type") == "ByteLevel"
         and not byte_step.get("add_prefix_space") and byte_step.get("use_regex") is False
     ):
         return None
+    return pattern_of_split(split)
+
+
+def pattern_of_split(split: dict[str, Any]) -> str:
+    """The regex (bpeforge's spelling) with which tiktoken's splitting, which drops text the
+    pattern does not match, cuts text as HuggingFace's ``Split`` step ``split`` (its JSON) does:
+    behavior ``Isolated`` (the text between matches a piece too) or ``Removed`` inverted (that
+    text dropped). The regex is a preset's (or the superword pattern's, or GPT-2's own) in
+    HuggingFace's spelling, or one of the constructs :mod:`bpeforge.oniguruma` lists, read as
+    Oniguruma reads it; with ``Isolated``, unless it is sure to leave no text unmatched, the
+    text between matches becomes a match of its own (:func:`bpeforge.oniguruma.with_unmatched_text`).
+    ValueError naming what is not reproduced."""
     regex = (split.get("pattern") or {}).get("Regex")
+    if not isinstance(regex, str):
+        raise ValueError(f"a Split on a literal string ({split.get('pattern')!r}): only a regex (tokenizers.Regex(...)) is reproduced")
+    behavior, invert = split.get("behavior"), bool(split.get("invert"))
+    isolated = behavior == "Isolated" and not invert
+    if not isolated and not (behavior == "Removed" and invert):
+        raise ValueError(f"a Split with behavior={behavior!r}, invert={invert!r}: only 'isolated', or 'removed' inverted, is reproduced")
     if regex == GPT2_BYTE_LEVEL_PATTERN:
         return PATTERNS["gpt2"]
-    return next((known for known in (*PATTERNS.values(), SUPERWORD_PATTERN) if oniguruma_regex(known) == regex), None)
+    known = next((known for known in (*PATTERNS.values(), SUPERWORD_PATTERN) if oniguruma_regex(known) == regex), None)
+    if known is not None:
+        return known  # (each matches every character: isolated or not, the same pieces)
+    pattern = oniguruma.from_oniguruma(regex)
+    if isolated and not oniguruma.matches_every_character(pattern):
+        pattern = oniguruma.with_unmatched_text(pattern)
+    return pattern
 
 
 def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) -> T:
@@ -521,11 +556,14 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
             raise refuse(f"the BPE model sets {key} = {model[key]!r}")
     if model.get("byte_fallback"):
         raise refuse("the BPE model uses byte_fallback (not a byte-level BPE)")
-    pattern = split_pattern(data.get("pre_tokenizer"))
+    try:
+        pattern = split_pattern(data.get("pre_tokenizer"))
+    except ValueError as e:
+        raise refuse(f"its pre-tokenizer's Split: {e}") from None
     if pattern is None:
         raise refuse(
             "its pre-tokenizer is not a byte-level one bpeforge reproduces: GPT-2's ByteLevel (use_regex, no prefix "
-            "space) or a preset pattern as a Split (Isolated) followed by ByteLevel(use_regex=false, add_prefix_space=false)"
+            "space) or a Split (Isolated, or Removed inverted) followed by ByteLevel(use_regex=false, add_prefix_space=false)"
         )
     decoder = data.get("decoder")
     if decoder is not None and decoder.get("type") != "ByteLevel":
@@ -662,8 +700,9 @@ def check_tokens_are_reached(merges: list, ranks: dict[bytes, int], refuse: Any)
 # - the pre-tokenizer: ``ByteLevel`` (its regex is GPT-2's, bpeforge's ``gpt2`` preset; without
 #   it, each text is one span), or ``Sequence([Split(Regex(p), behavior="isolated"),
 #   ByteLevel(use_regex=False)])`` with ``p`` the HuggingFace spelling of one of bpeforge's
-#   presets; ``add_prefix_space`` puts a space before each text (each piece of a ``Split``) that
-#   does not start with one;
+#   presets or a regex of the constructs :mod:`bpeforge.oniguruma` lists (also with
+#   ``behavior="removed", invert=True``); ``add_prefix_space`` puts a space before each text (each
+#   piece of a ``Split``) that does not start with one;
 # - the trainer's options: ``vocab_size``, ``min_frequency``, ``special_tokens``,
 #   ``initial_alphabet`` (characters of the byte-level alphabet), ``limit_alphabet``,
 #   ``max_token_length`` and ``show_progress`` (bpeforge's progress on stderr);
@@ -720,16 +759,15 @@ def split_of(pre_tokenizer: Optional[dict[str, Any]]) -> TextSplit:
             split, level = steps
             if level.get("use_regex", True):
                 raise cannot_reproduce("a ByteLevel with its regex after a Split (give it use_regex=False)")
-            behavior, invert = split.get("behavior"), split.get("invert")
-            if behavior != "Isolated" or invert:
-                raise cannot_reproduce(f"a Split with behavior={behavior!r}, invert={invert!r} (only 'isolated', not inverted)")
             regex = (split.get("pattern") or {}).get("Regex")
-            if regex is None:
-                raise cannot_reproduce(f"a Split on a literal string ({split.get('pattern')!r}): give it tokenizers.Regex(...)")
-            preset = preset_of_regex(regex)
-            if preset is None:
-                raise cannot_reproduce(f"the Split regex {regex!r}: only the HuggingFace spellings of bpeforge's presets ({', '.join(PATTERNS)}) are supported")
-            return TextSplit(preset, prefix_span=bool(level.get("add_prefix_space")))
+            preset = None if regex is None else preset_of_regex(regex)
+            try:
+                pattern = preset or pattern_of_split(split)
+            except oniguruma.NotPortable as e:
+                raise cannot_reproduce(f"the Split regex: {e}") from None
+            except ValueError as e:
+                raise cannot_reproduce(str(e)) from None
+            return TextSplit(pattern, prefix_span=bool(level.get("add_prefix_space")))
     raise cannot_reproduce(f"the pre-tokenizer {json.dumps(pre_tokenizer)[:200]}: only ByteLevel, or Sequence([Split(Regex(...), behavior='isolated'), ByteLevel(use_regex=False)])")
 
 
@@ -836,14 +874,12 @@ def huggingface_tokenizer_json(trained: TrainedRanks) -> dict[str, Any]:
     writes: a new ``Tokenizer(models.BPE())`` whose pre-tokenizer is
     ``Sequence([Split(Regex(p), behavior="isolated"), ByteLevel(add_prefix_space=False,
     use_regex=False)])`` (``p``: the recipe's pattern in HuggingFace's spelling) and whose
-    decoder is ``ByteLevel()``, trained by a ``BpeTrainer`` with the recipe's options. What the
-    command line writes for ``--tie-break huggingface``; ValueError for a custom pattern (only
-    the presets' spelling for HuggingFace's regex engine is checked)."""
-    if pattern_label(trained.pattern) == "custom regex":
-        raise ValueError(
-            "a custom split pattern: HuggingFace splits with another regex engine (Oniguruma), checked against "
-            f"bpeforge's only for the presets ({', '.join(PATTERNS)})"
-        )
+    decoder is ``ByteLevel()``, trained by a ``BpeTrainer`` with the recipe's options (for a
+    custom pattern that may leave text unmatched, the ``Split`` is ``Removed`` inverted: see
+    :func:`split_step`). What the command line writes for ``--tie-break huggingface``;
+    ValueError for a custom pattern using a construct HuggingFace's regex engine is not checked
+    to match alike."""
+    split = split_step(trained.pattern)
     vocab, merges = huggingface_model(trained)
     added = [
         {"id": i, "content": name, "single_word": False, "lstrip": False, "rstrip": False, "normalized": False, "special": True}
@@ -858,7 +894,7 @@ def huggingface_tokenizer_json(trained: TrainedRanks) -> dict[str, Any]:
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": oniguruma_regex(trained.pattern)}, "behavior": "Isolated", "invert": False},
+                split,
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
             ],
         },

@@ -103,7 +103,7 @@ class NotPortable(ValueError):
     def __init__(self, construct: str, reason: str, pattern: str, position: int) -> None:
         self.construct = construct
         super().__init__(
-            f"the split pattern {pattern!r} uses {construct} (at character {position}), which HuggingFace's regex "
+            f"the split pattern {pattern!r} uses {construct} (at position {position}), which HuggingFace's regex "
             f"engine (Oniguruma) is not checked to match as bpeforge's does: {reason}"
         )
 
@@ -113,9 +113,10 @@ class NotPortable(ValueError):
 class Char:
     """One character, matched as itself (``escaped``: written as an escape)."""
 
-    def __init__(self, char: str, escaped: bool = False) -> None:
+    def __init__(self, char: str, escaped: bool = False, at: int = 0) -> None:
         self.char = char
         self.escaped = escaped
+        self.at = at  # its place in the pattern
 
 
 class Shorthand:
@@ -320,7 +321,7 @@ class Parser:
                 f"it folds to {c.casefold()!r}, which Oniguruma matches too and fancy-regex does not",
                 start,
             )
-        return Char(c)
+        return Char(c, at=start)
 
     def group(self, start: int, ignore_case: bool) -> Node:
         kinds = {"?:": "group", "?>": "atomic", "?=": "ahead", "?!": "not_ahead", "?<=": "behind", "?<!": "not_behind"}
@@ -433,7 +434,7 @@ class Parser:
     def escape(self, start: int, in_class: bool, ignore_case: bool) -> Union[Char, Shorthand, Property, Anchor]:
         c = self.take()
         if c in CONTROL_ESCAPES:
-            return Char(CONTROL_ESCAPES[c], escaped=True)
+            return Char(CONTROL_ESCAPES[c], escaped=True, at=start)
         if c in "sSdDhH":
             return Shorthand(c)
         if c in "pP":
@@ -443,7 +444,7 @@ class Parser:
         if not in_class and c in "Az":
             return Anchor("text_start" if c == "A" else "text_end")
         if c in ESCAPABLE:
-            return Char(c, escaped=True)
+            return Char(c, escaped=True, at=start)
         if c.isdigit():
             raise self.refuse(f"the escape \\{c}", "back-references and octal escapes are not checked", start)
         if c in REFUSED_ESCAPES:
@@ -624,47 +625,47 @@ def check_case_folding(node: Node, parser: Parser, ignore_case: bool = False) ->
         for item in node.items:
             check_case_folding(item, parser, ignore_case)
         if ignore_case:
-            before: set[str] = set()
+            before: list[Char] = []
             for item in node.items:
                 first, last, empty = ends(item)
-                for a in before:
-                    for b in first:
-                        if (a.casefold()[-1:] + b.casefold()[:1]) in multi_fold_pairs():
+                for b in first:
+                    for a in before:
+                        if (a.char.casefold()[-1:] + b.char.casefold()[:1]) in multi_fold_pairs():
                             raise parser.refuse(
-                                f"the letters {a + b!r} side by side in a case-insensitive group",
-                                f"a character folds to {(a + b).casefold()!r}, which Oniguruma matches too and fancy-regex does not",
-                                0,
+                                f"the letters {a.char + b.char!r} side by side in a case-insensitive group",
+                                f"a character folds to {(a.char + b.char).casefold()!r}, which Oniguruma matches too and fancy-regex does not",
+                                b.at,
                             )
-                before = last | before if empty else last
+                before = last + before if empty else last
 
 
-def ends(node: Node) -> tuple[set[str], set[str], bool]:
+def ends(node: Node) -> tuple[list[Char], list[Char], bool]:
     """The literal characters that can begin and end a match of ``node`` (where Oniguruma could
     join them with a neighbour into one string), and whether it can match nothing."""
     if isinstance(node, Char):
-        return {node.char}, {node.char}, False
+        return [node], [node], False
     if isinstance(node, (Shorthand, Property, Range, CharClass, Dot)):
-        return set(), set(), False
+        return [], [], False
     if isinstance(node, Anchor):
-        return set(), set(), True
+        return [], [], True
     if isinstance(node, Group):
         if node.kind in LOOKAROUNDS:
-            return set(), set(), True
+            return [], [], True
         return ends(node.body)
     if isinstance(node, Repeat):
         begins, ends_, nothing = ends(node.body)
         return begins, ends_, nothing or node.least == 0
     if isinstance(node, Alternation):
         results = [ends(a) for a in node.alternatives]
-        return set().union(*(r[0] for r in results)), set().union(*(r[1] for r in results)), any(r[2] for r in results)
-    first: set[str] = set()
-    last: set[str] = set()
+        return [c for r in results for c in r[0]], [c for r in results for c in r[1]], any(r[2] for r in results)
+    first: list[Char] = []
+    last: list[Char] = []
     empty = True
     for item in node.items:
         f, l_, e = ends(item)
         if empty:
-            first |= f
-        last = last | l_ if e else l_
+            first += f
+        last = l_ + last if e else l_
         empty = empty and e
     return first, last, empty
 
@@ -771,7 +772,7 @@ def to_oniguruma(pattern: str) -> str:
     '\\\\A\\\\p{L}+|(?>\\\\d{1,3})|\\\\s+\\\\z'
     >>> to_oniguruma(r"\\w+")
     Traceback (most recent call last):
-    bpeforge.oniguruma.NotPortable: the split pattern '\\\\w+' uses \\w (at character 0), which HuggingFace's regex engine (Oniguruma) is not checked to match as bpeforge's does: Oniguruma's word characters are not fancy-regex's (it puts the superscript digits ²³¹ and the fractions ¼½¾ in \\w, and its [\\w] is yet another set)
+    bpeforge.oniguruma.NotPortable: the split pattern '\\\\w+' uses \\w (at position 0), which HuggingFace's regex engine (Oniguruma) is not checked to match as bpeforge's does: Oniguruma's word characters are not fancy-regex's (it puts the superscript digits ²³¹ and the fractions ¼½¾ in \\w, and its [\\w] is yet another set)
     """
     return spelled(parse(pattern, "fancy"), "oniguruma")
 

@@ -18,7 +18,7 @@ from ..base import NANOCHAT_SPECIAL_TOKENS
 from .._core import SpanCounts
 from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
 from ..extending import extension_recipe
-from ..huggingface import huggingface_tokenizer_json
+from ..huggingface import huggingface_tokenizer_json, split_step
 from ..inputs import Corpus, Source
 from ..patterns import PATTERNS, pattern_label
 from ..progress import ConsoleProgress, is_terminal
@@ -212,12 +212,11 @@ def set_up_training(args: argparse.Namespace) -> Training:
                 initial_alphabet=parse_initial_alphabet(getattr(args, "initial_alphabet", None)),
                 limit_alphabet=getattr(args, "limit_alphabet", None),
             )
-            if recipe.tie_break == "huggingface" and pattern_label(recipe.pattern) == "custom regex":
-                raise CLIError(
-                    f"--tie-break huggingface: the tokenizer.json needs a preset --pattern ({', '.join(PATTERNS)}): "
-                    "HuggingFace's regex engine is checked against bpeforge's for those only",
-                    EXIT_USAGE,
-                )
+            if recipe.tie_break == "huggingface":
+                try:
+                    split_step(recipe.pattern)  # the tokenizer.json's Split, refused before training rather than after
+                except ValueError as e:
+                    raise CLIError(f"--tie-break huggingface: --pattern: {one_line(e)}", EXIT_USAGE) from None
         return Training(recipe, base=base, num_threads=args.threads)
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None

@@ -36,7 +36,7 @@ BUILD_HINT = (
     "Or use --stdlib (this Python's standard library sources, nothing to build)."
 )
 
-TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy", "bpeforge-hf", "gigatoken-hf")
+TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy", "bpeforge-hf", "gigatoken-hf", "ffbpe-hf")
 
 # Not a trainer: iterates the corpus and drops every text, to measure the reader alone (its time
 # and peak RSS are part of every trainer's figures when the corpus is streamed).
@@ -350,7 +350,11 @@ def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192)
             ranks.append((b, b[0] if len(b) == 1 else i))
         ranks.sort(key=lambda kv: kv[1])
     elif name == "gigatoken-hf":
+        import bpeforge
         import gigatoken
+
+        if pattern != bpeforge.PATTERNS["gpt2"]:
+            raise ValueError("gigatoken trains with GPT-2's pattern only: run it with --pattern gpt2")
 
         # gigatoken trains on bytes (or files), GPT-2's pattern only, with every byte in its
         # alphabet: the texts are joined by a separator it splits documents at again.
@@ -359,6 +363,21 @@ def train(name: str, it, vocab_size: int, pattern: str, buffer_size: int = 8192)
         vocab = gigatoken.train_bpe(data, vocab_size, [], tie_breaking="huggingface", separator=b"\0")[0]
         w1, c1 = _clock()
         ranks = sorted(((b, i) for i, b in vocab.items()), key=lambda kv: kv[1])
+    elif name == "ffbpe-hf":
+        import ffbpe
+
+        # ffbpe's word counter (the pattern run by its own scanner for the presets, by its regex
+        # fallback otherwise), then its trainer with HuggingFace's byte-level alphabet (all 256
+        # characters) and tie-break (the smaller pair of ids): HF's vocabulary, ids included.
+        w0, c0 = _clock()
+        counter = ffbpe.PreTokenizer([], pat_str=pattern).word_counter()
+        counter.add_source(it)
+        trainer = ffbpe.BpeTrainer([], initial_alphabet="byte_level", tie_break="smallest_pair_id")
+        trainer.add_word_counter(counter)
+        trainer.train(vocab_size)
+        w1, c1 = _clock()
+        # Single bytes renumbered to their byte value, as HF's are (see hf-tokenizers above).
+        ranks = sorted(((b, b[0] if len(b) == 1 else i) for b, i in trainer.vocab.items()), key=lambda kv: kv[1])
     elif name == READER:
         import collections
 
@@ -398,8 +417,8 @@ def child_main(cfg_path: str) -> None:
         cfg = json.load(f)
     name = cfg["trainer"]
     # import the trainer's module first, so the baseline RSS includes it
-    module = {"hf-tokenizers": "tokenizers", "bpeforge-hf": "bpeforge.huggingface", "gigatoken-hf": "gigatoken"}.get(name, name)
-    if module in TRAINERS + ("tokenizers", "bpeforge.huggingface", "gigatoken"):
+    module = {"hf-tokenizers": "tokenizers", "bpeforge-hf": "bpeforge.huggingface", "gigatoken-hf": "gigatoken", "ffbpe-hf": "ffbpe"}.get(name, name)
+    if module in TRAINERS + ("tokenizers", "bpeforge.huggingface", "gigatoken", "ffbpe"):
         __import__(module)
     st = Stats()
     it = corpus_iter(cfg["corpus"], st)
@@ -507,7 +526,7 @@ def machine_info() -> list:
     nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     lines.append(f"machine: nproc={nproc} (os.cpu_count={os.cpu_count()}), cpu={cpu}, mem={mem}, "
                  f"{platform.system()} {platform.release()}, Python {platform.python_version()}")
-    lines.append("versions: " + ", ".join(f"{m} {_version(m)}" for m in ("bpeforge", "rustbpe", "tokenizers", "bpeasy")))
+    lines.append("versions: " + ", ".join(f"{m} {_version(m)}" for m in ("bpeforge", "rustbpe", "tokenizers", "bpeasy", "ffbpe", "gigatoken")))
     load = os.getloadavg()
     lines.append(f"load average at start: {' '.join(f'{x:.2f}' for x in load)}"
                  + (f"  (WARNING: above nproc={nproc}: other work is running, wall times will be inflated;"

@@ -10,8 +10,11 @@ rustbpe's, and each trainer's speed relative to rustbpe in the same run.
     python benches/compare.py --corpus $BPEFORGE_CORPUS_DIR/kernel-docs.txt --huggingface
 
 --huggingface compares HF tokenizers' BpeTrainer with bpeforge.huggingface.train_from_iterator on
-the same Tokenizer and BpeTrainer (every byte in the alphabet, the pattern as a Split): wall
-time, peak memory, and whether the vocabularies are identical (ids included).
+the same Tokenizer and BpeTrainer (every byte in the alphabet, the pattern as a Split), and with
+the other trainers that promise HF's vocabulary: ffbpe (its byte-level alphabet and HF's
+tie-break) and, with --pattern gpt2 (the only one it trains with), gigatoken
+(tie_breaking="huggingface"): wall time, peak memory, and whether the vocabularies are
+identical (ids included).
 
 See benches/README.md for what is measured and how.
 """
@@ -38,7 +41,7 @@ def main(argv=None):
     ap.add_argument("--vocab-size", type=int, default=32768, help="ranks including the 256 bytes (default 32768)")
     ap.add_argument("--fraction", type=bl.parse_fraction, default=1.0,
                     help="use only the first F of the corpus: bytes for .txt/--stdlib, rows for .parquet (e.g. 1/8, 0.25)")
-    ap.add_argument("--only", default=None, help=f"comma-separated trainers (default: {','.join(DEFAULT_TRAINERS)})")
+    ap.add_argument("--only", default=None, help=f"comma-separated trainers (default: {','.join(DEFAULT_TRAINERS)}; with --huggingface {','.join(HF_TRAINERS)}, and gigatoken-hf with --pattern gpt2)")
     ap.add_argument("--huggingface", action="store_true",
                     help="HuggingFace mode: hf-tokenizers against bpeforge-hf (bpeforge with HF's tie-break), HF the reference")
     ap.add_argument("--repeat", type=int, default=1, help="runs per trainer, round-robin; the table shows medians")
@@ -55,7 +58,10 @@ def main(argv=None):
     import bpeforge
 
     pattern = bpeforge.resolve_pattern(args.pattern)
-    only = args.only or ",".join(HF_TRAINERS if args.huggingface else DEFAULT_TRAINERS)
+    default = DEFAULT_TRAINERS
+    if args.huggingface:
+        default = HF_TRAINERS + (("gigatoken-hf",) if pattern == bpeforge.PATTERNS["gpt2"] else ())
+    only = args.only or ",".join(default)
     names = [n.strip() for n in only.split(",") if n.strip()]
     for n in names:
         if n not in bl.TRAINERS:
@@ -98,7 +104,7 @@ def main(argv=None):
 
 
 DEFAULT_TRAINERS = ("rustbpe", "bpeforge", "hf-tokenizers", "bpeasy")
-HF_TRAINERS = ("hf-tokenizers", "bpeforge-hf")
+HF_TRAINERS = ("hf-tokenizers", "bpeforge-hf", "ffbpe-hf")
 
 
 def fmt_tok(t):

@@ -334,7 +334,8 @@ class Tokenizer(BaseTokenizer):
         and ``tokenizer_config.json``: a ByteLevel BPE that ``tokenizers.Tokenizer.from_file`` and
         ``transformers.AutoTokenizer`` load, giving the ids this tokenizer gives. Raises
         ValueError, before writing anything, for what HuggingFace would
-        encode otherwise (a custom split pattern; see ``docs/huggingface.md``). HF splits
+        encode otherwise (a custom split pattern using a construct off the list of
+        ``docs/huggingface.md``, or a special token HF would read otherwise). HF splits
         special tokens out of text, where :meth:`encode` keeps them as text.
 
         >>> import tempfile, tokenizers

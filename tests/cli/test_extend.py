@@ -101,3 +101,44 @@ def test_extend_from_counts_equals_extending_from_the_text(tmp_path):
     # The extension splits by the base's pattern unless --pattern names another.
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "--pattern: the span counts were split by 'gpt2', the training asks for 'gpt4'" in r.stderr
+
+
+def test_extend_a_folder_trained_with_huggingfaces_tie_break(tmp_path):
+    """``train --tie-break huggingface --initial-alphabet all`` writes HuggingFace's tokenizer.json
+    and a .tiktoken, no bpeforge.json: --extend reads it as Tokenizer.from_huggingface does
+    (HuggingFace's ids, its special tokens first, its split pattern, a custom one included) and
+    extends it as the API extends that tokenizer."""
+    english = write(tmp_path / "en.txt", ["the cat sat on the mat", "a dog and a cat", "x = 12345"] * 20)
+    code = write(tmp_path / "code.txt", ["int main(void) { return 0; }", "for (int i = 0; i < n; i++)"] * 20)
+    base_dir = tmp_path / "en"
+    pattern = r" ?\p{L}+|\p{N}{1,2}+|\s+(?!\S)|\s|[^\s\p{L}\p{N}]+"
+    r = run("train", english, "--vocab-size", 300, "--special-tokens", "<|endoftext|>", "--holdout", 0, "--tie-break", "huggingface",
+            "--initial-alphabet", "all", "--pattern", pattern, "-o", base_dir)
+    assert r.returncode == 0, r.stderr
+    assert "tokenizer.json (HuggingFace's" in r.stdout  # not bpeforge.Tokenizer.load, which reads no such folder
+    assert not (base_dir / "bpeforge.json").exists()
+    base = bpeforge.Tokenizer.from_huggingface(base_dir)
+    assert base.special_tokens == {"<|endoftext|>": 0}
+    out = tmp_path / "en+code"
+    r = run("train", "--extend", base_dir, "--vocab-size", base.n_vocab + 20, "--holdout", 0, "-o", out, code)
+    assert r.returncode == 0, r.stderr
+    tok = check_saved(out)
+    assert tok.n_vocab == base.n_vocab + 20 and tok.special_tokens == base.special_tokens
+    assert all(tok.mergeable_ranks[t] == i for t, i in base.mergeable_ranks.items())
+    assert tok.mergeable_ranks == base.extend(code.read_text().splitlines(), vocab_size=base.n_vocab + 20).mergeable_ranks
+    for text in ["the cat, 12345 times", "int i = 0;\n  x"]:
+        assert bpeforge.split(text, tok.pattern) == bpeforge.split(text, pattern)
+
+
+def test_extend_says_why_a_huggingface_folder_cannot_be_extended(tmp_path):
+    english = write(tmp_path / "en.txt", ["the cat sat on the mat", "a dog and a cat"] * 20)
+    base_dir = tmp_path / "en"
+    r = run("train", english, "--vocab-size", 300, "--holdout", 0, "--tie-break", "huggingface", "-o", base_dir)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in base_dir.iterdir()) == ["tokenizer.json"]  # the bytes never seen are not in its alphabet
+    r = run("train", "--extend", base_dir, "--vocab-size", 400, "--holdout", 0, "-o", tmp_path / "o", english)
+    assert_one_line_error(r, "--extend", "HuggingFace's tokenizer.json there lacks")
+    assert "of the 256 single bytes" in r.stderr and not (tmp_path / "o").exists()
+    r = run("train", "--extend", base_dir, "--tie-break", "huggingface", "--vocab-size", 400, "-o", tmp_path / "o", english)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    assert "--tie-break huggingface cannot be used with --extend: an extension keeps the base's ids" in r.stderr

@@ -258,7 +258,7 @@ def format_report(
 def saved_as(folder: Path, tiktoken_file: Path) -> str:
     """The report's line on the outputs: bpeforge's folder, or (HuggingFace's tie-break)
     HuggingFace's tokenizer.json in it."""
-    if (folder / "tokenizer.tiktoken").exists():
+    if (folder / "bpeforge.json").exists():
         return f"{folder}/ (bpeforge.Tokenizer.load) and {tiktoken_file}"
     return f"{folder}/tokenizer.json (HuggingFace's, tokenizers.Tokenizer.from_file) and {tiktoken_file}"
 

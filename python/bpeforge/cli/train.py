@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, List, Optional, Tuple
 
-from .. import inputs
+from .. import huggingface, inputs, io
 from .._core import DocumentReader
 from ..base import NANOCHAT_SPECIAL_TOKENS
 from .._core import SpanCounts
@@ -173,15 +173,18 @@ def set_up_training(args: argparse.Namespace) -> Training:
     ``--pattern`` names another. (For span counts, see :func:`set_up_training_on`.)"""
     base = None
     if getattr(args, "extend", None) is not None:
+        if getattr(args, "tie_break", None) == "huggingface":
+            raise CLIError(
+                "--tie-break huggingface cannot be used with --extend: an extension keeps the base's ids and goes on with "
+                "bpeforge's tie-break (HuggingFace's trains from the single bytes only, and numbers them its own way)",
+                EXIT_USAGE,
+            )
         given = (("--special-tokens", args.special_tokens), ("--tie-break", getattr(args, "tie_break", None)),
                  ("--initial-alphabet", getattr(args, "initial_alphabet", None)), ("--limit-alphabet", getattr(args, "limit_alphabet", None)))
         for flag, value in given:
             if value is not None:
                 raise CLIError(f"{flag} cannot be used with --extend: the base's is kept", EXIT_USAGE)
-        try:
-            base = Tokenizer.load(args.extend)
-        except (OSError, ValueError) as e:
-            raise CLIError(f"--extend {args.extend}: cannot read the base tokenizer: {one_line(e)}") from None
+        base = load_base(args.extend)
     try:
         if base is not None:
             for flag, value in (("--superword-transition", args.superword_transition), ("--superword-pattern", args.superword_pattern)):
@@ -220,6 +223,37 @@ def set_up_training(args: argparse.Namespace) -> Training:
         return Training(recipe, base=base, num_threads=args.threads)
     except OptionError as e:
         raise CLIError(name_the_flag(e), EXIT_USAGE) from None
+
+
+def load_base(path: str) -> Tokenizer:
+    """The tokenizer ``--extend PATH`` extends: a folder :meth:`Tokenizer.save` wrote, or one
+    ``train --tie-break huggingface`` wrote (HuggingFace's ``tokenizer.json``, no ``bpeforge.json``:
+    read as :meth:`Tokenizer.from_huggingface` reads it, HuggingFace's ids kept), or HuggingFace's
+    own. A :class:`CLIError` says why one cannot be read."""
+    folder = Path(path)
+    if folder.is_dir() and not (folder / io.META_FILE).exists() and (folder / huggingface.TOKENIZER_FILE).is_file():
+        try:
+            _, config = huggingface.read_json(folder)
+        except (OSError, ValueError):
+            config = None  # not HuggingFace's (a version-1 bpeforge folder, say): Tokenizer.load says what it is
+        if config is not None:
+            try:
+                return Tokenizer.from_huggingface(folder)
+            except (OSError, ValueError) as e:
+                vocab = (config.get("model") or {}).get("vocab")
+                bytes_seen = {huggingface.from_byte_level(t) for t in vocab} if isinstance(vocab, dict) else set()
+                missing = sum(bytes([b]) not in bytes_seen for b in range(256))
+                if missing:
+                    raise CLIError(
+                        f"--extend {path}: HuggingFace's tokenizer.json there lacks {missing} of the 256 single bytes "
+                        "(as --tie-break huggingface trains without --initial-alphabet all), and an extension, as "
+                        "tiktoken, needs every one"
+                    ) from None
+                raise CLIError(f"--extend {path}: cannot extend HuggingFace's tokenizer.json there: {one_line(e)}") from None
+    try:
+        return Tokenizer.load(path)
+    except (OSError, ValueError) as e:
+        raise CLIError(f"--extend {path}: cannot read the base tokenizer: {one_line(e)}") from None
 
 
 def set_up_training_on(args: argparse.Namespace, counts: SpanCounts) -> Training:

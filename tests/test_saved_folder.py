@@ -71,11 +71,12 @@ def test_transformers_loads_the_folder_when_installed(nano, saved):
     assert auto.apply_chat_template(conversation, tokenize=True) == nano.render_conversation({"messages": conversation}, None)[0]
 
 
-def test_a_custom_pattern_saves_without_the_huggingface_files(tmp_path):
-    tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, r"\S+|\s+")
+def test_a_custom_pattern_off_the_list_saves_without_the_huggingface_files(tmp_path):
+    """(A custom pattern of the constructs docs/huggingface.md lists gets them: test_huggingface.py.)"""
+    tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, r"\w+|\s+")
     tok.save(tmp_path / "t")
     assert sorted(os.listdir(tmp_path / "t")) == sorted([io.META_FILE, io.RANKS_FILE, io.TOKEN_BYTES_FILE])
-    assert bpeforge.Tokenizer.load(tmp_path / "t").pattern == r"\S+|\s+"
+    assert bpeforge.Tokenizer.load(tmp_path / "t").pattern == r"\w+|\s+"
 
 
 def test_a_token_too_long_to_check_quickly_saves_without_the_huggingface_files(tmp_path):

@@ -38,6 +38,8 @@ class Trainer:
         buffer_size: int = 8192,
         progress: Optional[_ProgressCallback] = None,
         superword_counts: Optional[SpanCounts] = None,
+        dev: Optional[Sequence[SpanCounts]] = None,
+        ratio: Optional[Sequence[float]] = None,
     ) -> int:
         """Trains as `recipe` says (a `Recipe`: every option of the training), from `texts` or from
         `counts` (one of them), extending `base` if given, and replaces any earlier training.
@@ -126,6 +128,13 @@ class Trainer:
     @property
     def stats(self) -> dict[str, Any]:
         """Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds."""
+    @property
+    def parity_trace(self) -> Optional[dict[str, Any]]:
+        """How each language fared in the last training, if it was parity-aware (else None): a
+        dict of `chosen` (the language of each merge, in the order of `counts`; None for a
+        global merge), `lengths` (each language's length in tokens of its measured text, a list
+        per language: before the first merge, then after each) and `on_dev` (whether that text
+        was the dev counts, else the training counts)."""
 
 @final
 class Recipe:
@@ -162,8 +171,25 @@ class Recipe:
         initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
         limit_alphabet: Optional[int] = None,
         max_token_chars: Optional[int] = None,
+        parity: Optional[str] = None,
+        parity_window: Optional[int] = None,
+        parity_alpha: Optional[float] = None,
+        global_merges: Optional[int] = None,
         base: Optional[Any] = None,
     ) -> Recipe: ...
+    @property
+    def parity(self) -> Optional[str]:
+        """Parity-aware training: "base" or "window" (see `Selection`), None for plain training."""
+    @property
+    def parity_window(self) -> Optional[int]:
+        """The moving window of parity's "window" selection, in merges (None otherwise)."""
+    @property
+    def parity_alpha(self) -> Optional[float]:
+        """The alpha of parity's "window" selection: a language chosen more than alpha / languages
+        of the window's merges is passed over (None otherwise)."""
+    @property
+    def global_merges(self) -> Optional[int]:
+        """With parity, the first merges made on all languages' counts summed (None: no parity)."""
     @property
     def max_token_chars(self) -> Optional[int]:
         """No token of more than this many characters is made (None: no limit): the UTF-8
@@ -338,6 +364,9 @@ class SpanCounts:
     @property
     def total_bytes(self) -> int:
         """The sum of count × length in bytes: the bytes of text the spans cover."""
+    def byte_set(self) -> bytes:
+        """The distinct bytes the spans hold (those counted at least once), sorted: the alphabet
+        HuggingFace's trainers would find."""
     @property
     def pattern(self) -> str:
         """The split pattern (a regex) the texts were split by."""

@@ -133,8 +133,9 @@ class Trainer:
         """How each language fared in the last training, if it was parity-aware (else None): a
         dict of `chosen` (the language of each merge, in the order of `counts`; None for a
         global merge), `lengths` (each language's length in tokens of its measured text, a list
-        per language: before the first merge, then after each) and `on_dev` (whether that text
-        was the dev counts, else the training counts)."""
+        per language: before the first merge, then after each), `on_dev` (whether that text
+        was the dev counts, else the training counts) and `exhausted` (for each language, the
+        merges made when it ran out of pairs counted `min_frequency` times, or None)."""
 
 @final
 class Recipe:

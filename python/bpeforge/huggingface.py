@@ -243,7 +243,7 @@ def oniguruma_regex(pattern: str) -> str:
 
 
 def huggingface_pattern(tokenizer: BaseTokenizer) -> str:
-    """The regex HF's ``Split`` must be given to split as ``tokenizer``'s pattern does with
+    r"""The regex HF's ``Split`` must be given to split as ``tokenizer``'s pattern does with
     tiktoken: only a preset's or the superword pattern (see :func:`oniguruma_regex`; the
     superword pattern's look-around, ``{2,}`` and ``[\s\S]`` mean the same in both engines, as
     tests/test_superword.py checks on generated text); ValueError otherwise."""
@@ -1002,12 +1002,13 @@ def train_parity(
     *,
     ratio: Optional[list[float]] = None,
     num_threads: Optional[int] = None,
-) -> None:
+) -> TrainedRanks:
     """Trains ``tokenizer`` as ``trainer.train_from_iterator(tokenizer, iterators,
     dev_iterators=dev_iterators, ratio=ratio)`` would (``trainer`` a ``ParityBpeTrainer``):
     the model replaced by the BPE trained (HuggingFace's defaults for its other fields), the
     special tokens added. ``ratio`` overrides the trainer's; both are ignored with dev sets (an
-    empty list of them counts as none). Refusals as :func:`train_from_iterator`'s."""
+    empty list of them counts as none). Refusals as :func:`train_from_iterator`'s. Returns the
+    training, whose ``parity_trace`` tells how each language fared."""
     from tokenizers import models
 
     split = tokenizer_split(tokenizer)
@@ -1041,3 +1042,4 @@ def train_parity(
     vocab, merge_list = huggingface_model(trained)
     tokenizer.model = models.BPE(vocab=vocab, merges=merge_list)
     tokenizer.add_special_tokens(trainer.special_tokens)
+    return trained

@@ -84,6 +84,9 @@ pub struct ParityLearned {
     pub lengths: Vec<i64>,
     /// Whether `lengths` measure the dev spans.
     pub on_dev: bool,
+    /// For each language, the number of merges made when it was found exhausted (its best pair
+    /// counted less than `min_frequency`, or none left), if it was.
+    pub exhausted: Vec<Option<u32>>,
 }
 
 /// Spans shared by the languages: each span's tokens, and its count in each language holding it.
@@ -479,6 +482,7 @@ impl State<'_> {
         let mut chosen = Vec::new();
         let mut merges = Vec::new();
         let mut exhausted = vec![false; languages];
+        let mut exhausted_at: Vec<Option<u32>> = vec![None; languages];
         let mut window: VecDeque<usize> = VecDeque::new();
         let mut neighbours: Vec<Neighbour> = Vec::new();
         // Steps in a row without a merge (each exhausts a language, or moves the window past one
@@ -500,6 +504,7 @@ impl State<'_> {
                     Some(l) if exhausted[l] && self.parity.selection == Selection::Base => break,
                     Some(l) => {
                         exhausted[l] = true;
+                        exhausted_at[l].get_or_insert(merges.len() as u32);
                         idle += 1;
                         continue;
                     }
@@ -581,7 +586,7 @@ impl State<'_> {
             return Err(Error::Internal(format!("tokens {earlier} and {later} have the same bytes, which the merge rule rules out")));
         }
         let alphabet = vocab.len() - merges.len();
-        Ok(ParityLearned { learned: Learned { vocab, merges, alphabet }, chosen, lengths: trace, on_dev })
+        Ok(ParityLearned { learned: Learned { vocab, merges, alphabet }, chosen, lengths: trace, on_dev, exhausted: exhausted_at })
     }
 
     /// Each language's measured length: its dev spans', else its training spans'.

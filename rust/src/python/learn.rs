@@ -50,6 +50,7 @@ pub(super) struct ParityTrace {
     pub chosen: Vec<Option<u32>>,
     pub lengths: Vec<i64>,
     pub on_dev: bool,
+    pub exhausted: Vec<Option<u32>>,
 }
 
 /// What one run of the merge loop gives back.
@@ -227,7 +228,7 @@ impl Run<'_> {
         let options = LearnOptions { alphabet: AlphabetRule::Given(alphabet), ..options.clone() };
         let on_merge = self.on_merge(watcher);
         let learned = learn_parity(&train, dev.as_deref(), &options, &languages.parity, &self.stop.requested, on_merge)?;
-        let trace = ParityTrace { chosen: learned.chosen, lengths: learned.lengths, on_dev: learned.on_dev };
+        let trace = ParityTrace { chosen: learned.chosen, lengths: learned.lengths, on_dev: learned.on_dev, exhausted: learned.exhausted };
         *self.parity.lock().unwrap_or_else(PoisonError::into_inner) = Some(trace);
         Ok(learned.learned)
     }

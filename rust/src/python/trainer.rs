@@ -318,21 +318,20 @@ impl Trainer {
     /// How each language fared in the last training, if it was parity-aware (else None): a
     /// dict of `chosen` (the language of each merge, in the order of `counts`; None for a
     /// global merge), `lengths` (each language's length in tokens of its measured text, a list
-    /// per language: before the first merge, then after each) and `on_dev` (whether that text
-    /// was the dev counts, else the training counts).
+    /// per language: before the first merge, then after each), `on_dev` (whether that text
+    /// was the dev counts, else the training counts) and `exhausted` (for each language, the
+    /// merges made when it ran out of pairs counted `min_frequency` times, or None).
     #[getter]
     fn parity_trace<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let state = self.state();
         let Some(trace) = &state.parity else { return Ok(None) };
-        let languages = match trace.lengths.len().checked_div(state.merges.len() + 1) {
-            Some(n) if n > 0 => n,
-            _ => return Ok(None),
-        };
+        let languages = trace.exhausted.len().max(1);
         let d = PyDict::new(py);
         d.set_item("chosen", trace.chosen.clone())?;
         let per_language: Vec<Vec<i64>> = (0..languages).map(|l| trace.lengths.iter().skip(l).step_by(languages).copied().collect()).collect();
         d.set_item("lengths", per_language)?;
         d.set_item("on_dev", trace.on_dev)?;
+        d.set_item("exhausted", trace.exhausted.clone())?;
         Ok(Some(d))
     }
 

@@ -78,6 +78,11 @@ class Trainer:
         pair, token, count). An exception raised by the callback or the iterator stops training
         and propagates; the trainer keeps its old state. Returns the number of ranks asked for
         (the base's or the 256 single bytes, and the new ones).
+
+        A recipe with `parity` learns from one `SpanCounts` per language: `counts` is their list,
+        `dev` (optional) a list of each language's dev counts (the same order), which the
+        selection measures, and `ratio` (optional, not with `dev`) each language's target
+        compression rate; `parity_trace` tells afterwards how each language fared.
         """
     def train_from_iterator(
         self,
@@ -150,7 +155,9 @@ class Recipe:
     after the others, counted in `vocab_size`, and the whole padded with more to a multiple of
     `pad_vocab_to_multiple_of`), and the tie-break (`"bpeforge"` or `"huggingface"`, see
     `TieBreak`) with, for HuggingFace's, the bytes always in the alphabet (`initial_alphabet`)
-    and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a changed copy,
+    and the most it keeps (`limit_alphabet`), and parity-aware training (`parity`: "base" or
+    "window", with `parity_window` and `parity_alpha`, and `global_merges`; it learns from one
+    set of span counts per language, docs/parity.md). Immutable; `replace` makes a changed copy,
     checked again.
     """
 

@@ -36,7 +36,7 @@ import re
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union, cast
 
 from . import _core, io
 from .base import BaseTokenizer, check_tiktoken_parts
@@ -923,7 +923,7 @@ def train_from_iterator(
     from tokenizers import models, trainers
 
     if isinstance(trainer, getattr(trainers, "ParityBpeTrainer", ())):
-        train_parity(tokenizer, iterator, trainer, dev_iterators, ratio=ratio, num_threads=num_threads)
+        train_parity(tokenizer, cast(list, iterator), trainer, dev_iterators, ratio=ratio, num_threads=num_threads)  # checked there
         return
     if dev_iterators is not None or ratio is not None:
         raise TypeError("dev_iterators and ratio go with a tokenizers.trainers.ParityBpeTrainer")

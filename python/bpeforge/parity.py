@@ -10,9 +10,9 @@ per token before (plain) and after (parity), as a table and as a plot against th
 size. ``bpeforge train --source NAME=PATH ... --parity`` is the command line's way to it.
 
     >>> import bpeforge.parity
-    >>> run = bpeforge.parity.train({"en": ["the cat sat"] * 20, "fi": ["kissa istui matolla"] * 20}, 280, special_tokens=[])
+    >>> run = bpeforge.parity.train({"en": ["the cat sat"] * 20, "fi": ["kissa istui matolla"] * 20}, 270, special_tokens=[])
     >>> run.report.languages, run.tokenizer.n_vocab
-    (['en', 'fi'], 280)
+    (['en', 'fi'], 270)
 """
 
 from __future__ import annotations

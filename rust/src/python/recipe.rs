@@ -100,7 +100,9 @@ impl TieBreak {
 /// after the others, counted in `vocab_size`, and the whole padded with more to a multiple of
 /// `pad_vocab_to_multiple_of`), and the tie-break (`"bpeforge"` or `"huggingface"`, see
 /// `TieBreak`) with, for HuggingFace's, the bytes always in the alphabet (`initial_alphabet`)
-/// and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a changed copy,
+/// and the most it keeps (`limit_alphabet`), and parity-aware training (`parity`: "base" or
+/// "window", with `parity_window` and `parity_alpha`, and `global_merges`; it learns from one
+/// set of span counts per language, docs/parity.md). Immutable; `replace` makes a changed copy,
 /// checked again.
 #[pyclass(module = "bpeforge._core", frozen)]
 #[derive(Clone)]

@@ -357,7 +357,7 @@ def test_endoftext_serves_as_bos():
     names = ["<|endoftext|>"] + list(bpeforge.NANOCHAT_SPECIAL_TOKENS[1:])
     tok = bpeforge.Tokenizer.train_from_iterator(CORPUS, vocab_size=300, special_tokens=names)
     ids, _ = tok.render_conversation([U()])
-    assert ids[0] == tok.encode_special("<|endoftext|>") == tok.get_bos_token_id()
+    assert ids[0] == tok.encode_special("<|endoftext|>") == tok.bos_token_id
 
 
 def test_render_for_completion_needs_a_user_message():

@@ -149,7 +149,7 @@ def test_tiktoken_file_with_pattern(lolo_file):
     (row,) = evaluate([f"{lolo_file}:gpt4"], ["lo lo"], pattern=whole)  # the suffix wins
     assert row.tokens == 2
     tok = load_tokenizer(f"{lolo_file}:nanochat")
-    assert tok.pattern == bpeforge.PATTERNS["nanochat"] and tok.get_special_tokens() == set()
+    assert tok.pattern == bpeforge.PATTERNS["nanochat"] and tok.special_tokens == {}
 
 
 def test_tiktoken_file_errors(lolo_file, tmp_path):

@@ -97,7 +97,7 @@ def test_from_pretrained_saves_and_loads(trained, tmp_path, monkeypatch):
     tok.save(tmp_path)
     back = bpeforge.Tokenizer.load(tmp_path)
     assert back.mergeable_ranks == ranks and back.special_tokens == specials
-    assert back.get_bos_token_id() == len(ranks)
+    assert back.bos_token_id == len(ranks)
     for text in TEXTS:
         assert back.encode(text) == tok.encode(text) == tiktoken.get_encoding("handmade").encode_ordinary(text)
 

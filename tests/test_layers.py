@@ -42,8 +42,9 @@ LAYERS: list[set[str]] = [
     {"bpeforge.tokenizer"},
     # the drop-ins: rustbpe's API (on the core) and nanochat's tokenizer (on the Tokenizer)
     {"bpeforge.rustbpe", "bpeforge.nanochat"},
-    # compression compared; the corpus readers: which files, opening them, each format, the corpus
-    {"bpeforge.eval", "bpeforge.inputs.sources"},
+    # compression compared; the corpus readers: which files, opening them, each format, the
+    # corpus; parity-aware training and its report (on the Tokenizer)
+    {"bpeforge.eval", "bpeforge.inputs.sources", "bpeforge.parity"},
     # compression at several vocabulary sizes of one training
     {"bpeforge.sweep"},
     # superword transitions compared at one size (on the sweep's measuring)
@@ -72,6 +73,8 @@ LAYERS: list[set[str]] = [
     {"bpeforge.cli.count"},
     # training on a mix of named sources (train's reading, the mixing of span counts)
     {"bpeforge.cli.mix"},
+    # parity-aware training on named sources, one per language (the mix's sources)
+    {"bpeforge.cli.parity"},
     # a sweep of vocabulary sizes (train's reading and training, mix's sources)
     {"bpeforge.cli.sweep"},
     {"bpeforge.cli"},

@@ -32,7 +32,7 @@ def test_from_pretrained_uses_endoftext_as_bos(monkeypatch):
     )
     monkeypatch.setattr(tiktoken, "get_encoding", lambda name: enc)
     tok = bpeforge.Tokenizer.from_pretrained("gpt2")
-    assert tok.get_bos_token_id() == 256
+    assert tok.bos_token_id == 256
 
 
 def test_names_aliases_and_model_names(monkeypatch):

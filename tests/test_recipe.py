@@ -45,7 +45,17 @@ VARIED = {
     "tie_break": st.sampled_from(["bpeforge", "huggingface"]),
     "initial_alphabet": st.sampled_from([None, bytes(range(256))]),
     "limit_alphabet": st.one_of(st.none(), st.integers(256, 300)),
+    # Parity-aware training learns from one set of counts per language, which none of the paths
+    # here takes: off here. tests/test_parity.py varies these fields over the paths that take
+    # languages, and checks there that one language's parity training is this training for
+    # every recipe drawn here.
+    "parity": st.none(),
+    "parity_window": st.none(),
+    "parity_alpha": st.none(),
+    "global_merges": st.none(),
 }
+
+PARITY_FIELDS = ("parity", "parity_window", "parity_alpha", "global_merges")
 
 ALL_BYTES = bytes(range(256))
 
@@ -67,6 +77,8 @@ def recipes(draw) -> dict:
     vocab_size, and a superword pattern only with one; HuggingFace's layout without a
     superword stage or padding (its special tokens come first)."""
     options = tiktoken_recipe(draw(st.fixed_dictionaries(VARIED)))
+    for field in PARITY_FIELDS:  # off here, and not an argument of the single-source paths
+        del options[field]
     if options["tie_break"] == "huggingface":
         options.update(superword_transition=None, pad_vocab_to_multiple_of=None)
     least = 256 + len(options["special_tokens"]) + options["reserve_special_tokens"]
@@ -287,6 +299,11 @@ def flags(options, without=()) -> list[str]:
         "tie_break": ["--tie-break", options["tie_break"]],
         "initial_alphabet": [] if options["initial_alphabet"] is None else ["--initial-alphabet", "all"],
         "limit_alphabet": [] if options["limit_alphabet"] is None else ["--limit-alphabet", str(options["limit_alphabet"])],
+        # (parity: see tests/test_parity.py)
+        "parity": [],
+        "parity_window": [],
+        "parity_alpha": [],
+        "global_merges": [],
     }
     assert set(given) == set(Recipe.fields())
     return [flag for field, pair in given.items() if field not in without for flag in pair]

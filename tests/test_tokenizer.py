@@ -1,11 +1,13 @@
-"""bpeforge.tokenizer, the public Tokenizer: nanochat's RustBPETokenizer API (names, encode
-variants, token_bytes), from_encoding, from_directory. (Its parts are tested with their modules:
+"""bpeforge.tokenizer, the public Tokenizer: one name per job (tiktoken's where it has one;
+nanochat's other spellings live in bpeforge.nanochat), encode variants, token_bytes,
+from_encoding, load. (Its parts are tested with their modules:
 training in test_training.py, files in test_io.py, chat in test_chat.py.)"""
 
 import pytest
 import tiktoken
 
 import bpeforge
+import bpeforge.nanochat
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog. The dog sleeps; the fox runs.",
@@ -32,22 +34,25 @@ def tok():
 # ------------------------------------------------------------------------------ names
 
 
-def test_nanochat_method_names_exist(tok):
+def test_one_name_per_job(tok):
     for name in [
-        "train_from_iterator", "from_directory", "from_pretrained", "save", "get_vocab_size",
-        "get_special_tokens", "id_to_token", "encode_special", "get_bos_token_id", "encode",
-        "decode", "render_conversation", "render_for_completion", "visualize_tokenization",
+        "train_from_iterator", "load", "from_pretrained", "save", "id_to_token", "encode_special",
+        "encode", "decode", "render_conversation", "render_for_completion", "visualize_tokenization",
     ]:
         assert callable(getattr(tok, name)), name
+    # nanochat's second spellings are bpeforge.nanochat.RustBPETokenizer's, not the Tokenizer's.
+    for name in ["from_directory", "get_vocab_size", "get_special_tokens", "get_bos_token_id", "enc"]:
+        assert not hasattr(tok, name), name
+        assert hasattr(bpeforge.nanochat.RustBPETokenizer, name), name
 
 
 def test_nanochat_attributes_and_lookups(tok):
     import fractions
 
-    assert tok.enc is tok.encoding and tok.bos_token_id == tok.get_bos_token_id()
+    assert isinstance(tok.encoding, tiktoken.Encoding) and tok.bos_token_id == tok.encode_special("<|bos|>")
     # encode_special is tiktoken's encode_single_token there: any single token's text or bytes.
     assert tok.encode_special("a") == tok.encode_special(b"a") == ord("a")
-    assert tok.encode_special(b"<|bos|>") == tok.get_bos_token_id()
+    assert tok.encode_special(b"<|bos|>") == tok.bos_token_id
     assert tok.encode("x", prepend="a") == [ord("a"), ord("x")]
     with pytest.raises(KeyError, match="not a special token"):
         tok.encode_special("not one token at all")
@@ -63,16 +68,16 @@ def test_nanochat_attributes_and_lookups(tok):
 
 
 def test_vocab_and_special_tokens(tok):
-    assert tok.get_vocab_size() == tok.n_vocab == 320
-    assert tok.get_special_tokens() == set(bpeforge.NANOCHAT_SPECIAL_TOKENS)
-    assert tok.get_special_tokens() == tok.encoding.special_tokens_set
-    assert tok.get_bos_token_id() == tok.encode_special("<|bos|>") == 311  # 320 - 9 specials
+    assert tok.n_vocab == 320
+    assert set(tok.special_tokens) == set(bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    assert set(tok.special_tokens) == tok.encoding.special_tokens_set
+    assert tok.bos_token_id == tok.encode_special("<|bos|>") == 311  # 320 - 9 specials
     assert [tok.encode_special(n) for n in bpeforge.NANOCHAT_SPECIAL_TOKENS] == list(range(311, 320))
 
 
 def test_id_to_token(tok):
     assert tok.id_to_token(ord("a")) == "a"
-    assert tok.id_to_token(tok.get_bos_token_id()) == "<|bos|>"
+    assert tok.id_to_token(tok.bos_token_id) == "<|bos|>"
     for i in range(256, 311):
         assert tok.id_to_token(i) == tok.decode([i])
     assert tok.id_to_token(0x80) == "\ufffd"  # a lone continuation byte
@@ -84,15 +89,15 @@ def test_id_to_token(tok):
         tok.id_to_token("a")
 
 
-def test_from_directory_round_trip(tok, tmp_path):
+def test_load_round_trip(tok, tmp_path):
     tok.save(tmp_path / "tok")
-    again = bpeforge.Tokenizer.from_directory(tmp_path / "tok")
+    again = bpeforge.Tokenizer.load(tmp_path / "tok")
     assert isinstance(again, bpeforge.Tokenizer)
     assert again.mergeable_ranks == tok.mergeable_ranks
-    assert again.get_special_tokens() == tok.get_special_tokens()
+    assert again.special_tokens == tok.special_tokens
     assert again.encode(TEXTS) == tok.encode(TEXTS)
     with pytest.raises(FileNotFoundError):
-        bpeforge.Tokenizer.from_directory(tmp_path / "missing")
+        bpeforge.Tokenizer.load(tmp_path / "missing")
 
 
 # ------------------------------------------------------------------------------ encode
@@ -152,7 +157,7 @@ def test_special_token_text_stays_text(tok):
         assert all(i < 311 for i in ids)
         assert tok.decode(ids) == name
     batch = tok.encode(["<|bos|>", "x<|user_end|>y"], append="<|bos|>")
-    bos = tok.get_bos_token_id()
+    bos = tok.bos_token_id
     assert [row.count(bos) for row in batch] == [1, 1]
     assert [row[-1] for row in batch] == [bos, bos]
 
@@ -187,9 +192,9 @@ def test_from_encoding_wraps_tiktoken():
     )
     tok = bpeforge.Tokenizer.from_encoding(enc)
     assert tok.encoding is enc
-    assert tok.get_vocab_size() == 257
-    assert tok.get_special_tokens() == {"<|endoftext|>"}
-    assert tok.get_bos_token_id() == 256
+    assert tok.n_vocab == 257
+    assert set(tok.special_tokens) == {"<|endoftext|>"}
+    assert tok.bos_token_id == 256
     assert tok.encode("ab", prepend="<|endoftext|>") == [256, 97, 98]
     assert tok.pattern == r"\S+|\s+"
     with pytest.raises(TypeError):
@@ -201,12 +206,12 @@ def test_from_encoding_wraps_tiktoken():
 
 def test_token_bytes_values(tok):
     tb = tok.token_bytes()
-    assert isinstance(tb, list) and len(tb) == tok.get_vocab_size()
+    assert isinstance(tb, list) and len(tb) == tok.n_vocab
     assert tb[:256] == [1] * 256
     ranks = tok.mergeable_ranks
     for token, rank in ranks.items():
         assert tb[rank] == len(token)
-    for name in tok.get_special_tokens():
+    for name in set(tok.special_tokens):
         assert tb[tok.encode_special(name)] == 0
     assert max(tb[256:311]) >= 2
 
@@ -226,8 +231,8 @@ def test_token_bytes_matches_nanochat_formula_on_whole_characters(tok):
     # nanochat's tok_train.py: len(decode([id]).encode()), 0 for special tokens; the same
     # wherever a token is whole UTF-8 characters (elsewhere nanochat counts U+FFFD's 3 bytes)
     tb = tok.token_bytes()
-    specials = tok.get_special_tokens()
-    for i in range(tok.get_vocab_size()):
+    specials = set(tok.special_tokens)
+    for i in range(tok.n_vocab):
         s = tok.decode([i])
         if "\ufffd" in s:
             continue

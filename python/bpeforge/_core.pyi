@@ -38,6 +38,8 @@ class Trainer:
         buffer_size: int = 8192,
         progress: Optional[_ProgressCallback] = None,
         superword_counts: Optional[SpanCounts] = None,
+        dev: Optional[Sequence[SpanCounts]] = None,
+        ratio: Optional[Sequence[float]] = None,
     ) -> int:
         """Trains as `recipe` says (a `Recipe`: every option of the training), from `texts` or from
         `counts` (one of them), extending `base` if given, and replaces any earlier training.
@@ -76,6 +78,11 @@ class Trainer:
         pair, token, count). An exception raised by the callback or the iterator stops training
         and propagates; the trainer keeps its old state. Returns the number of ranks asked for
         (the base's or the 256 single bytes, and the new ones).
+
+        A recipe with `parity` learns from one `SpanCounts` per language: `counts` is their list,
+        `dev` (optional) a list of each language's dev counts (the same order), which the
+        selection measures, and `ratio` (optional, not with `dev`) each language's target
+        compression rate; `parity_trace` tells afterwards how each language fared.
         """
     def train_from_iterator(
         self,
@@ -126,6 +133,14 @@ class Trainer:
     @property
     def stats(self) -> dict[str, Any]:
         """Figures of the last training: texts, bytes, distinct_spans, count_seconds, merge_seconds."""
+    @property
+    def parity_trace(self) -> Optional[dict[str, Any]]:
+        """How each language fared in the last training, if it was parity-aware (else None): a
+        dict of `chosen` (the language of each merge, in the order of `counts`; None for a
+        global merge), `lengths` (each language's length in tokens of its measured text, a list
+        per language: before the first merge, then after each), `on_dev` (whether that text
+        was the dev counts, else the training counts) and `exhausted` (for each language, the
+        merges made when it ran out of pairs counted `min_frequency` times, or None)."""
 
 @final
 class Recipe:
@@ -140,7 +155,9 @@ class Recipe:
     after the others, counted in `vocab_size`, and the whole padded with more to a multiple of
     `pad_vocab_to_multiple_of`), and the tie-break (`"bpeforge"` or `"huggingface"`, see
     `TieBreak`) with, for HuggingFace's, the bytes always in the alphabet (`initial_alphabet`)
-    and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a changed copy,
+    and the most it keeps (`limit_alphabet`), and parity-aware training (`parity`: "base" or
+    "window", with `parity_window` and `parity_alpha`, and `global_merges`; it learns from one
+    set of span counts per language, docs/parity.md). Immutable; `replace` makes a changed copy,
     checked again.
     """
 
@@ -162,8 +179,25 @@ class Recipe:
         initial_alphabet: Optional[Union[bytes, Iterable[int]]] = None,
         limit_alphabet: Optional[int] = None,
         max_token_chars: Optional[int] = None,
+        parity: Optional[str] = None,
+        parity_window: Optional[int] = None,
+        parity_alpha: Optional[float] = None,
+        global_merges: Optional[int] = None,
         base: Optional[Any] = None,
     ) -> Recipe: ...
+    @property
+    def parity(self) -> Optional[str]:
+        """Parity-aware training: "base" or "window" (see `Selection`), None for plain training."""
+    @property
+    def parity_window(self) -> Optional[int]:
+        """The moving window of parity's "window" selection, in merges (None otherwise)."""
+    @property
+    def parity_alpha(self) -> Optional[float]:
+        """The alpha of parity's "window" selection: a language chosen more than alpha / languages
+        of the window's merges is passed over (None otherwise)."""
+    @property
+    def global_merges(self) -> Optional[int]:
+        """With parity, the first merges made on all languages' counts summed (None: no parity)."""
     @property
     def max_token_chars(self) -> Optional[int]:
         """No token of more than this many characters is made (None: no limit): the UTF-8
@@ -338,6 +372,9 @@ class SpanCounts:
     @property
     def total_bytes(self) -> int:
         """The sum of count × length in bytes: the bytes of text the spans cover."""
+    def byte_set(self) -> bytes:
+        """The distinct bytes the spans hold (those counted at least once), sorted: the alphabet
+        HuggingFace's trainers would find."""
     @property
     def pattern(self) -> str:
         """The split pattern (a regex) the texts were split by."""

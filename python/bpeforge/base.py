@@ -124,7 +124,7 @@ class BaseTokenizer:
         >>> enc = tiktoken.Encoding("tiny", pat_str=r"\\S+|\\s+", mergeable_ranks={bytes([i]): i for i in range(256)},
         ...                         special_tokens={"<|endoftext|>": 256})
         >>> tok = BaseTokenizer.from_encoding(enc)
-        >>> tok.encode("hi", prepend=tok.get_bos_token_id())
+        >>> tok.encode("hi", prepend=tok.bos_token_id)
         [256, 104, 105]
         """
         import tiktoken
@@ -316,7 +316,8 @@ class BaseTokenizer:
             raise ValueError(f"token id {token} is out of range: ids run from 0 to {self.n_vocab - 1}")
         return token
 
-    def get_bos_token_id(self) -> int:
+    @property
+    def bos_token_id(self) -> int:
         """The id of ``<|bos|>``, or of ``<|endoftext|>`` when there is no ``<|bos|>`` (tiktoken's
         encodings call their document delimiter that, as nanochat's ``from_pretrained`` knows)."""
         for name in (BOS, ENDOFTEXT):

@@ -15,7 +15,7 @@ and friends call them. The rules are nanochat's (``RustBPETokenizer`` in ``nanoc
 * :func:`render_for_completion` renders all but the last (assistant) message and ends with
   ``<|assistant_start|>``.
 
-Encoding with ``prepend``/``append``, ``get_bos_token_id``, ``id_to_token`` and ``token_bytes``
+Encoding with ``prepend``/``append``, ``bos_token_id``, ``id_to_token`` and ``token_bytes``
 are methods of the encoding core (:class:`bpeforge.base.BaseTokenizer`); the token-bytes file
 helpers (:func:`read_token_bytes`, :func:`write_token_bytes`, :func:`token_bytes_npy`) live in
 :mod:`bpeforge.io` and are re-exported here, where nanochat users look for them.
@@ -208,7 +208,7 @@ def render_conversation(
     def special(name: str) -> int:
         return marker_id(tokenizer, name)
 
-    ids: List[int] = [tokenizer.get_bos_token_id()]
+    ids: List[int] = [tokenizer.bos_token_id]
     mask: List[int] = [0]
 
     def add(token_ids: List[int], value: int) -> None:

@@ -38,12 +38,12 @@ import re
 import warnings
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union
+from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union, cast
 
 from . import _core, io, oniguruma
 from .base import BaseTokenizer, check_tiktoken_parts
 from .counts import count
-from .patterns import PATTERNS, SUPERWORD_PATTERN, pattern_label
+from .patterns import PATTERNS, SUPERWORD_PATTERN, pattern_label, resolve_pattern
 from .training import Recipe, TrainedRanks, Training, check_texts
 
 T = TypeVar("T", bound=BaseTokenizer)
@@ -777,31 +777,9 @@ def recipe_and_split(tokenizer: Any, trainer: Any) -> tuple[Recipe, TextSplit]:
     from tokenizers import trainers
 
     if not isinstance(trainer, trainers.BpeTrainer):
-        raise cannot_reproduce(f"a {type(trainer).__name__}: only a tokenizers.trainers.BpeTrainer")
-    config = json.loads(tokenizer.to_str())
-    model = config.get("model") or {}
-    if model.get("type") != "BPE":
-        raise cannot_reproduce(f"a {model.get('type')} model: only models.BPE")
-    if config.get("normalizer") is not None:
-        raise cannot_reproduce(f"the normalizer {config['normalizer'].get('type')} (bpeforge trains on the text as it is)")
-    if config.get("added_tokens"):
-        raise cannot_reproduce("a tokenizer that already has added tokens (HuggingFace keeps their old ids): start from a new Tokenizer")
-    for option in ("continuing_subword_prefix", "end_of_word_suffix"):
-        if getattr(trainer, option, None):
-            raise cannot_reproduce(f"the trainer's {option}={getattr(trainer, option)!r}")
-    split = split_of(config.get("pre_tokenizer"))
-    specials: list[str] = []
-    for token in trainer.special_tokens:
-        content = token.content
-        if content not in specials:  # HuggingFace numbers a repeated special token once
-            specials.append(content)
-        if content in byte_of_character():
-            raise cannot_reproduce(f"the special token {content!r}, a single byte-level character (HuggingFace gives that byte its id)")
-    initial = []
-    for char in trainer.initial_alphabet:
-        if char not in byte_of_character():
-            raise cannot_reproduce(f"the initial_alphabet character {char!r}, outside the byte-level alphabet (no byte-level text holds it)")
-        initial.append(byte_of_character()[char])
+        raise cannot_reproduce(f"a {type(trainer).__name__}: only a tokenizers.trainers.BpeTrainer or ParityBpeTrainer")
+    split = tokenizer_split(tokenizer)
+    specials, initial = trainer_alphabet(trainer)
     length = trainer.max_token_length
     recipe = Recipe(
         trainer.vocab_size,
@@ -814,6 +792,41 @@ def recipe_and_split(tokenizer: Any, trainer: Any) -> tuple[Recipe, TextSplit]:
         limit_alphabet=trainer.limit_alphabet,
     )
     return recipe, split
+
+
+def tokenizer_split(tokenizer: Any) -> TextSplit:
+    """How ``tokenizer`` (HF's) cuts texts into spans for training, or ValueError naming what
+    cannot be reproduced (another model, a normalizer, added tokens, the pre-tokenizer)."""
+    config = json.loads(tokenizer.to_str())
+    model = config.get("model") or {}
+    if model.get("type") != "BPE":
+        raise cannot_reproduce(f"a {model.get('type')} model: only models.BPE")
+    if config.get("normalizer") is not None:
+        raise cannot_reproduce(f"the normalizer {config['normalizer'].get('type')} (bpeforge trains on the text as it is)")
+    if config.get("added_tokens"):
+        raise cannot_reproduce("a tokenizer that already has added tokens (HuggingFace keeps their old ids): start from a new Tokenizer")
+    return split_of(config.get("pre_tokenizer"))
+
+
+def trainer_alphabet(trainer: Any) -> tuple[list[str], list[int]]:
+    """The special tokens (each once) and the initial alphabet's bytes of ``trainer`` (HF's
+    ``BpeTrainer`` or ``ParityBpeTrainer``), or ValueError naming what cannot be reproduced."""
+    for option in ("continuing_subword_prefix", "end_of_word_suffix"):
+        if getattr(trainer, option, None):
+            raise cannot_reproduce(f"the trainer's {option}={getattr(trainer, option)!r}")
+    specials: list[str] = []
+    for token in trainer.special_tokens:
+        content = token.content
+        if content not in specials:  # HuggingFace numbers a repeated special token once
+            specials.append(content)
+        if content in byte_of_character():
+            raise cannot_reproduce(f"the special token {content!r}, a single byte-level character (HuggingFace gives that byte its id)")
+    initial = []
+    for char in trainer.initial_alphabet:
+        if char not in byte_of_character():
+            raise cannot_reproduce(f"the initial_alphabet character {char!r}, outside the byte-level alphabet (no byte-level text holds it)")
+        initial.append(byte_of_character()[char])
+    return specials, initial
 
 
 def with_prefix_space(texts: Iterable[Any]) -> Iterator[Any]:
@@ -915,13 +928,27 @@ def huggingface_tokenizer_json(trained: TrainedRanks) -> dict[str, Any]:
     }
 
 
-def train_from_iterator(tokenizer: Any, iterator: Iterable[Any], trainer: Any = None, *, num_threads: Optional[int] = None) -> None:
+def train_from_iterator(
+    tokenizer: Any,
+    iterator: Iterable[Any],
+    trainer: Any = None,
+    dev_iterators: Optional[list[Iterable[Any]]] = None,
+    *,
+    ratio: Optional[list[float]] = None,
+    num_threads: Optional[int] = None,
+) -> None:
     """Trains ``tokenizer`` (a ``tokenizers.Tokenizer`` with a BPE model) on ``iterator`` (str or
     lists of str) as ``trainer`` (a ``tokenizers.trainers.BpeTrainer``; None for its defaults)
     says, leaving it as ``tokenizer.train_from_iterator(iterator, trainer=trainer)`` would:
     the same vocabulary, merges and added tokens, the model's other fields kept. What cannot be
     reproduced is refused with a ValueError naming it, before any text is read (see the
     module's doc).
+
+    With a ``ParityBpeTrainer``, ``iterator`` is a list of one iterable per language, and
+    ``dev_iterators`` (one per language) or ``ratio`` (target compression rates, else the
+    trainer's) drive the choice of each merge's language: ``tokenizer`` is left as
+    ``trainer.train_from_iterator(tokenizer, iterator, dev_iterators=..., ratio=...)`` would
+    leave it (see :func:`train_parity`).
 
     >>> from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     >>> tok = Tokenizer(models.BPE()); tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -931,6 +958,11 @@ def train_from_iterator(tokenizer: Any, iterator: Iterable[Any], trainer: Any = 
     """
     from tokenizers import models, trainers
 
+    if isinstance(trainer, getattr(trainers, "ParityBpeTrainer", ())):
+        train_parity(tokenizer, cast(list, iterator), trainer, dev_iterators, ratio=ratio, num_threads=num_threads)  # checked there
+        return
+    if dev_iterators is not None or ratio is not None:
+        raise TypeError("dev_iterators and ratio go with a tokenizers.trainers.ParityBpeTrainer")
     if trainer is None:
         trainer = trainers.BpeTrainer()
     recipe, split = recipe_and_split(tokenizer, trainer)
@@ -947,3 +979,103 @@ def train_from_iterator(tokenizer: Any, iterator: Iterable[Any], trainer: Any = 
         ignore_merges=old.ignore_merges,
     )
     tokenizer.add_special_tokens(trainer.special_tokens)
+
+
+# ------------------------------------------------------------------------------ parity-aware
+
+# HuggingFace's ``ParityBpeTrainer`` (tokenizers 0.23) reproduced by a recipe with ``parity``
+# (docs/parity.md): its ``variant`` ("base" or "window", with ``window_size`` and ``alpha``),
+# ``global_merges``, ``ratio`` and dev sets, ``num_merges`` (merges, or with ``total_symbols``
+# the whole vocabulary), and the options it shares with ``BpeTrainer``. Its ties are broken by
+# the spellings of the tokens (tie_break="huggingface" with parity does so); its alphabet is
+# found over the training and dev texts of every language.
+
+
+def parity_recipe(trainer: Any, split: TextSplit, vocab_size: int) -> Recipe:
+    """The recipe of ``trainer`` (a ``ParityBpeTrainer``) for ``vocab_size`` tokens in all."""
+    state = trainer.__getstate__()
+    specials, initial = trainer_alphabet(trainer)
+    length = state["max_token_length"]
+    window = state["variant"] == "window"
+    return Recipe(
+        vocab_size,
+        pattern=split.pattern,
+        special_tokens=specials,
+        min_frequency=max(state["min_frequency"], 1),  # HuggingFace's 0 and 1 are alike
+        max_token_length=None if length is None else max(length - 1, 2),
+        tie_break="huggingface",
+        initial_alphabet=initial or None,
+        limit_alphabet=state["limit_alphabet"],
+        parity=state["variant"],
+        parity_window=state["window_size"] if window else None,
+        parity_alpha=state["alpha"] if window else None,
+        global_merges=state["global_merges"],
+    )
+
+
+def split_counts(split: TextSplit, texts: Iterable[Any], pattern: str, num_threads: Optional[int] = None) -> _core.SpanCounts:
+    """The span counts of ``texts`` cut as ``split`` says (a space put before each text or
+    span that does not start with one, if it says so)."""
+    check_texts(texts)
+    if split.prefix_text:
+        texts = with_prefix_space(texts)
+    counts = count(texts, pattern=pattern, num_threads=num_threads)
+    if not split.prefix_span:
+        return counts
+    spaced: dict[bytes, int] = {}
+    for span, n in counts.items():
+        if not span.startswith(b" "):
+            span = b" " + span
+        spaced[span] = spaced.get(span, 0) + n
+    return _core.SpanCounts.from_mapping(spaced, pattern=pattern)
+
+
+def train_parity(
+    tokenizer: Any,
+    iterators: list[Iterable[Any]],
+    trainer: Any,
+    dev_iterators: Optional[list[Iterable[Any]]] = None,
+    *,
+    ratio: Optional[list[float]] = None,
+    num_threads: Optional[int] = None,
+) -> TrainedRanks:
+    """Trains ``tokenizer`` as ``trainer.train_from_iterator(tokenizer, iterators,
+    dev_iterators=dev_iterators, ratio=ratio)`` would (``trainer`` a ``ParityBpeTrainer``):
+    the model replaced by the BPE trained (HuggingFace's defaults for its other fields), the
+    special tokens added. ``ratio`` overrides the trainer's; both are ignored with dev sets (an
+    empty list of them counts as none). Refusals as :func:`train_from_iterator`'s. Returns the
+    training, whose ``parity_trace`` tells how each language fared."""
+    from tokenizers import models
+
+    split = tokenizer_split(tokenizer)
+    parity_recipe(trainer, split, 0)  # the trainer's options checked before any text is read
+    if isinstance(iterators, (str, bytes)) or not isinstance(iterators, (list, tuple)):
+        raise TypeError(f"with a ParityBpeTrainer, the texts are a list of one iterable per language, got {type(iterators).__name__}")
+    if not iterators:
+        raise ValueError("train_iterators must not be empty: give one iterable of texts per language")
+    if dev_iterators is not None and len(dev_iterators) not in (0, len(iterators)):
+        raise ValueError(f"dev_iterators length ({len(dev_iterators)}) must match train_iterators length ({len(iterators)})")
+    state = trainer.__getstate__()
+    pattern = resolve_pattern(split.pattern)
+    train = [split_counts(split, texts, pattern, num_threads) for texts in iterators]
+    dev = [split_counts(split, texts, pattern, num_threads) for texts in dev_iterators] if dev_iterators else None
+    if dev is None:
+        ratio = ratio if ratio is not None else state["ratio"]
+    else:
+        ratio = None
+    if ratio is not None and len(ratio) != len(train):
+        raise ValueError(f"ratio length ({len(ratio)}) does not match number of languages ({len(train)})")
+    specials, initial = trainer_alphabet(trainer)
+    seen = set(initial)
+    for counts in train + (dev or []):
+        seen.update(counts.byte_set())
+    limit = state["limit_alphabet"]
+    alphabet = len(seen) if limit is None else min(len(seen), limit)
+    merges = state["num_merges"]
+    vocab_size = merges if state["total_symbols"] else len(specials) + alphabet + merges
+    recipe = parity_recipe(trainer, split, vocab_size)
+    trained = Training(recipe, num_threads=num_threads).run(counts=train, dev=dev, ratio=ratio, progress=bool(state["show_progress"]))
+    vocab, merge_list = huggingface_model(trained)
+    tokenizer.model = models.BPE(vocab=vocab, merges=merge_list)
+    tokenizer.add_special_tokens(trainer.special_tokens)
+    return trained

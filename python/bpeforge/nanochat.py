@@ -113,10 +113,36 @@ class RustBPETokenizer(Tokenizer):
         """Reads a tokenizer written by :meth:`save` (bpeforge's files; ``tokenizer.pkl`` is not read)."""
         return cls(Tokenizer.load(directory).encoding, None)
 
-    def get_bos_token_id(self) -> int:
+    @property
+    def bos_token_id(self) -> int:
         """The id of the bos token given to the constructor; by default that of ``<|bos|>``, or of
         ``<|endoftext|>`` when there is no ``<|bos|>`` (as ``from_pretrained`` takes it)."""
-        return super().get_bos_token_id() if self._bos_token_id is None else self._bos_token_id
+        return super().bos_token_id if self._bos_token_id is None else self._bos_token_id
+
+    # nanochat's spellings of what bpeforge.Tokenizer names once (tiktoken's names where it has one).
+
+    def get_bos_token_id(self) -> int:
+        """nanochat's name for :attr:`bos_token_id`."""
+        return self.bos_token_id
+
+    @classmethod
+    def from_directory(cls, tokenizer_dir: Union[str, os.PathLike]) -> "RustBPETokenizer":
+        """nanochat's name for :meth:`load`: reads a tokenizer written by :meth:`save`."""
+        return cls.load(tokenizer_dir)
+
+    def get_vocab_size(self) -> int:
+        """nanochat's name for :attr:`n_vocab`: ranks plus special tokens."""
+        return self.n_vocab
+
+    def get_special_tokens(self) -> set[str]:
+        """The names of the special tokens, as a set (nanochat's; :attr:`special_tokens` maps them
+        to their ids)."""
+        return set(self.special_tokens)
+
+    @property
+    def enc(self) -> tiktoken.Encoding:
+        """nanochat's name for :attr:`encoding`."""
+        return self.encoding
 
     def save(self, tokenizer_dir: Union[str, os.PathLike]) -> None:
         """Writes bpeforge's files (see :meth:`bpeforge.Tokenizer.save`) and ``tokenizer.pkl``,

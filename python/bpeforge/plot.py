@@ -1,5 +1,5 @@
-"""Plots of compression against vocabulary size: ``bpeforge sweep`` (``sweep.png``) and
-``bpeforge eval --plot``.
+"""Plots of compression against vocabulary size: ``bpeforge sweep`` (``sweep.png``),
+``bpeforge eval --plot`` and parity-aware training (``parity.png``).
 
 One figure: bytes per token (higher is better compression) against the vocabulary size on a
 log2 axis, one line per text (source), each point marked and labelled with its value, and, for
@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-__all__ = ["INSTALL_HINT", "PlotUnavailable", "import_matplotlib", "plot_curves", "plot_eval", "plot_sweep"]
+__all__ = ["INSTALL_HINT", "PlotUnavailable", "import_matplotlib", "plot_curves", "plot_eval", "plot_parity", "plot_sweep"]
 
 INSTALL_HINT = "pip install 'bpeforge[plot]'"
 """What to install for plots (matplotlib)."""
@@ -188,3 +188,50 @@ def plot_eval(rows: Sequence[Any], path: Union[str, "os.PathLike[str]"], *, titl
         title = f"Bytes per token of {len(order)} tokenizer{'s' if len(order) != 1 else ''} on {n_text} text{'s' if n_text != 1 else ''}"
     ticks = {place[name]: f"{name}\n{size_label(names[name])}" for name in order}
     plot_curves(curves, path, title=title, tick_labels=ticks, by_size=by_size)
+
+
+def plot_parity(
+    curves: Mapping[str, Tuple[Sequence[int], Optional[Sequence[int]]]],
+    first_size: int,
+    path: Union[str, "os.PathLike[str]"],
+    *,
+    title: str,
+) -> None:
+    """Draws parity-aware training's curves into ``path``: for each language, its length in
+    tokens after each merge with parity (solid) and without (dashed, if given), as bytes per
+    token (its first length over each) against the vocabulary size (``first_size`` before the
+    first merge, one more each merge) on a log2 axis."""
+    import_matplotlib()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
+
+    figure = Figure(figsize=(8, 5), dpi=100, layout="constrained")
+    FigureCanvasAgg(figure)
+    ax = figure.add_subplot()
+
+    def points(lengths: Sequence[int]) -> Tuple[List[int], List[float]]:
+        step = max(1, len(lengths) // 400)  # a few hundred points a line are enough to draw it
+        keep = list(range(0, len(lengths), step)) + ([len(lengths) - 1] if (len(lengths) - 1) % step else [])
+        return [first_size + k for k in keep], [lengths[0] / lengths[k] if lengths[k] else float("nan") for k in keep]
+
+    for name, (parity, plain) in curves.items():
+        xs, ys = points(parity)
+        (line,) = ax.plot(xs, ys, linewidth=2, label=f"{name}: {ys[-1]:.2f}" if ys else name)
+        if plain is not None:
+            pxs, pys = points(plain)
+            ax.plot(pxs, pys, linewidth=1.2, linestyle="--", color=line.get_color(), label=f"{name} without parity: {pys[-1]:.2f}" if pys else None)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: size_label(int(round(x)))))
+    ax.set_xlabel("vocabulary size (tokens, log scale)")
+    ax.set_ylabel("bytes per token (higher: fewer tokens)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=8)
+    import io as _io
+
+    from .files import write_file
+
+    png = _io.BytesIO()
+    figure.savefig(png, format="png")
+    write_file(path, png.getvalue())

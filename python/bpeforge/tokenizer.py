@@ -357,12 +357,7 @@ class Tokenizer(BaseTokenizer):
         order does not follow the ids they make, a non-special added token, ...)."""
         return huggingface.from_huggingface(path, cls)
 
-    # --------------------------------------------------------------------------- nanochat's names
-
-    @classmethod
-    def from_directory(cls, tokenizer_dir: Union[str, os.PathLike]) -> "Tokenizer":
-        """nanochat's name for :meth:`load`: reads a tokenizer written by :meth:`save`."""
-        return cls.load(tokenizer_dir)
+    # --------------------------------------------------------------------------- tiktoken's encodings
 
     @classmethod
     def from_pretrained(cls, tiktoken_name: str) -> "Tokenizer":
@@ -377,24 +372,6 @@ class Tokenizer(BaseTokenizer):
         and tiktoken's; an id that is no token raises
         :class:`~bpeforge.errors.UnknownTokenIdError`, as :meth:`decode` does."""
         return self.encoding.decode_single_token_bytes(self.checked_ids([token_id])[0])
-
-    def get_vocab_size(self) -> int:
-        """The number of token ids (``n_vocab``): ranks plus special tokens."""
-        return self.n_vocab
-
-    def get_special_tokens(self) -> set[str]:
-        """The names of the special tokens, as a set (like tiktoken's ``special_tokens_set``)."""
-        return set(self.special_tokens)
-
-    @property
-    def enc(self) -> tiktoken.Encoding:
-        """nanochat's name for :attr:`encoding`."""
-        return self.encoding
-
-    @property
-    def bos_token_id(self) -> int:
-        """nanochat's attribute for :meth:`get_bos_token_id`."""
-        return self.get_bos_token_id()
 
     # --------------------------------------------------------------------------- chat
 

@@ -144,6 +144,9 @@ class TrainedRanks:
         self.base = base
         #: Whether the ranks were learned from span counts rather than texts.
         self.from_counts = from_counts
+        #: With parity-aware training, how each language fared (the trainer's ``parity_trace``:
+        #: ``chosen``, ``lengths``, ``on_dev``), else None.
+        self.parity_trace: Optional[dict[str, Any]] = trainer.parity_trace
 
     def merges(self) -> list[tuple[int, int, int, int]]:
         """Every merge in order as ``(left_id, right_id, token_id, count)`` (asked of the
@@ -281,6 +284,8 @@ class Training:
         *,
         counts: Any = None,
         superword_counts: Optional[_core.SpanCounts] = None,
+        dev: Optional[list[_core.SpanCounts]] = None,
+        ratio: Optional[list[float]] = None,
     ) -> TrainedRanks:
         """Trains on ``texts`` (str, lists of str, Arrow string arrays or readers, consumed once,
         in batches of ``buffer_size`` texts) or on ``counts`` (a :class:`~bpeforge.SpanCounts`
@@ -290,7 +295,9 @@ class Training:
         closed when training ends (aborted if it fails). Span counts with no span, with no base
         to keep, raise :class:`~bpeforge.errors.NoTextError`. A recipe with a superword stage
         learning from counts needs ``superword_counts`` too: the same texts counted with its
-        superword pattern.
+        superword pattern. A recipe with ``parity`` learns from ``counts``, a list of one
+        ``SpanCounts`` per language, measured on ``dev`` (their dev counts, in the same order)
+        or against ``ratio`` (target compression rates) if given.
 
         >>> counts = _core.SpanCounts.from_mapping({"hello": 4}, pattern="gpt4")
         >>> sorted(Training(Recipe(258, special_tokens=[])).run(counts=counts).ranks.values())[-1]
@@ -309,6 +316,8 @@ class Training:
                 buffer_size=buffer_size,
                 progress=callback,
                 superword_counts=superword_counts,
+                dev=dev,
+                ratio=ratio,
             )
         return TrainedRanks(self.trainer, self.recipe, ranks_asked, self.base, from_counts=texts is None)
 

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from bpeforge import cli
-from bpeforge.cli.mix import run_train_or_mix  # train, or train on --source's: what `train` runs
+from bpeforge.cli.parity import run_train  # train: on INPUTs, --source mixes or --parity languages
 
 from .helpers import run
 
@@ -50,14 +50,14 @@ def test_eval_subcommand_hook(monkeypatch, capsys):
 
     monkeypatch.setattr(cli, "EXTRA_SUBCOMMANDS", [("bpeforge.no_such_module", "add", "run"), ("json", "nope", "nope")])
     parser = cli.build_parser()
-    assert parser.parse_args(["train", "-o", "x"]).run is run_train_or_mix
+    assert parser.parse_args(["train", "-o", "x"]).run is run_train
     assert "no_such_module" not in parser.format_help()
 
     broken = types.ModuleType("bpeforge_broken_sub")
     broken.__getattr__ = lambda name: 1 / 0  # fails on any lookup, like a module with a bug
     monkeypatch.setitem(sys.modules, "bpeforge_broken_sub", broken)
     monkeypatch.setattr(cli, "EXTRA_SUBCOMMANDS", [("bpeforge_broken_sub", "add", "run")])
-    assert cli.build_parser().parse_args(["train", "-o", "x"]).run is run_train_or_mix
+    assert cli.build_parser().parse_args(["train", "-o", "x"]).run is run_train
     assert cli.main(["bpeforge_broken_sub", "--anything"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("bpeforge: error: the 'bpeforge_broken_sub' command is unavailable") and "ZeroDivisionError" in err

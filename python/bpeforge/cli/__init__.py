@@ -23,6 +23,7 @@ from ..version import __version__
 from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, OneLineErrorParser, one_line, stderr_line
 from .train import add_train_parser, run_train
 from .mix import add_mix_options
+from .parity import add_parity_options
 
 __all__ = ["CLIError", "EXTRA_SUBCOMMANDS", "build_parser", "main", "run_train"]
 
@@ -78,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrorParser(prog=PROG, description="bpeforge: exact, fast byte-level BPE tokenizer training.")
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineErrorParser)
-    add_mix_options(add_train_parser(subparsers))  # train --source NAME=PATH --alpha A: cli/mix.py
+    train_parser = add_train_parser(subparsers)
+    add_mix_options(train_parser)  # train --source NAME=PATH --alpha A: cli/mix.py
+    add_parity_options(train_parser)  # train --source NAME=PATH --parity: cli/parity.py
     add_extra_subcommands(subparsers)
     return parser
 

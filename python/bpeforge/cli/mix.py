@@ -171,49 +171,49 @@ def parse_weights(args: argparse.Namespace, names: List[str]) -> Tuple[Optional[
     return None, weights
 
 
-def find_source(args: argparse.Namespace, source: MixedSource) -> None:
+def find_source(args: argparse.Namespace, source: MixedSource, flag: str = "--source") -> None:
     """Finds the files of one source (as train finds its inputs), before anything is read; a
     source whose one path is a span counts file (``bpeforge count``'s, told by its metadata) is
-    loaded instead, to be mixed as it is."""
+    loaded instead, to be mixed as it is. Errors name the source as ``flag NAME``."""
     if len(source.paths) == 1 and source.paths[0].endswith(".parquet") and Path(source.paths[0]).is_file():
         try:
             source.counts = SpanCounts.load(source.paths[0])
             return
         except ValueError as e:
             if NOT_COUNTS not in str(e):  # span counts, damaged
-                raise CLIError(f"--source {source.name}: {one_line(e)}") from None
+                raise CLIError(f"{flag} {source.name}: {one_line(e)}") from None
         except OSError as e:
-            raise CLIError(f"--source {source.name}: {one_line(e)}") from None
+            raise CLIError(f"{flag} {source.name}: {one_line(e)}") from None
     own = copy.copy(args)
     own.inputs = source.paths
     try:
         source.found = find_inputs(own)
     except CLIError as e:
-        raise CLIError(f"--source {source.name}: {e}", e.code) from None
+        raise CLIError(f"{flag} {source.name}: {e}", e.code) from None
 
 
-def count_source(args: argparse.Namespace, source: MixedSource, pattern: str, shown: List[ConsoleProgress]) -> None:
+def count_source(args: argparse.Namespace, source: MixedSource, pattern: str, shown: List[ConsoleProgress], flag: str = "--source") -> None:
     """Reads and counts one source (train's input options, its own hold-out), filling
     ``source``; its progress display is appended to ``shown``. A problem is a
-    :class:`CLIError` naming the source."""
+    :class:`CLIError` naming the source (as ``flag NAME``)."""
     if source.found is None:  # a span counts file, loaded already
         return
     own = copy.copy(args)
     own.inputs = source.paths
-    progress, show = start_progress(own, source.found, f"Counting source {source.name!r}:")
+    progress, show = start_progress(own, source.found, f"Counting {flag.lstrip('-')} {source.name!r}:")
     shown.append(progress)
     source.corpus = open_corpus(own, source.found, progress, show)
     try:
         counted = count_corpus(args, source.corpus, pattern, progress)
     except InputError as e:
-        raise CLIError(f"--source {source.name}: {e}") from None
+        raise CLIError(f"{flag} {source.name}: {e}") from None
     except RuntimeError as e:
         if str(e).startswith(SPLIT_FAILED):
-            raise CLIError(f"--source {source.name}: {one_line(e)}; simplify --pattern") from None
+            raise CLIError(f"{flag} {source.name}: {one_line(e)}; simplify --pattern") from None
         raise
     if not source.corpus.documents:
         held = f" (all {len(source.corpus.heldout):,} were held out: use a larger --holdout, or --holdout 0)" if source.corpus.heldout else ""
-        raise CLIError(f"--source {source.name}: no documents to train on{held or ': its inputs hold no text'}")
+        raise CLIError(f"{flag} {source.name}: no documents to train on{held or ': its inputs hold no text'}")
     source.counts, source.bytes_read = counted.counts, counted.bytes
 
 

@@ -303,7 +303,8 @@ def run_transition_sweep(args: argparse.Namespace) -> int:
     args.vocab_size = sizes[0]
     args.superword_transition = args.superword_transitions[0]  # the recipe's checks, for the first
     recipe = set_up_training(args).recipe
-    options = {k: v for k, v in recipe.as_dict().items() if k not in ("vocab_size", "superword_transition", "doc_cap")}
+    # (a sweep has no parity: its fields are the recipe's only)
+    options = {k: v for k, v in recipe.as_dict().items() if k not in ("vocab_size", "superword_transition", "doc_cap", "parity", "parity_window", "parity_alpha", "global_merges")}
     options["max_token_words"] = args.max_token_words  # as given: the superword stage's default is its own
     try:
         transitions = check_transitions(args.superword_transitions, sizes[0], len(recipe.special_tokens) + recipe.reserve_special_tokens)

@@ -59,6 +59,10 @@ FLAGS = {
     "tie_break": "--tie-break",
     "initial_alphabet": "--initial-alphabet",
     "limit_alphabet": "--limit-alphabet",
+    "parity": "--parity",
+    "parity_window": "--parity-window",
+    "parity_alpha": "--parity-alpha",
+    "global_merges": "--global-merges",
 }
 
 TRAIN_EPILOG = """\
@@ -214,6 +218,10 @@ def set_up_training(args: argparse.Namespace) -> Training:
                 tie_break=getattr(args, "tie_break", None),
                 initial_alphabet=parse_initial_alphabet(getattr(args, "initial_alphabet", None)),
                 limit_alphabet=getattr(args, "limit_alphabet", None),
+                parity=getattr(args, "parity", None),
+                parity_window=getattr(args, "parity_window", None),
+                parity_alpha=getattr(args, "parity_alpha", None),
+                global_merges=getattr(args, "global_merges", None),
             )
             if recipe.tie_break == "huggingface":
                 try:

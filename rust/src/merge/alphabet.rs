@@ -78,12 +78,23 @@ pub struct Alphabet {
 impl Alphabet {
     /// The alphabet `rule` gives for `spans`.
     pub fn of(rule: &AlphabetRule, spans: &Spans) -> Self {
+        Self::of_all(rule, &[spans])
+    }
+
+    /// The alphabet `rule` gives for all of `spans` together (the bytes' counts summed), as
+    /// parity-aware training finds it over every language's training and dev spans.
+    pub fn of_all(rule: &AlphabetRule, spans: &[&Spans]) -> Self {
         let (initial, limit) = match rule {
             AlphabetRule::Bytes => return Alphabet { bytes: (0..=255).collect() },
             AlphabetRule::Given(alphabet) => return alphabet.clone(),
             AlphabetRule::ByteLevel { initial, limit } => (initial, limit),
         };
-        let mut counts = byte_counts(spans);
+        let mut counts = [0u64; 256];
+        for part in spans {
+            for (total, n) in counts.iter_mut().zip(byte_counts(part)) {
+                *total = total.saturating_add(n);
+            }
+        }
         for &b in initial {
             counts[b as usize] = u64::MAX;
         }
@@ -130,12 +141,18 @@ impl Alphabet {
         Vocab::from_tokens(all.iter().map(|b| &b[..]))
     }
 
-    /// `spans` written in the alphabet's ids (bytes outside it dropped), one byte per id.
-    pub fn relabel(&self, spans: &Spans) -> Spans {
+    /// The id of each byte in the alphabet, `None` for a byte outside it.
+    pub fn ids(&self) -> [Option<u8>; 256] {
         let mut id: [Option<u8>; 256] = [None; 256];
         for (k, &b) in self.bytes.iter().enumerate() {
             id[b as usize] = Some(k as u8);
         }
+        id
+    }
+
+    /// `spans` written in the alphabet's ids (bytes outside it dropped), one byte per id.
+    pub fn relabel(&self, spans: &Spans) -> Spans {
+        let id = self.ids();
         let mut relabelled = Spans::default();
         let mut span = Vec::new();
         for (bytes, n) in spans.iter() {

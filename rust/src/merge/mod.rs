@@ -35,12 +35,14 @@ mod extend;
 mod helper;
 mod lists;
 mod pairs;
+mod parity;
 mod spans;
 mod start;
 mod sums;
 
 pub use alphabet::{byte_level_order, Alphabet, AlphabetRule};
 pub use extend::{extend, ExtendBase, TokenIds};
+pub use parity::{learn_parity, ParityLearned, ParityOptions, ParityTies, Selection};
 pub use spans::{merge_in_span, Neighbour, TokenId};
 use helper::Helper;
 use pairs::{PairIndex, PairSlot};

@@ -143,6 +143,21 @@ impl PySpanCounts {
         self.spans.total_bytes()
     }
 
+    /// The distinct bytes the spans hold (those counted at least once), sorted: the alphabet
+    /// HuggingFace's trainers would find.
+    fn byte_set<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let mut seen = [false; 256];
+        for (span, n) in self.spans.spans().iter() {
+            if n > 0 {
+                for &b in span {
+                    seen[b as usize] = true;
+                }
+            }
+        }
+        let bytes: Vec<u8> = (0..=255u8).filter(|&b| seen[b as usize]).collect();
+        PyBytes::new(py, &bytes)
+    }
+
     /// The split pattern (a regex) the texts were split by.
     #[getter]
     fn pattern(&self) -> &str {

@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
 use crate::count::{SortedSpans, Spans};
-use crate::merge::{extend, learn, Alphabet, AlphabetRule, ExtendBase, Learned, LearnOptions, Merge};
+use crate::merge::{extend, learn, learn_parity, Alphabet, AlphabetRule, ExtendBase, Learned, LearnOptions, Merge, ParityOptions};
 use crate::{Error, SpanCounts, Vocab};
 
 /// The spans the merge loop learns from: counted by a training (its threads' tables, joined and
@@ -32,6 +32,25 @@ pub(super) enum SpansToLearn {
     /// Spans the loop owns (freed once its table holds them).
     Owned(Spans),
     Sorted(Arc<SortedSpans>),
+    /// Parity-aware training: each language's span counts (borrowed).
+    Languages(Languages),
+}
+
+/// What parity-aware training learns from: each language's span counts, its dev counts if
+/// any, and how the merges' languages are chosen (the target ratios included).
+pub(super) struct Languages {
+    pub train: Vec<Arc<SortedSpans>>,
+    pub dev: Option<Vec<Arc<SortedSpans>>>,
+    pub parity: ParityOptions,
+}
+
+/// How each language fared in a parity-aware training (see `merge::ParityLearned`).
+#[derive(Clone, Default)]
+pub(super) struct ParityTrace {
+    pub chosen: Vec<Option<u32>>,
+    pub lengths: Vec<i64>,
+    pub on_dev: bool,
+    pub exhausted: Vec<Option<u32>>,
 }
 
 /// What one run of the merge loop gives back.
@@ -42,6 +61,8 @@ pub(super) struct LearnRun {
     pub alphabet: usize,
     pub distinct_spans: usize,
     pub seconds: f64,
+    /// With parity-aware training, how each language fared.
+    pub parity: Option<ParityTrace>,
 }
 
 /// Records the first failure of a training (an exception from Python, Ctrl-C) and asks every
@@ -90,6 +111,8 @@ struct Run<'a> {
     /// Merges done at the last report made (`usize::MAX` for none yet).
     delivered: AtomicUsize,
     distinct_spans: AtomicUsize,
+    /// Set by a parity-aware run (see [`Run::work`]).
+    parity: Mutex<Option<ParityTrace>>,
 }
 
 impl Run<'_> {
@@ -132,6 +155,7 @@ impl Run<'_> {
             pool.install(|| {
                 let sorted;
                 let spans = match spans {
+                    SpansToLearn::Languages(languages) => return self.learn_languages(&languages, options, watcher),
                     SpansToLearn::Counted(counts) => {
                         // Any order: the merges do not depend on it.
                         Cow::Owned(counts.into_spans(&self.stop.requested)?)
@@ -156,19 +180,7 @@ impl Run<'_> {
                         Cow::Owned(LearnOptions { alphabet: AlphabetRule::Given(alphabet), ..options.clone() })
                     }
                 };
-                let total = self.total.load(Ordering::Relaxed);
-                let mut pacer = Pacer::new(total);
-                let on_merge = |merge: &Merge, vocab: &Vocab| {
-                    if self.stop.requested() {
-                        return ControlFlow::Break(());
-                    }
-                    let at = vocab.len() - self.first;
-                    if self.progress.is_some() && pacer.due(at, total) {
-                        self.pending.lock().unwrap_or_else(PoisonError::into_inner).push((at, *merge));
-                        watcher.unpark();
-                    }
-                    ControlFlow::Continue(())
-                };
+                let on_merge = self.on_merge(watcher);
                 let learned = match self.base {
                     None => learn(spans, &options, &self.stop.requested, on_merge),
                     Some(base) => extend(spans, base, &options, &self.stop.requested, on_merge),
@@ -182,6 +194,43 @@ impl Run<'_> {
         self.done.store(true, Ordering::SeqCst);
         watcher.unpark();
         learned
+    }
+
+    /// The merge loop's callback (once the merges to make are known): stops it when asked, and
+    /// leaves a report for `watcher` about every 0.1% of the merges.
+    fn on_merge<'s>(&'s self, watcher: &'s Thread) -> impl FnMut(&Merge, &Vocab) -> ControlFlow<()> + 's {
+        let total = self.total.load(Ordering::Relaxed);
+        let mut pacer = Pacer::new(total);
+        move |merge: &Merge, vocab: &Vocab| {
+            if self.stop.requested() {
+                return ControlFlow::Break(());
+            }
+            let at = vocab.len() - self.first;
+            if self.progress.is_some() && pacer.due(at, total) {
+                self.pending.lock().unwrap_or_else(PoisonError::into_inner).push((at, *merge));
+                watcher.unpark();
+            }
+            ControlFlow::Continue(())
+        }
+    }
+
+    /// The worker's part for parity-aware training (see [`Run::work`]): the alphabet found over
+    /// all languages first, so that the merges to make are known.
+    fn learn_languages(&self, languages: &Languages, options: &LearnOptions, watcher: &Thread) -> Result<Learned, Error> {
+        let train: Vec<&Spans> = languages.train.iter().map(|s| s.spans()).collect();
+        let dev: Option<Vec<&Spans>> = languages.dev.as_ref().map(|d| d.iter().map(|s| s.spans()).collect());
+        self.distinct_spans.store(train.iter().map(|s| s.len()).sum(), Ordering::Relaxed);
+        let mut all = train.clone();
+        all.extend(dev.iter().flatten());
+        let alphabet = Alphabet::of_all(&options.alphabet, &all);
+        self.total.store(options.vocab_size.saturating_sub(alphabet.len()), Ordering::Relaxed);
+        self.alphabet.store(alphabet.len(), Ordering::Relaxed);
+        let options = LearnOptions { alphabet: AlphabetRule::Given(alphabet), ..options.clone() };
+        let on_merge = self.on_merge(watcher);
+        let learned = learn_parity(&train, dev.as_deref(), &options, &languages.parity, &self.stop.requested, on_merge)?;
+        let trace = ParityTrace { chosen: learned.chosen, lengths: learned.lengths, on_dev: learned.on_dev, exhausted: learned.exhausted };
+        *self.parity.lock().unwrap_or_else(PoisonError::into_inner) = Some(trace);
+        Ok(learned.learned)
     }
 
     /// The watching thread, without the GIL until the worker is done: every 100 ms or when the
@@ -239,6 +288,7 @@ pub(super) fn run_loop(
         pending: Mutex::new(Vec::new()),
         delivered: AtomicUsize::new(usize::MAX),
         distinct_spans: AtomicUsize::new(0),
+        parity: Mutex::new(None),
     };
     let outcome = py.detach(|| {
         let watcher = std::thread::current();
@@ -267,5 +317,6 @@ pub(super) fn run_loop(
         merges: learned.merges,
         alphabet: learned.alphabet,
         seconds: started.elapsed().as_secs_f64(),
+        parity: run.parity.into_inner().unwrap_or_else(PoisonError::into_inner),
     })
 }

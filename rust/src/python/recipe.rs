@@ -10,7 +10,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
 use super::args::{as_int, int_arg, type_name};
 use super::counts::{pattern_shown, PySpanCounts};
 use super::splitter_arg;
-use crate::merge::{AlphabetRule, LearnOptions};
+use crate::merge::{AlphabetRule, LearnOptions, ParityOptions, ParityTies, Selection};
 use crate::pretokenize::presets;
 use crate::Splitter;
 
@@ -32,7 +32,7 @@ pub(super) const NANOCHAT_SPECIAL_TOKENS: [&str; 9] = [
 ];
 
 /// The fields of a recipe, in the order `Recipe.as_dict` gives them.
-const FIELDS: [&str; 15] = [
+const FIELDS: [&str; 19] = [
     "vocab_size",
     "pattern",
     "special_tokens",
@@ -48,12 +48,21 @@ const FIELDS: [&str; 15] = [
     "tie_break",
     "initial_alphabet",
     "limit_alphabet",
+    "parity",
+    "parity_window",
+    "parity_alpha",
+    "global_merges",
 ];
 
 /// The name of reserved special token `k` (Llama 3's).
 fn reserved_name(k: usize) -> String {
     format!("<|reserved_special_token_{k}|>")
 }
+
+/// The window of the parity-aware `window` selection, and its alpha, when the recipe says
+/// nothing (HuggingFace's `ParityBpeTrainer`'s defaults).
+const PARITY_WINDOW: usize = 100;
+const PARITY_ALPHA: f64 = 2.0;
 
 /// The words a superword token may hold when the recipe says nothing (SuperBPE's).
 const SUPERWORD_MAX_WORDS: usize = 4;
@@ -91,7 +100,9 @@ impl TieBreak {
 /// after the others, counted in `vocab_size`, and the whole padded with more to a multiple of
 /// `pad_vocab_to_multiple_of`), and the tie-break (`"bpeforge"` or `"huggingface"`, see
 /// `TieBreak`) with, for HuggingFace's, the bytes always in the alphabet (`initial_alphabet`)
-/// and the most it keeps (`limit_alphabet`). Immutable; `replace` makes a changed copy,
+/// and the most it keeps (`limit_alphabet`), and parity-aware training (`parity`: "base" or
+/// "window", with `parity_window` and `parity_alpha`, and `global_merges`; it learns from one
+/// set of span counts per language, docs/parity.md). Immutable; `replace` makes a changed copy,
 /// checked again.
 #[pyclass(module = "bpeforge._core", frozen)]
 #[derive(Clone)]
@@ -113,6 +124,16 @@ pub(super) struct Recipe {
     reserved: usize,
     /// The vocabulary is padded with more reserved tokens to a multiple of this.
     pad_to: Option<usize>,
+    /// Parity-aware training (one set of span counts per language), if asked.
+    parity: Option<Parity>,
+}
+
+/// A recipe's parity-aware training: how each merge's language is chosen, and how many merges
+/// come first on all languages' counts summed.
+#[derive(Clone)]
+struct Parity {
+    selection: Selection,
+    global_merges: usize,
 }
 
 /// A recipe's superword stage: from `transition` (the vocabulary size, special tokens included,
@@ -231,6 +252,60 @@ fn optional_int_arg(value: Option<&Bound<'_, PyAny>>, name: &str, lo: i64) -> Py
     }
 }
 
+/// The parity options: `parity` ("base", "window" or None), the window's size and alpha (with
+/// "window" only), and `global_merges` (with parity only).
+fn parity_arg(
+    py: Python<'_>,
+    parity: Option<&Bound<'_, PyAny>>,
+    window: Option<&Bound<'_, PyAny>>,
+    alpha: Option<&Bound<'_, PyAny>>,
+    global_merges: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<Parity>> {
+    let given = |v: Option<&Bound<'_, PyAny>>| v.is_some_and(|v| !v.is_none());
+    let name = match parity.filter(|v| !v.is_none()) {
+        None => None,
+        Some(v) => match v.cast::<PyString>() {
+            Ok(s) => Some(s.to_str()?.to_owned()),
+            Err(_) => return Err(PyTypeError::new_err(format!("parity must be a str ('base' or 'window'), got {}", type_name(v)))),
+        },
+    };
+    let selection = match name.as_deref() {
+        None => {
+            for (option, value) in [("parity_window", window), ("parity_alpha", alpha), ("global_merges", global_merges)] {
+                if given(value) {
+                    return Err(option_error(py, option, format!("{option} goes with parity ('base' or 'window')")));
+                }
+            }
+            return Ok(None);
+        }
+        Some("base") => {
+            for (option, value) in [("parity_window", window), ("parity_alpha", alpha)] {
+                if given(value) {
+                    return Err(option_error(py, option, format!("{option} goes with parity='window'")));
+                }
+            }
+            Selection::Base
+        }
+        Some("window") => {
+            let size = naming(py, "parity_window", optional_int_arg(window, "parity_window", 1))?.map_or(PARITY_WINDOW, |n| n as usize);
+            let alpha = match alpha.filter(|v| !v.is_none()) {
+                None => PARITY_ALPHA,
+                Some(v) => {
+                    let a: f64 = v.extract().map_err(|_| PyTypeError::new_err(format!("parity_alpha must be a number, got {}", type_name(v))))?;
+                    if !(a.is_finite() && a > 0.0) {
+                        return Err(option_error(py, "parity_alpha", format!("parity_alpha must be a positive finite number, got {a}")));
+                    }
+                    a
+                }
+            };
+            Selection::Window { size, alpha }
+        }
+        Some(other) => return Err(option_error(py, "parity", format!("parity must be 'base' or 'window', got {other:?}"))),
+    };
+    let global_merges = naming(py, "global_merges", optional_int_arg(global_merges, "global_merges", 0))?.unwrap_or(0) as usize;
+    Ok(Some(Parity { selection, global_merges }))
+}
+
 #[pymethods]
 impl Recipe {
     /// Checks every option (see the class's doc); a bad one raises `bpeforge.OptionError` (a
@@ -240,7 +315,8 @@ impl Recipe {
     #[pyo3(signature = (
         vocab_size, *, pattern=None, special_tokens=None, min_frequency=None, max_token_length=None, doc_cap=None,
         max_token_words=None, superword_transition=None, superword_pattern=None, reserve_special_tokens=None,
-        pad_vocab_to_multiple_of=None, tie_break=None, initial_alphabet=None, limit_alphabet=None, max_token_chars=None, base=None
+        pad_vocab_to_multiple_of=None, tie_break=None, initial_alphabet=None, limit_alphabet=None, max_token_chars=None, parity=None,
+        parity_window=None, parity_alpha=None, global_merges=None, base=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -260,6 +336,10 @@ impl Recipe {
         initial_alphabet: Option<&Bound<'_, PyAny>>,
         limit_alphabet: Option<&Bound<'_, PyAny>>,
         max_token_chars: Option<&Bound<'_, PyAny>>,
+        parity: Option<&Bound<'_, PyAny>>,
+        parity_window: Option<&Bound<'_, PyAny>>,
+        parity_alpha: Option<&Bound<'_, PyAny>>,
+        global_merges: Option<&Bound<'_, PyAny>>,
         base: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut special_tokens = special_tokens_arg(py, special_tokens)?;
@@ -352,6 +432,13 @@ impl Recipe {
         if superword.is_some() && tie_break == TieBreak::HuggingFace {
             return Err(option_error(py, "tie_break", "tie_break='huggingface' goes without a superword stage (HuggingFace's layout numbers one alphabet)".into()));
         }
+        let parity = parity_arg(py, parity, parity_window, parity_alpha, global_merges)?;
+        if parity.is_some() && superword.is_some() {
+            return Err(option_error(py, "parity", "parity-aware training goes without a superword stage".into()));
+        }
+        if parity.is_some() && base.is_some() {
+            return Err(option_error(py, "parity", "parity-aware training learns from the single bytes: it cannot extend a base".into()));
+        }
         let recipe = Recipe {
             vocab_size,
             splitter,
@@ -367,6 +454,7 @@ impl Recipe {
             tie_break,
             initial_alphabet,
             limit_alphabet,
+            parity,
         };
         if let Some(base) = &base {
             recipe.check_base(py, base, &size.to_string())?;
@@ -485,6 +573,40 @@ impl Recipe {
         self.limit_alphabet
     }
 
+    /// Parity-aware training: "base" or "window" (see `Selection`), None for plain training.
+    #[getter]
+    fn parity(&self) -> Option<&'static str> {
+        self.parity.as_ref().map(|p| match p.selection {
+            Selection::Base => "base",
+            Selection::Window { .. } => "window",
+        })
+    }
+
+    /// The moving window of parity's "window" selection, in merges (None otherwise).
+    #[getter]
+    fn parity_window(&self) -> Option<usize> {
+        match self.parity.as_ref()?.selection {
+            Selection::Window { size, .. } => Some(size),
+            Selection::Base => None,
+        }
+    }
+
+    /// The alpha of parity's "window" selection: a language chosen more than alpha / languages
+    /// of the window's merges is passed over (None otherwise).
+    #[getter]
+    fn parity_alpha(&self) -> Option<f64> {
+        match self.parity.as_ref()?.selection {
+            Selection::Window { alpha, .. } => Some(alpha),
+            Selection::Base => None,
+        }
+    }
+
+    /// With parity, the first merges made on all languages' counts summed (None: no parity).
+    #[getter]
+    fn global_merges(&self) -> Option<usize> {
+        self.parity.as_ref().map(|p| p.global_merges)
+    }
+
     /// The names of a recipe's fields, in the order `as_dict` gives them.
     #[staticmethod]
     fn fields() -> Vec<&'static str> {
@@ -509,6 +631,10 @@ impl Recipe {
         d.set_item("tie_break", self.tie_break())?;
         d.set_item("initial_alphabet", self.initial_alphabet(py))?;
         d.set_item("limit_alphabet", self.limit_alphabet)?;
+        d.set_item("parity", self.parity())?;
+        d.set_item("parity_window", self.parity_window())?;
+        d.set_item("parity_alpha", self.parity_alpha())?;
+        d.set_item("global_merges", self.global_merges())?;
         Ok(d)
     }
 
@@ -546,6 +672,10 @@ impl Recipe {
             field("initial_alphabet").as_ref(),
             field("limit_alphabet").as_ref(),
             field("max_token_chars").as_ref(),
+            field("parity").as_ref(),
+            field("parity_window").as_ref(),
+            field("parity_alpha").as_ref(),
+            field("global_merges").as_ref(),
             None,
         )
     }
@@ -565,7 +695,7 @@ impl Recipe {
         };
         format!(
             "Recipe(vocab_size={}, pattern={}, special_tokens={:?}, min_frequency={}, max_token_length={}, {}doc_cap={}, max_token_words={}{superword}, \
-             reserve_special_tokens={}, pad_vocab_to_multiple_of={}{})",
+             reserve_special_tokens={}, pad_vocab_to_multiple_of={}{}{})",
             self.vocab_size,
             pattern_shown(self.pattern()),
             self.special_tokens(),
@@ -583,6 +713,13 @@ impl Recipe {
                     if self.initial_alphabet.is_empty() { "None".to_string() } else { format!("<{} bytes>", self.initial_alphabet.len()) },
                     optional(self.limit_alphabet.map(|v| v.to_string()))
                 ),
+            },
+            match &self.parity {
+                None => String::new(),
+                Some(Parity { selection: Selection::Base, global_merges }) => format!(", parity='base', global_merges={global_merges}"),
+                Some(Parity { selection: Selection::Window { size, alpha }, global_merges }) => {
+                    format!(", parity='window', parity_window={size}, parity_alpha={alpha}, global_merges={global_merges}")
+                }
             },
         )
     }
@@ -654,6 +791,9 @@ pub(super) struct Plan {
     /// Where the special tokens go with HuggingFace's layout (first, at ids 0..n), `None` for
     /// bpeforge's (after the ranks, numbered by the caller).
     pub specials_first: Option<u32>,
+    /// Parity-aware training's options (but the target ratios, which come with the languages),
+    /// if the recipe asks for it.
+    pub parity: Option<ParityOptions>,
 }
 
 /// The superword stage of a plan: the ranks the first stage trains, and the superword pattern.
@@ -663,6 +803,11 @@ pub(super) struct SuperwordPlan {
 }
 
 impl Recipe {
+    /// Whether the recipe trains parity-aware (from one set of span counts per language).
+    pub(super) fn has_parity(&self) -> bool {
+        self.parity.is_some()
+    }
+
     /// Each document is cropped to this many characters, if set.
     pub(super) fn doc_cap_chars(&self) -> Option<u64> {
         self.doc_cap
@@ -686,6 +831,7 @@ impl Recipe {
             tie_break: TieBreak::Bpeforge,
             initial_alphabet: Vec::new(),
             limit_alphabet: None,
+            parity: None,
         }
     }
     /// Refuses, as an `OptionError` naming the option, a base this recipe cannot extend: one
@@ -726,6 +872,7 @@ impl Recipe {
         &self,
         py: Python<'_>,
         counts: Option<&Bound<'_, PySpanCounts>>,
+        languages: &[Bound<'_, PySpanCounts>],
         superword_counts: Option<&Bound<'_, PySpanCounts>>,
         base: Option<&Base>,
     ) -> PyResult<Plan> {
@@ -736,6 +883,10 @@ impl Recipe {
         if let Some(counts) = counts {
             check_counts(py, "pattern", counts.get(), self.pattern(), self.doc_cap)?;
             min_frequency = py.import("bpeforge.mixing")?.getattr("min_count")?.call1((counts, self.min_frequency))?.extract()?;
+        }
+        // Each language's counts are its own (min_frequency counts a pair in one language).
+        for counts in languages {
+            check_counts(py, "pattern", counts.get(), self.pattern(), self.doc_cap)?;
         }
         let ranks_asked = match base {
             None => self.vocab_size.saturating_sub(self.special_tokens.len()),
@@ -763,6 +914,13 @@ impl Recipe {
         let specials_first = (self.tie_break == TieBreak::HuggingFace).then_some(self.special_tokens.len() as u32);
         let superword = self.superword.as_ref().map(|s| SuperwordPlan { first_ranks: s.transition - self.special_tokens.len(), splitter: s.splitter.clone() });
         let superword_splitter = superword.as_ref().map(|s| s.splitter.clone());
-        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked, superword, superword_splitter, specials_first })
+        let parity = self.parity.as_ref().map(|p| ParityOptions {
+            selection: p.selection,
+            global_merges: p.global_merges,
+            ratio: None,
+            // HuggingFace's layout trains as its ParityBpeTrainer does, ties included.
+            ties: if self.tie_break == TieBreak::HuggingFace { ParityTies::GreatestSpelling } else { ParityTies::SmallestIds },
+        });
+        Ok(Plan { splitter: self.splitter.clone(), options, ranks_asked, superword, superword_splitter, specials_first, parity })
     }
 }

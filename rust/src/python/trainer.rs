@@ -12,7 +12,7 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use super::args::{as_int, int_arg, max_token_length_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
 use super::feed::{count_with_patterns, text_of};
 use super::counts::PySpanCounts;
-use super::learn::{run_loop, SpansToLearn};
+use super::learn::{run_loop, Languages, ParityTrace, SpansToLearn};
 use super::recipe::{base_arg, option_error, Base, Recipe};
 use super::pool::Pool;
 use super::shutdown;
@@ -43,6 +43,8 @@ struct Trained {
     stats: Stats,
     /// The id of each token of `vocab`.
     ids: Ids,
+    /// How each language fared, after parity-aware training.
+    parity: Option<ParityTrace>,
 }
 
 /// The ids of a training's tokens, from their places in the merge loop's vocabulary.
@@ -136,7 +138,7 @@ impl Trainer {
                 Some(pool)
             }
         };
-        let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default(), ids: Ids::Own };
+        let trained = Trained { splitter, vocab: Vocab::bytes(), merges: Vec::new(), stats: Stats::default(), ids: Ids::Own, parity: None };
         Ok(Self { pool, busy: AtomicBool::new(false), trained: Mutex::new(trained) })
     }
 
@@ -177,9 +179,14 @@ impl Trainer {
     /// pair, token, count). An exception raised by the callback or the iterator stops training
     /// and propagates; the trainer keeps its old state. Returns the number of ranks asked for
     /// (the base's or the 256 single bytes, and the new ones).
+    ///
+    /// A recipe with `parity` learns from one `SpanCounts` per language: `counts` is their list,
+    /// `dev` (optional) a list of each language's dev counts (the same order), which the
+    /// selection measures, and `ratio` (optional, not with `dev`) each language's target
+    /// compression rate; `parity_trace` tells afterwards how each language fared.
     #[pyo3(
-        signature = (recipe, *, texts=None, counts=None, base=None, buffer_size=None, progress=None, superword_counts=None),
-        text_signature = "(self, recipe, *, texts=None, counts=None, base=None, buffer_size=8192, progress=None, superword_counts=None)"
+        signature = (recipe, *, texts=None, counts=None, base=None, buffer_size=None, progress=None, superword_counts=None, dev=None, ratio=None),
+        text_signature = "(self, recipe, *, texts=None, counts=None, base=None, buffer_size=8192, progress=None, superword_counts=None, dev=None, ratio=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn learn(
@@ -192,7 +199,33 @@ impl Trainer {
         buffer_size: Option<&Bound<'_, PyAny>>,
         progress: Option<Py<PyAny>>,
         superword_counts: Option<&Bound<'_, PyAny>>,
+        dev: Option<&Bound<'_, PyAny>>,
+        ratio: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<usize> {
+        let (dev, ratio) = (dev.filter(|d| !d.is_none()), ratio.filter(|r| !r.is_none()));
+        if recipe.get().has_parity() {
+            let refused = [("texts", texts), ("base", base), ("superword_counts", superword_counts)];
+            if let Some((name, _)) = refused.iter().find(|(_, v)| v.is_some_and(|v| !v.is_none())) {
+                return Err(PyTypeError::new_err(format!("a recipe with parity learns from counts (one SpanCounts per language), not {name}")));
+            }
+            let Some(counts) = counts.filter(|c| !c.is_none()) else {
+                return Err(PyTypeError::new_err("a recipe with parity learns from counts: a list of one SpanCounts per language"));
+            };
+            let train = counts_list(counts, "counts")?;
+            let dev = dev.map(|d| counts_list(d, "dev")).transpose()?;
+            if dev.as_ref().is_some_and(|d| d.len() != train.len()) {
+                return Err(PyValueError::new_err(format!("{} dev counts for {} languages: give one per language", dev.map_or(0, |d| d.len()), train.len())));
+            }
+            if dev.is_some() && ratio.is_some() {
+                return Err(PyTypeError::new_err("give dev (measured compression) or ratio (target compression rates), not both"));
+            }
+            let ratio = ratio.map(|r| r.extract::<Vec<f64>>().map_err(|_| PyTypeError::new_err(format!("ratio must be a list of numbers, got {}", type_name(r))))).transpose()?;
+            let material = Material::Languages { train, dev, ratio };
+            return self.run(py, recipe.get(), material, None, 0, progress);
+        }
+        if let Some((name, _)) = [("dev", dev), ("ratio", ratio)].iter().find(|(_, v)| v.is_some()) {
+            return Err(PyTypeError::new_err(format!("{name} goes with a recipe with parity (parity-aware training)")));
+        }
         let superword_counts = match superword_counts.filter(|c| !c.is_none()) {
             None => None,
             Some(c) => Some(c.cast::<PySpanCounts>().map_err(|_| {
@@ -282,6 +315,26 @@ impl Trainer {
         Ok(d)
     }
 
+    /// How each language fared in the last training, if it was parity-aware (else None): a
+    /// dict of `chosen` (the language of each merge, in the order of `counts`; None for a
+    /// global merge), `lengths` (each language's length in tokens of its measured text, a list
+    /// per language: before the first merge, then after each), `on_dev` (whether that text
+    /// was the dev counts, else the training counts) and `exhausted` (for each language, the
+    /// merges made when it ran out of pairs counted `min_frequency` times, or None).
+    #[getter]
+    fn parity_trace<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let state = self.state();
+        let Some(trace) = &state.parity else { return Ok(None) };
+        let languages = trace.exhausted.len().max(1);
+        let d = PyDict::new(py);
+        d.set_item("chosen", trace.chosen.clone())?;
+        let per_language: Vec<Vec<i64>> = (0..languages).map(|l| trace.lengths.iter().skip(l).step_by(languages).copied().collect()).collect();
+        d.set_item("lengths", per_language)?;
+        d.set_item("on_dev", trace.on_dev)?;
+        d.set_item("exhausted", trace.exhausted.clone())?;
+        Ok(Some(d))
+    }
+
     /// The split pattern.
     fn get_pattern(&self) -> String {
         self.state().splitter.pattern().to_owned()
@@ -323,6 +376,26 @@ impl Trainer {
 enum Material<'a, 'py> {
     Texts(&'a Bound<'py, PyAny>),
     Counts(&'a Bound<'py, PyAny>, Option<Bound<'py, PySpanCounts>>),
+    /// Parity-aware training's: each language's counts, its dev counts, target ratios.
+    Languages { train: Vec<Bound<'py, PySpanCounts>>, dev: Option<Vec<Bound<'py, PySpanCounts>>>, ratio: Option<Vec<f64>> },
+}
+
+/// A list of `SpanCounts`, one per language (the argument `name`).
+fn counts_list<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Vec<Bound<'py, PySpanCounts>>> {
+    if value.cast::<PySpanCounts>().is_ok() || value.is_instance_of::<PyString>() || value.is_instance_of::<PyDict>() {
+        return Err(PyTypeError::new_err(format!("{name} must be a list of SpanCounts, one per language, got {}", type_name(value))));
+    }
+    let items = value.try_iter().map_err(|_| PyTypeError::new_err(format!("{name} must be a list of SpanCounts, one per language, got {}", type_name(value))))?;
+    let mut list = Vec::new();
+    for (i, item) in items.enumerate() {
+        let item = item?;
+        let counts = item.cast::<PySpanCounts>().map_err(|_| PyTypeError::new_err(format!("{name}[{i}] must be a SpanCounts, got {}", type_name(&item))))?;
+        list.push(counts.clone());
+    }
+    if list.is_empty() {
+        return Err(PyValueError::new_err(format!("{name} is empty: parity-aware training needs the counts of at least one language")));
+    }
+    Ok(list)
 }
 
 impl Trainer {
@@ -344,9 +417,13 @@ impl Trainer {
         let progress = progress_arg(py, progress)?;
         let (span_counts, superword_counts) = match &material {
             Material::Counts(counts, superword) => (counts.cast::<PySpanCounts>().ok(), superword.as_ref()),
-            Material::Texts(_) => (None, None),
+            Material::Texts(_) | Material::Languages { .. } => (None, None),
         };
-        let plan = recipe.plan(py, span_counts, superword_counts, base)?;
+        let mut languages: Vec<Bound<'_, PySpanCounts>> = Vec::new();
+        if let Material::Languages { train, dev, .. } = &material {
+            languages.extend(train.iter().chain(dev.iter().flatten()).cloned());
+        }
+        let plan = recipe.plan(py, span_counts, &languages, superword_counts, base)?;
         if let (Some(_), Material::Counts(_, None)) = (&plan.superword, &material) {
             return Err(option_error(py, "superword_transition", "a superword stage learns from the texts, or from counts of them split by \
                  the superword pattern as well: give them as superword_counts (bpeforge count --pattern superword)".into()));
@@ -374,6 +451,15 @@ impl Trainer {
                 stats.bytes = bytes;
                 (spans, superword.map(|c| SpansToLearn::Sorted(Arc::clone(&c.get().spans))))
             }
+            Material::Languages { train, dev, ratio } => {
+                let Some(parity) = plan.parity.clone() else {
+                    return Err(PyRuntimeError::new_err("internal error: languages without parity (a bpeforge bug: please report it)"));
+                };
+                let sorted = |list: &[Bound<'_, PySpanCounts>]| list.iter().map(|c| Arc::clone(&c.get().spans)).collect::<Vec<_>>();
+                stats.bytes = train.iter().map(|c| u64::try_from(c.get().spans.total_bytes()).unwrap_or(u64::MAX)).fold(0u64, u64::saturating_add);
+                let parity = crate::merge::ParityOptions { ratio, ..parity };
+                (SpansToLearn::Languages(Languages { train: sorted(&train), dev: dev.as_deref().map(sorted), parity }), None)
+            }
         };
         let run = match (plan.superword, superword_spans) {
             (Some(superword), Some(superword_spans)) => {
@@ -399,7 +485,7 @@ impl Trainer {
             (None, None) => Ids::Own,
         };
         let splitter = plan.superword_splitter.unwrap_or(plan.splitter);
-        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids };
+        *self.state() = Trained { splitter, vocab: run.vocab, merges: run.merges, stats, ids, parity: run.parity };
         Ok(plan.ranks_asked)
     }
 }

@@ -6,6 +6,7 @@ functions and under ``if TYPE_CHECKING:`` included."""
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -88,6 +89,12 @@ SOURCES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 MODULES = set(SOURCES) | {"bpeforge._core"}
 
 
+@functools.lru_cache(maxsize=None)
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of a source file, parsed once (every module's check reads all of them)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def is_package(module: str) -> bool:
     return module in SOURCES and SOURCES[module].name == "__init__.py"
 
@@ -96,7 +103,7 @@ def imports_of(module: str) -> list[tuple[str, int, list[str]]]:
     """(module imported, line, names taken from it) for every import of ``module`` that reaches
     the package: ``from . import io`` is an import of bpeforge.io, ``from .io import save`` of
     bpeforge.io taking ``save``."""
-    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    tree = parsed(SOURCES[module])
     package = module if is_package(module) else module.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
@@ -177,7 +184,7 @@ def test_no_private_name_crosses_a_module(module):
     ]
     own = private_names(module)
     elsewhere = set().union(*(private_names(m) for m in SOURCES if m != module)) - own
-    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    tree = parsed(SOURCES[module])
     taken += [
         f"line {node.lineno}: .{node.attr}"
         for node in ast.walk(tree)
@@ -186,10 +193,15 @@ def test_no_private_name_crosses_a_module(module):
     assert taken == []
 
 
-def private_names(module: str) -> set[str]:
+def private_names(module: str) -> frozenset[str]:
     """The private names ``module`` defines: its functions, classes, assignments and attributes
     (``self._x = ...``), at any depth."""
-    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    return private_names_in(SOURCES[module])
+
+
+@functools.lru_cache(maxsize=None)
+def private_names_in(path: Path) -> frozenset[str]:
+    tree = parsed(path)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -198,7 +210,7 @@ def private_names(module: str) -> set[str]:
             names.add(node.id)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             names.add(node.attr)
-    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+    return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
 
 
 def test_the_walk_sees_what_it_must():

@@ -8,9 +8,19 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 import pytest  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 import bpeforge  # noqa: E402
 from ranks import hand_ranks  # noqa: E402
+
+
+# Property tests: each asks for its examples with strategies.examples(n), n being what the
+# "thorough" profile runs (`python -m pytest --hypothesis-profile=thorough`); the "ci" profile,
+# the default, runs a third of them (at least ten), so that the suite stays quick. The other
+# settings are hypothesis's own.
+settings.register_profile("thorough", max_examples=100)
+settings.register_profile("ci", max_examples=33)
+settings.load_profile("ci")
 
 
 @pytest.fixture(scope="session")

@@ -78,13 +78,15 @@ def count_spans(texts: Iterable[str], pattern: str) -> Counter:
 def count_pairs(words: List[Tuple[List[int], int]]) -> Counter:
     pairs: Counter = Counter()
     for ids, count in words:
-        for i in range(len(ids) - 1):
-            pairs[(ids[i], ids[i + 1])] += count
+        for pair in zip(ids, ids[1:]):
+            pairs[pair] += count
     return pairs
 
 
 def replace_pair(ids: List[int], pair: Tuple[int, int], new_id: int) -> List[int]:
     """Replaces ``pair`` by ``new_id`` left to right, non-overlapping."""
+    if pair[0] not in ids:
+        return ids  # nothing to replace (most spans, at most merges)
     out: List[int] = []
     i = 0
     while i < len(ids):

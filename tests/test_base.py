@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
+from strategies import examples
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog. " * 3,
@@ -76,7 +77,7 @@ def test_special_text_is_ordinary_in_encode(tok):
     assert tok.decode(ids) == "<|bos|>"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text())
 def test_decode_encode_round_trip(tok, s):
     # tiktoken replaces lone surrogates by U+FFFD (they cannot be encoded); everything else is exact.
@@ -84,7 +85,7 @@ def test_decode_encode_round_trip(tok, s):
     assert tok.decode(tok.encode(s)) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.binary(max_size=64))
 def test_ranks_decode_any_bytes(tok, data):
     ids = tok.encoding.encode_ordinary(data.decode("utf-8", "replace"))

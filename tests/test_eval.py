@@ -11,7 +11,7 @@ import bpeforge
 import bpeforge.eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import texts
+from strategies import examples, texts
 from bpeforge.eval import EvalError, EvalRow, evaluate, format_table, load_tokenizer
 from bpeforge.io import ranks_to_tiktoken
 from ranks import BYTE_RANKS, hand_ranks
@@ -312,7 +312,7 @@ def spans(text, pattern):
     return regex.findall(pattern, text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.lists(texts(max_pieces=12), min_size=1, max_size=4).map("".join), size=st.integers(1, 30), data=st.data())
 def test_pieces_cut_only_where_every_preset_pattern_ends_a_span(text, size, data):
     from bpeforge.eval import text_pieces

@@ -20,6 +20,7 @@ from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, tr
 import bpeforge  # noqa: E402
 from bpeforge.huggingface import byte_level, oniguruma_regex, train_from_iterator  # noqa: E402
 from bpeforge.patterns import PATTERNS  # noqa: E402
+from strategies import examples  # noqa: E402
 
 BYTE_LEVEL_ALPHABET = pre_tokenizers.ByteLevel.alphabet()
 
@@ -122,7 +123,7 @@ trainer_options = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(texts=texts_with_ties, pre=st.sampled_from(sorted(PRE_TOKENIZERS)), options=trainer_options)
 def test_generated_corpora_train_what_huggingface_trains(texts, pre, options):
     assume(cut_is_unambiguous(texts, pre, options["limit_alphabet"], options["initial_alphabet"]))
@@ -130,7 +131,7 @@ def test_generated_corpora_train_what_huggingface_trains(texts, pre, options):
 
 
 @pytest.mark.slow
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(texts=texts_with_ties, pre=st.sampled_from(sorted(PRE_TOKENIZERS)), options=trainer_options)
 def test_many_generated_corpora_train_what_huggingface_trains(texts, pre, options):
     assume(cut_is_unambiguous(texts, pre, options["limit_alphabet"], options["initial_alphabet"]))

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import bpeforge
 from bpeforge import huggingface as hf
 from bpeforge.patterns import PATTERNS
-from strategies import texts
+from strategies import examples, texts
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -105,7 +105,7 @@ def test_the_presets_are_exported_with_tiktoken_ids_on_hostile_text(exported):
     assert hf_ids(h, look_alikes) == tok.encode(look_alikes)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=hostile_text())
 def test_hf_ids_equal_tiktokens_on_generated_text(exported, text):
     tok, h = exported
@@ -327,7 +327,7 @@ def test_a_bpetrainer_file_reads_back_with_hf_ids(imported):
         check_same_ids(tok, h, text)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=hostile_text())
 def test_imported_ids_equal_hfs_on_generated_text(imported, text):
     tok, h = imported

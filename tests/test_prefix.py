@@ -19,7 +19,7 @@ import strategies as S
 from bpeforge.prefix import first_ranks
 from ranks import BYTE_RANKS, hand_ranks
 
-SETTINGS = dict(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(deadline=None, max_examples=S.examples(60), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def trained_ranks(corpus, n_ranks):

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import bpeforge
 from bpeforge.errors import OptionError
 from bpeforge.training import Recipe
-from strategies import corpora
+from strategies import corpora, examples
 
 # How each field of a recipe is varied here: a strategy for the API, and the command line's flag.
 VARIED = {
@@ -146,7 +146,7 @@ def test_the_tie_breaks_options_are_checked_naming_them(options, option):
     assert e.value.option == option
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(texts=corpora(), options=recipes(), smaller=st.integers(0, 6))
 def test_every_api_path_trains_what_training_from_the_texts_trains(texts, options, smaller):
     texts = texts + ["x y"]  # training refuses no text at all
@@ -204,7 +204,7 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
         assert ranks_in_order(from_counts) == ranks_in_order(want)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(texts=corpora(), options=recipes())
 def test_the_low_level_trainer_trains_the_same_ranks(texts, options):
     # rustbpe's shape has no word limit and no superword stage: Trainer.learn takes a Recipe.

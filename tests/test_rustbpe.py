@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import bpeforge
 import bpeforge.rustbpe
-from strategies import corpora, texts
+from strategies import corpora, examples, texts
 
 IMPLEMENTATIONS = {"rustbpe": rustbpe.Tokenizer, "bpeforge": bpeforge.rustbpe.Tokenizer}
 
@@ -167,7 +167,7 @@ def test_identical_to_rustbpe_on_real_text(vocab_size, pattern):
         assert ours.decode(ids) == theirs.decode(ids)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(corpus=corpora(), vocab_size=st.integers(256, 400), probes=st.lists(texts(), max_size=4))
 def test_identical_to_rustbpe_on_generated_text(corpus, vocab_size, probes):
     theirs, ours = both()

@@ -15,7 +15,7 @@ import bpeforge
 import bpeforge.superword_sweep
 import reference
 from bpeforge.errors import OptionError
-from strategies import corpora
+from strategies import corpora, examples
 
 SUPERWORD = bpeforge._core.SUPERWORD_PATTERN
 
@@ -42,7 +42,7 @@ def test_the_reference_writes_the_same_pattern():
     assert reference.SUPERWORD_PATTERN == SUPERWORD == bpeforge.resolve_pattern("superword")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=phrases)
 def test_the_pattern_splits_as_the_regex_package_and_keeps_every_character(text):
     spans = bpeforge.split(text, "superword")
@@ -53,7 +53,7 @@ def test_the_pattern_splits_as_the_regex_package_and_keeps_every_character(text)
         assert regex.search(r"[\r\n][^\r\n/]", span) is None  # a newline ends its span
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(data=texts, transition=st.integers(256, 290), more=st.integers(0, 40), words=st.sampled_from([None, 1, 2, 4]))
 def test_two_stages_equal_the_reference(data, transition, more, words):
     want, merges = reference.superword(data, transition + more, transition, max_token_words=words or 4)
@@ -65,7 +65,7 @@ def test_two_stages_equal_the_reference(data, transition, more, words):
     assert tok.pattern == SUPERWORD
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(data=corpora(), transition=st.integers(0, 30), more=st.integers(0, 30), specials=st.booleans())
 def test_superword_training_is_training_then_extending_with_the_superword_pattern(data, transition, more, specials):
     data = data + ["by the way"]
@@ -126,7 +126,7 @@ def test_bad_superword_options_are_refused_naming_them():
     assert bpeforge.training.Recipe(300, superword_transition=280, max_token_words=2).max_token_words == 2
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.one_of(phrases, st.text(max_size=60)))
 def test_huggingface_splits_by_the_superword_pattern_as_bpeforge_does(text):
     tokenizers = pytest.importorskip("tokenizers")

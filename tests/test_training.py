@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import bpeforge
 import reference
-from strategies import corpora
+from strategies import corpora, examples
 
 BYTES = {bytes([i]): i for i in range(256)}
 
@@ -138,7 +138,7 @@ def test_special_tokens_are_checked_before_reading_any_data_and_bounded():
             bpeforge.Tokenizer(BYTES, special_tokens={"<a>": bad})
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(texts=corpora(), max_token_chars=st.integers(2, 4), max_token_length=st.one_of(st.none(), st.integers(2, 9)))
 def test_max_token_chars_trains_what_the_reference_trains(texts, max_token_chars, max_token_length):
     # Characters are UTF-8's: the corpora's CJK, accents and emoji take 2-4 bytes each.

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import bpeforge
 from bpeforge.errors import OptionError
 from bpeforge.nanochat import RustBPETokenizer
+from strategies import examples
 
 TEXTS = ["the cat sat on the mat, and the dog ran after the cat"] * 20 + ["a b c d e f g h i j k l m n o p"] * 5
 
@@ -28,7 +29,7 @@ def train(vocab_size, **options):
         return bpeforge.Tokenizer.train_from_iterator(TEXTS, vocab_size, **options)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(size=st.integers(270, 330), given_names=st.sampled_from([[], ["<|bos|>"], None]), n=st.integers(0, 5),
        m=st.sampled_from([None, 1, 7, 64, 128]))
 def test_reserved_and_padding_ids_follow_the_ranks(size, given_names, n, m):

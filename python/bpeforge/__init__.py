@@ -5,22 +5,8 @@
 >>> tok.decode(tok.encode("hello world"))
 'hello world'
 
-The package is layered, each module importing only modules of the layers below its own
-(``tests/test_layers.py`` checks it):
-
-1. ``_core``: the compiled core (Rust): the trainer, the Parquet reader, split patterns;
-2. ``errors`` (exceptions), ``checks`` (arguments), ``patterns`` (split patterns),
-   ``progress`` (console progress), ``version``;
-3. ``base``: the encoding core, :class:`~bpeforge.base.BaseTokenizer`;
-4. ``io`` (saving and loading), ``training`` (the one training path), ``pretrained``
-   (tiktoken's encodings by name); then ``huggingface`` (``tokenizer.json`` both ways) and
-   ``counts`` (counting texts into span counts);
-5. ``chat`` (conversations for chat models);
-6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above; ``rustbpe`` and
-   ``nanochat``, the drop-ins for rustbpe and nanochat's tokenizer;
-7. ``eval`` (compression compared) and ``inputs`` (corpus readers), ``sweep`` (compression at
-   several vocabulary sizes of one training, over ``prefix``: a tokenizer's first ranks);
-8. this module, which re-exports the public names; then ``cli``, the ``bpeforge`` command line.
+The package is layered, each module importing only modules of the layers below its own:
+docs/design.md lists the layers (``tests/test_layers.py`` holds them, and checks the imports).
 """
 
 # PRESETS (the presets as (name, regex) pairs) stays importable from here; PATTERNS is its dict.

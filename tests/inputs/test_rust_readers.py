@@ -16,10 +16,11 @@ from hypothesis import strategies as st
 import bpeforge
 from bpeforge import InputError, JsonlReader, TextReader
 from bpeforge.inputs import Corpus, Source, read_jsonl, read_text
+from strategies import examples
 
 zstandard = pytest.importorskip("zstandard")
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # Pieces of text files: words, accented and 4-byte characters, line ends of every kind, the
 # separators tried below, byte-order marks, and bytes that are not UTF-8 (a lone continuation

@@ -10,7 +10,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
 from .. import huggingface, inputs, io
 from .._core import DocumentReader
@@ -531,15 +531,21 @@ def run_train(args: argparse.Namespace) -> int:
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
 
+    return save_then_report(
+        args, tokenizer, hf_json,
+        lambda t_save: print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save)),
+    )
+
+
+def save_then_report(args: argparse.Namespace, tokenizer: Tokenizer, hf_json: Optional[dict], report: Callable[[float], int]) -> int:
+    """The end of a training (on INPUTs, on span counts, on a mix): saves ``tokenizer`` (with
+    HuggingFace's ``tokenizer.json`` if ``hf_json``) as ``-o`` says, then runs ``report`` (given
+    the seconds saving took; it prints the warnings and the report, returns the exit code)
+    unless ``--quiet``. The tokenizer is saved: from there on everything is only the report,
+    which Ctrl-C skips (:func:`after_saving`)."""
+    folder, tiktoken_file = output_paths(args.output)
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
-
-    # The tokenizer is saved: from here on everything is only the report, which Ctrl-C skips.
-    def report() -> int:
-        if args.quiet:
-            return 0
-        return print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save))
-
-    return after_saving(saved_message(folder, tiktoken_file), report)
+    return after_saving(saved_message(folder, tiktoken_file), lambda: 0 if args.quiet else report(t_save))
 
 
 def saved_message(folder: Path, tiktoken_file: Path) -> str:

@@ -31,14 +31,14 @@ def hello():
 
 # Ray's tests share one local cluster (2 CPUs, loopback only) for the whole session: starting
 # one takes seconds. A node is put on loopback only if Ray is first imported with this set
-# (see bpeforge.ray_local), and the test modules import Ray as they are collected.
+# (see bpeforge._ray_local), and the test modules import Ray as they are collected.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
 
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """The session's local Ray cluster (a bpeforge.ray_local.LocalCluster), this process
+    """The session's local Ray cluster (a bpeforge._ray_local.LocalCluster), this process
     connected to it; stopped (every process ended, its folder removed) at the end."""
     pytest.importorskip("ray")
     bray = pytest.importorskip("bpeforge.ray")

@@ -30,7 +30,7 @@ import regex
 
 # The GPT-4 (cl100k_base-style) split pattern, written out here independently of bpeforge so
 # that the reference does not take its default from the code under test. test_reference.py
-# checks that it equals bpeforge.DEFAULT_PATTERN.
+# checks that it equals bpeforge._core.DEFAULT_PATTERN.
 GPT4_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
     r"""|\s*[\r\n]|\s+(?!\S)|\s+"""

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 import bpeforge
 import reference
-from bpeforge.errors import OptionError
-from bpeforge.extending import extension_recipe
-from bpeforge.training import Recipe, Training
+from bpeforge._errors import OptionError
+from bpeforge._extending import extension_recipe
+from bpeforge._training import Recipe, Training
 from ranks import hand_ranks
 from strategies import corpora, examples, repeated_words_corpus, texts
 
@@ -190,7 +190,7 @@ def test_bad_options_are_refused():
         extension_recipe(tiktoken.Encoding("x", pat_str=r"\w+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}), 300)
     with pytest.raises(TypeError, match="a bpeforge tokenizer"):
         Training(Recipe(300), base="out/tok")
-    with pytest.raises(bpeforge.errors.NoTextError):
+    with pytest.raises(bpeforge._errors.NoTextError):
         extend(base, 270, []).build(bpeforge.Tokenizer)
     with pytest.raises(OptionError, match="max_token_length must be at least 2 bytes"):
         extension_recipe(base, 270, max_token_length=1)

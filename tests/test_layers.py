@@ -24,29 +24,29 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("leaves: exceptions, argument checks, split patterns, console progress, the version, the "
      "mixing of sources' span counts (weights from sizes, the mix's record), split patterns in "
      "HuggingFace's regex engine",
-     ("bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version", "bpeforge.mixing",
-      "bpeforge.oniguruma")),
-    ("the encoding core (`BaseTokenizer`); writing files crash-consistently", ("bpeforge.base", "bpeforge.files")),
+     ("bpeforge._errors", "bpeforge._checks", "bpeforge._patterns", "bpeforge._progress", "bpeforge._version", "bpeforge._mixing",
+      "bpeforge._oniguruma")),
+    ("the encoding core (`BaseTokenizer`); writing files crash-consistently", ("bpeforge._base", "bpeforge._files")),
     ("a tokenizer's first ranks (a smaller vocabulary); plots (matplotlib, nothing of the package)",
-     ("bpeforge.prefix", "bpeforge.plot")),
+     ("bpeforge._prefix", "bpeforge._plot")),
     ("saving and loading, the one training path, tiktoken's named encodings",
-     ("bpeforge.io", "bpeforge.training", "bpeforge.pretrained")),
-    ("counting texts into span counts (progress as training takes it)", ("bpeforge.counts",)),
+     ("bpeforge._io", "bpeforge._training", "bpeforge._pretrained")),
+    ("counting texts into span counts (progress as training takes it)", ("bpeforge._counts",)),
     ("HuggingFace's `tokenizer.json`, both ways (writes files as `io` does)", ("bpeforge.huggingface",)),
-    ("extending a tokenizer: continued BPE, on training's helpers", ("bpeforge.extending",)),
-    ("conversations for chat models (re-exports the token-bytes file helpers of `io`)", ("bpeforge.chat",)),
-    ("the public `Tokenizer`, made of the modules above", ("bpeforge.tokenizer",)),
+    ("extending a tokenizer: continued BPE, on training's helpers", ("bpeforge._extending",)),
+    ("conversations for chat models (re-exports the token-bytes file helpers of `io`)", ("bpeforge._chat",)),
+    ("the public `Tokenizer`, made of the modules above", ("bpeforge._tokenizer",)),
     ("the drop-ins: rustbpe's API (on the core) and nanochat's tokenizer (on the `Tokenizer`)",
      ("bpeforge.rustbpe", "bpeforge.nanochat")),
     ("compression compared; which input files to read (formats, folders, globs); parity-aware "
-     "training and its report (on the `Tokenizer`)", ("bpeforge.eval", "bpeforge.inputs.sources", "bpeforge.parity")),
-    ("compression at several vocabulary sizes of one training", ("bpeforge.sweep",)),
-    ("superword transitions compared at one size (on the sweep's measuring)", ("bpeforge.superword_sweep",)),
-    ("opening an input file (standard input, `.gz`, `.zst`), the bad lines skipped", ("bpeforge.inputs.files",)),
-    ("the Python readers of each format", ("bpeforge.inputs.text", "bpeforge.inputs.jsonl", "bpeforge.inputs.parquet")),
-    ("the training documents of the input files, as batches, with the held-out ones", ("bpeforge.inputs.corpus",)),
-    ("the readers' package: their public names", ("bpeforge.inputs",)),
-    ("a local Ray cluster on loopback that leaves nothing behind (imports Ray only when used)", ("bpeforge.ray_local",)),
+     "training and its report (on the `Tokenizer`)", ("bpeforge._eval", "bpeforge._inputs.sources", "bpeforge.parity")),
+    ("compression at several vocabulary sizes of one training", ("bpeforge._sweep",)),
+    ("superword transitions compared at one size (on the sweep's measuring)", ("bpeforge._superword_sweep",)),
+    ("opening an input file (standard input, `.gz`, `.zst`), the bad lines skipped", ("bpeforge._inputs.files",)),
+    ("the Python readers of each format", ("bpeforge._inputs.text", "bpeforge._inputs.jsonl", "bpeforge._inputs.parquet")),
+    ("the training documents of the input files, as batches, with the held-out ones", ("bpeforge._inputs.corpus",)),
+    ("the readers' package: their public names", ("bpeforge._inputs",)),
+    ("a local Ray cluster on loopback that leaves nothing behind (imports Ray only when used)", ("bpeforge._ray_local",)),
     ("counting on a Ray cluster (imports Ray only when used)", ("bpeforge.ray",)),
     ("the package's face: its public names", ("bpeforge",)),
     ("the command line: what the subcommands share (exit codes, one-line errors)", ("bpeforge.cli.arguments",)),
@@ -91,8 +91,8 @@ def is_package(module: str) -> bool:
 
 def imports_of(module: str) -> list[tuple[str, int, list[str]]]:
     """(module imported, line, names taken from it) for every import of ``module`` that reaches
-    the package: ``from . import io`` is an import of bpeforge.io, ``from .io import save`` of
-    bpeforge.io taking ``save``."""
+    the package: ``from . import io`` is an import of bpeforge._io, ``from .io import save`` of
+    bpeforge._io taking ``save``."""
     tree = parsed(SOURCES[module])
     package = module if is_package(module) else module.rpartition(".")[0]
     found = []
@@ -206,21 +206,21 @@ def private_names_in(path: Path) -> frozenset[str]:
 def test_the_walk_sees_what_it_must():
     """The checks above would pass vacuously if the walk found nothing: it finds the imports the
     package is made of, inside functions too."""
-    assert "bpeforge.base" in {t for t, _, _ in imports_of("bpeforge.io")}
-    assert {"bpeforge.chat", "bpeforge.io", "bpeforge.training"} <= {t for t, _, _ in imports_of("bpeforge.tokenizer")}
-    assert {"bpeforge.inputs", "bpeforge.tokenizer"} <= {t for t, _, _ in imports_of("bpeforge.cli.train")}
-    assert "_encoding" in private_names("bpeforge.base")
+    assert "bpeforge._base" in {t for t, _, _ in imports_of("bpeforge._io")}
+    assert {"bpeforge._chat", "bpeforge._io", "bpeforge._training"} <= {t for t, _, _ in imports_of("bpeforge._tokenizer")}
+    assert {"bpeforge._inputs", "bpeforge._tokenizer"} <= {t for t, _, _ in imports_of("bpeforge.cli.train")}
+    assert "_encoding" in private_names("bpeforge._base")
 
 
 def test_an_upward_import_and_a_private_name_are_caught(tmp_path, monkeypatch):
     """A module that imports upward inside a function, and takes a private name, fails."""
     bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    from .cli import main\n    from .base import _hidden\n    return main\n")
+    bad.write_text("def f():\n    from .cli import main\n    from ._base import _hidden\n    return main\n")
     monkeypatch.setitem(SOURCES, "bpeforge.bad", bad)
-    monkeypatch.setitem(LAYER, "bpeforge.bad", LAYER["bpeforge.base"])
+    monkeypatch.setitem(LAYER, "bpeforge.bad", LAYER["bpeforge._base"])
     with pytest.raises(AssertionError, match=r"line 2: bpeforge.bad \(layer 2\) imports bpeforge.cli"):
         test_imports_go_down_only("bpeforge.bad")
-    with pytest.raises(AssertionError, match=r"line 3: _hidden from bpeforge.base"):
+    with pytest.raises(AssertionError, match=r"line 3: _hidden from bpeforge._base"):
         test_no_private_name_crosses_a_module("bpeforge.bad")
 
 

@@ -15,7 +15,7 @@ import bpeforge
 import reference as R
 import strategies as S
 from bpeforge import SpanCounts
-from bpeforge.mixing import WEIGHT_SCALE, MixRecord, integer_weights, min_count
+from bpeforge._mixing import WEIGHT_SCALE, MixRecord, integer_weights, min_count
 
 pytestmark = pytest.mark.filterwarnings("ignore:training stopped")
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

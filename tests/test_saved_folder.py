@@ -22,7 +22,7 @@ from tiktoken.load import load_tiktoken_bpe
 
 import bpeforge
 import bpeforge.cli
-from bpeforge import files, io
+from bpeforge import _files as files, _io as io
 from bpeforge.nanochat import RustBPETokenizer
 from strategies import examples
 

@@ -19,7 +19,7 @@ from bpeforge import SpanCounts
 
 pytestmark = pytest.mark.filterwarnings("ignore:training stopped")
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-GPT4 = bpeforge.resolve_pattern(None)
+GPT4 = bpeforge._patterns.resolve_pattern(None)
 
 mappings = st.dictionaries(st.binary(min_size=1, max_size=6), st.integers(0, 2**62), max_size=12)
 
@@ -194,7 +194,7 @@ def ranks_of(tok):
 @settings(max_examples=S.examples(40), **SETTINGS)
 @given(S.corpora(), st.sampled_from([256, 260, 300]), st.sampled_from([None, "gpt2", r"\S+|\s+"]), st.integers(1, 4))
 def test_ranks_from_counts_are_those_from_the_texts_and_the_reference(corpus, vocab_size, pattern, shards):
-    regex = bpeforge.resolve_pattern(pattern)
+    regex = bpeforge._patterns.resolve_pattern(pattern)
     parts = [bpeforge.count(corpus[i::shards], pattern) for i in range(shards)]
     counts = SpanCounts.merge(parts)
     trainer = bpeforge.Trainer(regex)

@@ -1,4 +1,4 @@
-"""bpeforge.training, the one training path of Tokenizer.train_from_iterator and `bpeforge
+"""bpeforge._training, the one training path of Tokenizer.train_from_iterator and `bpeforge
 train`: options checked before any text is read, the early-stop warning, progress, the stats."""
 
 import pytest
@@ -34,7 +34,7 @@ def test_the_low_level_trainer_keeps_rustbpes_byte_tokenizer_for_no_text():
     ],
 )
 def test_no_text_at_all_is_a_value_error_that_says_what_was_seen(texts, message):
-    with pytest.raises(bpeforge.errors.NoTextError, match=message) as caught:
+    with pytest.raises(bpeforge._errors.NoTextError, match=message) as caught:
         bpeforge.Tokenizer.train_from_iterator(texts, 1000, special_tokens=["<|bos|>"])
     assert isinstance(caught.value, ValueError)
 
@@ -77,7 +77,7 @@ def test_tokenizer_progress_callback_and_stats():
     )
     assert events[0][0] == "count" and events[0][1]["texts"] == 20
     merges = [i for p, i in events if p == "merge"]
-    assert merges[-1]["done"] == merges[-1]["total"] == 280 - 256 - len(bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    assert merges[-1]["done"] == merges[-1]["total"] == 280 - 256 - len(bpeforge._base.NANOCHAT_SPECIAL_TOKENS)
     assert tok.training_stats["texts"] == 20
     assert tok.training_stats["bytes"] == 20 * 43
     # The last count report comes once everything is counted: here one batch, one thread.

@@ -17,7 +17,7 @@ PRESETS = sorted(bpeforge.PATTERNS)
 
 
 def tiktoken_encoding(ranks: dict, pattern: str) -> tiktoken.Encoding:
-    return tiktoken.Encoding("t", pat_str=bpeforge.resolve_pattern(pattern), mergeable_ranks=ranks, special_tokens={})
+    return tiktoken.Encoding("t", pat_str=bpeforge._patterns.resolve_pattern(pattern), mergeable_ranks=ranks, special_tokens={})
 
 
 def trained_ranks(corpus: list, vocab_size: int, pattern: str) -> dict:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import bpeforge
 import reference as R
 import strategies as S
-from bpeforge.training import Recipe
+from bpeforge._training import Recipe
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -20,7 +20,7 @@ import reference as R
 import strategies as S
 
 PATTERNS = {
-    "default": None,  # bpeforge.DEFAULT_PATTERN; the reference uses its own copy, R.GPT4_PATTERN
+    "default": None,  # bpeforge._core.DEFAULT_PATTERN; the reference uses its own copy, R.GPT4_PATTERN
     **{name: bpeforge.PATTERNS[name] for name in
        ["cl100k_base", "nanochat", "gpt2", "r50k_base", "p50k_base", "o200k_base"]},
     "nonspace_or_space": r"\S+|\s+",
@@ -93,7 +93,7 @@ def test_reference_helpers():
 
 
 def test_reference_default_pattern_is_bpeforge_default():
-    assert bpeforge.DEFAULT_PATTERN == R.GPT4_PATTERN
+    assert bpeforge._core.DEFAULT_PATTERN == R.GPT4_PATTERN
     assert bpeforge.PATTERNS["gpt4"] == R.GPT4_PATTERN
 
 
@@ -196,11 +196,11 @@ def test_train_matches_reference_exhaustive_small_domain():
 @given(corpus=S.corpora(), vocab_size=st.sampled_from([256, 270, 300]),
        specials=st.sampled_from([[], None, ["<|endoftext|>"]]))
 def test_tokenizer_train_matches_reference(corpus, vocab_size, specials):
-    names = list(bpeforge.NANOCHAT_SPECIAL_TOKENS) if specials is None else specials
+    names = list(bpeforge._base.NANOCHAT_SPECIAL_TOKENS) if specials is None else specials
     n_ranks = vocab_size  # ranks asked for; the Tokenizer's vocab_size adds the specials
     expected_ranks, _ = R.train(corpus, n_ranks, R.GPT4_PATTERN)
     if not "".join(corpus):  # no text at all: no tokenizer (the low-level Trainer gives the bytes)
-        with pytest.raises(bpeforge.errors.NoTextError, match="no text to train on"):
+        with pytest.raises(bpeforge._errors.NoTextError, match="no text to train on"):
             bpeforge.Tokenizer.train_from_iterator(corpus, vocab_size + len(names), special_tokens=specials)
         return
     with warnings.catch_warnings(record=True) as caught:

@@ -1,4 +1,4 @@
-"""bpeforge.inputs.corpus: the Corpus (counts, doc cap, max chars, held-out documents, the
+"""bpeforge._inputs.corpus: the Corpus (counts, doc cap, max chars, held-out documents, the
 sample), the same across formats and across the list and Arrow paths."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import bpeforge
 import strategies
 from bpeforge import _core
-from bpeforge.inputs import Corpus, Source, expand_inputs
+from bpeforge._inputs import Corpus, Source, expand_inputs
 
 from .helpers import docs_of, write_jsonl
 

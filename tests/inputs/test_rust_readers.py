@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import InputError, JsonlReader, TextReader
-from bpeforge.inputs import Corpus, Source, read_jsonl, read_text
+from bpeforge._inputs import Corpus, Source, read_jsonl, read_text
 from strategies import examples
 
 zstandard = pytest.importorskip("zstandard")
@@ -70,7 +70,7 @@ def test_text_reader_reads_what_read_text_reads(tmp_path, data, separator, skip,
 
 
 def inputs_bad_lines():
-    from bpeforge.inputs import BadLines
+    from bpeforge._inputs import BadLines
 
     return BadLines()
 

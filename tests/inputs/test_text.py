@@ -1,4 +1,4 @@
-"""bpeforge.inputs.text: documents of text files (lines, separators, whole files; bytes that are
+"""bpeforge._inputs.text: documents of text files (lines, separators, whole files; bytes that are
 not UTF-8), against references on random bytes and chunk sizes."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bpeforge import inputs
-from bpeforge.inputs import InputError, read_text
+from bpeforge import _inputs as inputs
+from bpeforge._inputs import InputError, read_text
 from strategies import examples
 
 from .helpers import docs_of, text_source

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._core import SpanCounts
-from ..errors import SPLIT_FAILED, InputError
-from ..inputs import Corpus
-from ..mixing import MixRecord, checked_alpha, mix
-from ..progress import ConsoleProgress
+from .._errors import SPLIT_FAILED, InputError
+from .._inputs import Corpus
+from .._mixing import MixRecord, checked_alpha, mix
+from .._progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths
 from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, saved_as, time_rows, vocabulary_rows

@@ -1,4 +1,4 @@
-"""``bpeforge train``: options, inputs, training (through :mod:`bpeforge.training`, as the API
+"""``bpeforge train``: options, inputs, training (through :mod:`bpeforge._training`, as the API
 trains), the compression measured on held-out documents, the outputs and the report."""
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-from .. import huggingface, inputs, io
+from .. import huggingface, _inputs as inputs, _io as io
 from .._core import DocumentReader
-from ..base import NANOCHAT_SPECIAL_TOKENS
+from .._base import NANOCHAT_SPECIAL_TOKENS
 from .._core import SpanCounts
-from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
-from ..extending import extension_recipe
+from .._errors import SPLIT_FAILED, InputError, NoTextError, OptionError
+from .._extending import extension_recipe
 from ..huggingface import huggingface_tokenizer_json, split_step
-from ..inputs import Corpus, Source
-from ..patterns import PATTERNS, pattern_label
-from ..progress import ConsoleProgress, is_terminal
-from ..tokenizer import Tokenizer
-from ..training import Recipe, TrainedRanks, Training
+from .._inputs import Corpus, Source
+from .._patterns import PATTERNS, pattern_label
+from .._progress import ConsoleProgress, is_terminal
+from .._tokenizer import Tokenizer
+from .._training import Recipe, TrainedRanks, Training
 from .arguments import EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import RAY_HELP, add_ray_options
@@ -41,7 +41,7 @@ MIN_BUFFER, MAX_BUFFER = 64, 8192
 # On a terminal without -v, the merge loop's per-percent lines (beside its bar) start only once
 # it has run this many seconds.
 MERGE_LINES_AFTER = 3.0
-# The command line's flag for each option of a training (bpeforge.training.Recipe, and threads).
+# The command line's flag for each option of a training (bpeforge._training.Recipe, and threads).
 FLAGS = {
     "vocab_size": "--vocab-size",
     "pattern": "--pattern",

@@ -11,7 +11,7 @@ import time
 from typing import List, Optional, Tuple
 
 from .._core import SpanCounts
-from ..patterns import resolve_pattern
+from .._patterns import resolve_pattern
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .outputs import check_output, output_paths
 from .ray import check_ray_options, count_on_ray, on_ray

@@ -48,6 +48,10 @@ from ._training import Recipe, TrainedRanks, Training, check_texts
 
 T = TypeVar("T", bound=BaseTokenizer)
 
+# What docs/huggingface.md documents; the other functions serve Tokenizer's save, load and
+# from_huggingface and the command line.
+__all__ = ["train_from_iterator"]
+
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "tokenizer_config.json"
 

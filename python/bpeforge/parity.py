@@ -26,6 +26,8 @@ from ._plot import plot_parity
 from ._tokenizer import Tokenizer
 from ._training import ProgressCallback, Recipe, TrainedRanks, Training
 
+__all__ = ["ParityReport", "ParityRun", "train", "train_counts"]
+
 Texts = Union[Iterable[Any], _core.SpanCounts]
 
 #: A number of global merges past any training: the run is then plain BPE.

@@ -58,6 +58,9 @@ WAIT_SECONDS = 0.5
 SPLIT_BYTES = 64_000_000
 
 
+# What docs/ray.md documents; the rest serves the command line's --ray.
+__all__ = ["count_dataset", "count_files", "start_local_cluster"]
+
 def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> LocalCluster:
     """Starts a Ray cluster on this machine for this process and connects to it: every server
     on loopback only (127.0.0.1), no dashboard, no usage statistics, its files in a private

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use super::args::{as_int, int_arg, progress_arg, type_name};
-use super::feed::count_iterator;
+use super::feed::{count_iterator, Texts};
 use super::parquet::read_error;
 use super::pool::Pool;
 use super::shutdown;
@@ -473,19 +473,14 @@ pub(super) fn count_texts(
     let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
     let progress = progress_arg(py, progress)?;
     let options = options_arg(py, options)?;
-    if texts.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err(
-            "expected an iterable of texts, got a str (which would be read as one text per character); pass [text]",
-        ));
-    }
-    let iterator = texts.try_iter().map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(texts))))?;
+    let texts = Texts::of(texts)?;
     let pool = match num_threads {
         Some(n) if !n.is_none() => Pool::new(Some(int_arg(n, "num_threads", 1, 1024)? as usize)).get()?,
         _ => Pool::shared().get()?,
     };
     // The counts say what they were counted with: a `doc_cap` recorded crops every text here.
     let doc_cap = PySpanCounts::doc_cap_of(&options);
-    let Counted { counts, texts, bytes } = count_iterator(py, iterator, &splitter, doc_cap, Arc::clone(&pool), buffer_size, progress.as_ref())?;
+    let Counted { counts, texts, bytes } = count_iterator(py, texts, &splitter, doc_cap, Arc::clone(&pool), buffer_size, progress.as_ref())?;
     let sorted = join_and_sort(py, &pool, counts)?;
     crate::memory::release();
     Ok((PySpanCounts::new(sorted, splitter.pattern().to_owned(), options), texts, bytes))

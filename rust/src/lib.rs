@@ -3,12 +3,12 @@
 //! The pipeline, one module per stage:
 //! 1. [`pretokenize`] splits each text into spans with a regex pattern;
 //! 2. [`count`] counts each distinct span: a [`Counter`] takes texts and counts them in batches
-//!    on a worker thread and a Rayon pool while they come, and gives the [`SpanCounts`];
+//!    on a worker thread and a Rayon pool while they come, and gives the [`CountTables`];
 //! 3. [`merge`] runs the merge loop over the distinct spans and their counts ([`learn`]);
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
 //! Training from Rust: push texts into a [`Counter`], [`Counter::finish`] it, turn the counts
-//! into spans ([`SpanCounts::into_spans`]) and [`learn`] from them:
+//! into spans ([`CountTables::into_spans`]) and [`learn`] from them:
 //!
 //! ```
 //! use std::ops::ControlFlow;
@@ -74,7 +74,7 @@ fn test_random(seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
-pub use count::{CallerLock, Counted, Counter, NoLock, SpanCounts};
+pub use count::{CallerLock, CountTables, Counted, Counter, NoLock};
 pub use error::Error;
 pub use merge::{learn, LearnOptions, Merge, Pair};
 pub use pretokenize::Splitter;

@@ -14,7 +14,7 @@ use crate::memory::{try_reserve, try_reserve_exact};
 use crate::Error;
 
 /// Distinct spans and their counts, stored end to end in one buffer (as
-/// [`SpanCounts::into_spans`](super::SpanCounts::into_spans) gives them: in no particular order,
+/// [`CountTables::into_spans`](super::CountTables::into_spans) gives them: in no particular order,
 /// no empty span, no zero count).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Spans {

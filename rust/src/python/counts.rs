@@ -416,7 +416,7 @@ impl PySpanCounts {
 /// Ctrl-C every 50 ms: joining and sorting take seconds on tens of millions of spans. Ctrl-C
 /// stops the join soon (its stop flag), or is raised once the sort under way ends (a second or
 /// two for ten million spans), and what the worker made is dropped.
-fn join_and_sort(py: Python<'_>, pool: &rayon::ThreadPool, counts: crate::count::SpanCounts) -> PyResult<SortedSpans> {
+fn join_and_sort(py: Python<'_>, pool: &rayon::ThreadPool, counts: crate::count::CountTables) -> PyResult<SortedSpans> {
     let stop = AtomicBool::new(false);
     let mut interrupted = None;
     let joined = py.detach(|| {

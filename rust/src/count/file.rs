@@ -28,7 +28,7 @@ use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
 
 use super::sorted::SortedSpans;
-use super::spans::Counts;
+use super::distinct_spans::Counts;
 use super::Spans;
 use crate::sources::parquet::{catch_reader_panics, Failure, ReadError};
 

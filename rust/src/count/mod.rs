@@ -3,7 +3,7 @@
 //! - [`Counter`] (`counter.rs`) counts a stream of texts, cut into batches (`batch.rs`) and
 //!   handed to a worker through a queue (`queue.rs`), while the caller feeds it;
 //! - [`CountTables`] (here) holds the counts, one table per thread (`table.rs`, `long.rs`),
-//!   joined at the end (`table/join.rs`) into [`Spans`] (`spans.rs`) for the merge loop.
+//!   joined at the end (`table/join.rs`) into [`Spans`] (`distinct_spans.rs`) for the merge loop.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::AtomicBool;
@@ -19,7 +19,7 @@ mod batch;
 mod counter;
 mod long;
 mod queue;
-mod spans;
+mod distinct_spans;
 mod table;
 // Span counts as an artifact: sorted (`sorted.rs`), packed into bytes (`packed.rs`), saved as
 // Parquet (`file.rs`).
@@ -30,7 +30,7 @@ pub mod sorted;
 pub use batch::{Batch, BufferError, TextSink};
 pub use counter::{CallerLock, Counted, Counter, NoLock, Progress};
 pub use sorted::{Overflow, SortedSpans, WeightedOverflow};
-pub use spans::Spans;
+pub use distinct_spans::Spans;
 use table::Table;
 #[cfg(test)]
 use table::SHORT;

@@ -10,7 +10,7 @@
 //! span.
 
 use super::sorted::SortedSpans;
-use super::spans::{Counts, Ends};
+use super::distinct_spans::{Counts, Ends};
 use super::Spans;
 
 const MAGIC: &[u8; 4] = b"BPSC";

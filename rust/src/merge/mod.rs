@@ -36,17 +36,17 @@ mod helper;
 mod lists;
 mod pairs;
 mod parity;
-mod spans;
+mod span_table;
 mod start;
 mod sums;
 
 pub use alphabet::{byte_level_order, Alphabet, AlphabetRule};
 pub use extend::{extend, ExtendBase, TokenIds};
 pub use parity::{learn_parity, ParityLearned, ParityOptions, ParityTies, Selection};
-pub use spans::{merge_in_span, Neighbour, TokenId};
+pub use span_table::{merge_in_span, Neighbour, TokenId};
 use helper::Helper;
 use pairs::{PairIndex, PairSlot};
-use spans::{Neighbours, SpanTable};
+use span_table::{Neighbours, SpanTable};
 use start::check_stop;
 use sums::Side;
 
@@ -725,10 +725,10 @@ pub(crate) mod tests {
         // more, on four the pool takes merges of PARALLEL_SPANS spans in blocks. Every 13th
         // span is one byte, which the span table leaves out (in each of the groups it is built
         // in, on two threads or more).
-        let spans: Vec<(Vec<u8>, u64)> = (0..3 * spans::PARALLEL_SPANS as u64)
+        let spans: Vec<(Vec<u8>, u64)> = (0..3 * span_table::PARALLEL_SPANS as u64)
             .map(|i| if i % 13 == 5 { (vec![b'a' + (i % 3) as u8], 2) } else { (format!("ab{}a{}", i % 97, i).into_bytes(), 1 + i % 3) })
             .collect();
-        assert!(spans.len() > spans::SPANS_PER_TASK, "spans must cover several parallel blocks");
+        assert!(spans.len() > span_table::SPANS_PER_TASK, "spans must cover several parallel blocks");
         let want = naive(&spans, 290);
         assert!(want.len() > 20, "the test must make merges of many spans and of few");
         for threads in [1, 2, 4] {
@@ -846,7 +846,7 @@ pub(crate) mod tests {
     #[test]
     fn spans_around_the_headers_longest_length_merge_as_the_others() {
         // A header holds lengths below 255 tokens; longer spans keep theirs after it, also
-        // once merges have made them shorter than that (see spans.rs). Random spans of lengths
+        // once merges have made them shorter than that (see span_table.rs). Random spans of lengths
         // around it, beside short ones, on u16 and u32 ids, merged far enough to shorten them.
         let mut next = crate::test_random(11);
         for corpus in 0..40 {
@@ -875,7 +875,7 @@ pub(crate) mod tests {
     #[test]
     fn counts_around_the_headers_24_bits_are_exact() {
         // A span's header holds 24 bits of its count, larger counts being listed apart (see
-        // spans.rs): counts just below, at and past that, and past 32 bits, in spans spread
+        // span_table.rs): counts just below, at and past that, and past 32 bits, in spans spread
         // over the groups the table is built in, on one thread and two.
         let around = [(1 << 24) - 2, (1 << 24) - 1, 1 << 24, u64::from(u32::MAX), 1 << 40];
         let spans: Vec<(Vec<u8>, u64)> = (0..12_000u64)

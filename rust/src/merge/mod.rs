@@ -32,8 +32,8 @@ use crate::{Error, Vocab};
 
 mod alphabet;
 mod extend;
-mod helper;
 mod lists;
+mod other_half;
 mod pairs;
 mod parity;
 mod span_table;
@@ -44,7 +44,7 @@ pub use alphabet::{byte_level_order, Alphabet, AlphabetRule};
 pub use extend::{extend, ExtendBase, TokenIds};
 pub use parity::{learn_parity, ParityLearned, ParityOptions, ParityTies, Selection};
 pub use span_table::{merge_in_span, Neighbour, TokenId};
-use helper::Helper;
+use other_half::OtherHalf;
 use pairs::{PairIndex, PairSlot};
 use span_table::{Neighbours, SpanTable};
 use start::check_stop;
@@ -176,7 +176,7 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// Merges of at least this many spans are shared with the helper thread.
+/// Merges of at least this many spans are shared with the other thread ([`OtherHalf`]).
 const SHARED_SPANS: usize = 256;
 
 /// The room for spans kept for the next merge's list: a larger one (a merge of millions of
@@ -198,7 +198,7 @@ struct Loop<T> {
     floor: u64,
     /// The second thread that merges of [`SHARED_SPANS`] spans or more are shared with, if the
     /// pool has two threads or more and there are that many spans.
-    helper: Option<Helper>,
+    other_half: Option<OtherHalf>,
     // Scratch space reused by every merge:
     /// The spans of the merged pair, decoded from its list (at most [`KEPT_SPANS`] kept between
     /// merges).
@@ -246,7 +246,7 @@ impl<T: TokenId> Loop<T> {
             heap,
             floor,
             // No merge can touch SHARED_SPANS spans with fewer than that.
-            helper: if rayon::current_num_threads() > 1 && spans >= SHARED_SPANS { Helper::start() } else { None },
+            other_half: if rayon::current_num_threads() > 1 && spans >= SHARED_SPANS { OtherHalf::start() } else { None },
             merged_spans: Vec::new(),
             neighbours: Default::default(),
             left: Side::default(),
@@ -357,19 +357,20 @@ impl<T: TokenId> Loop<T> {
     }
 
     /// Replaces `pair` by `token` in the spans listed for the pair at `slot`, recording the
-    /// neighbours of the replaced occurrences in `self.neighbours`. Many spans are shared with
-    /// the helper thread, which takes the later half of them; returns whether they were.
+    /// neighbours of the replaced occurrences in `self.neighbours`. Many spans are shared
+    /// with the other thread ([`OtherHalf`]), which takes the later half of them; returns
+    /// whether they were.
     fn replace_in_spans(&mut self, slot: PairSlot, pair: Pair, token: u32) -> bool {
-        let Loop { spans, pairs, helper, merged_spans, neighbours: [first, second], .. } = self;
+        let Loop { spans, pairs, other_half, merged_spans, neighbours: [first, second], .. } = self;
         pairs.spans_of(slot, merged_spans);
         let list = increasing(merged_spans);
-        let helper = helper.as_ref().filter(|_| list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list));
+        let other_half = other_half.as_ref().filter(|_| list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list));
         first.clear();
         second.clear();
-        if let Some(helper) = helper {
+        if let Some(other_half) = other_half {
             let (low, high) = list.split_at(list.len() / 2);
             let (mut below, mut above) = spans.split_at(high[0]);
-            helper.join(|| below.merge(low, pair, token, first), || above.merge(high, pair, token, second));
+            other_half.join(|| below.merge(low, pair, token, first), || above.merge(high, pair, token, second));
         } else {
             spans.merge(list, pair, token, first);
         }
@@ -377,12 +378,12 @@ impl<T: TokenId> Loop<T> {
         if merged_spans.capacity() > KEPT_SPANS {
             *merged_spans = Vec::new();
         }
-        helper.is_some()
+        other_half.is_some()
     }
 
     /// Sums the neighbours found by side, and finds the old pairs they take occurrences from:
     /// a left neighbour `x` takes them from `(x, a)`, a right neighbour `y` from `(b, y)`. The
-    /// two sides are summed at once, the right one on the helper thread, when the merge was
+    /// two sides are summed at once, the right one on the other thread, when the merge was
     /// `shared` with it.
     ///
     /// `x` may be `token` itself (a token made earlier in the same span, as in `abab`): then
@@ -392,13 +393,13 @@ impl<T: TokenId> Loop<T> {
     /// index with at least the occurrences it loses. A right neighbour is never `token` (right
     /// of an occurrence is still the input).
     fn sum_neighbours(&mut self, pair: Pair, token: u32, shared: bool) {
-        let Loop { pairs, neighbours: [first, second], left, right, helper, .. } = self;
+        let Loop { pairs, neighbours: [first, second], left, right, other_half, .. } = self;
         let (pairs, first, second): (&PairIndex, &Neighbours, &Neighbours) = (pairs, first, second);
         let (a, b) = pair;
         let mut sum_left = || left.sum([&first.left, &second.left], pairs, |x| (x != token && (x, a) != pair).then_some((x, a)));
         let mut sum_right = || right.sum([&first.right, &second.right], pairs, |y| ((b, y) != pair).then_some((b, y)));
-        if let Some(helper) = helper.as_ref().filter(|_| shared) {
-            helper.join(sum_left, sum_right);
+        if let Some(other_half) = other_half.as_ref().filter(|_| shared) {
+            other_half.join(sum_left, sum_right);
         } else {
             sum_left();
             sum_right();
@@ -485,7 +486,7 @@ pub(super) fn too_many_words(words: usize) -> Error {
 /// is the way to stop.
 ///
 /// Its parallel parts run on the current Rayon pool (call it inside `ThreadPool::install` to
-/// choose the threads) and, when that pool has two threads or more, on a helper thread of its
+/// choose the threads) and, when that pool has two threads or more, on a second thread of its
 /// own for the duration of the loop.
 ///
 /// `spans` may be owned, and is then freed once the loop's own table of them is built (before
@@ -721,8 +722,8 @@ pub(crate) mod tests {
     #[test]
     fn parallel_merges_equal_the_naive_loop() {
         // Enough distinct spans that the first merges take the parallel paths: on one thread
-        // there is none, on two the helper takes half of each merge of SHARED_SPANS spans or
-        // more, on four the pool takes merges of PARALLEL_SPANS spans in blocks. Every 13th
+        // there is none, on two the other thread takes half of each merge of SHARED_SPANS spans
+        // or more, on four the pool takes merges of PARALLEL_SPANS spans in blocks. Every 13th
         // span is one byte, which the span table leaves out (in each of the groups it is built
         // in, on two threads or more).
         let spans: Vec<(Vec<u8>, u64)> = (0..3 * span_table::PARALLEL_SPANS as u64)

@@ -36,7 +36,7 @@
 //! The Python bindings live alone in `python.rs` (and `python/`): they
 //! convert types, release the GIL and pull texts from Python iterators into the counter;
 //! nothing else knows about Python.
-//! [`sources`] reads texts from Arrow string arrays and Parquet files, before the stages;
+//! [`readers`] read texts from Arrow string arrays, Parquet, text and JSONL files, before the stages;
 //! [`memory`] returns freed memory to the system between stages; [`encode`] encodes text with
 //! learned ranks as tiktoken does, for measuring compression.
 
@@ -46,7 +46,7 @@ pub mod error;
 pub mod memory;
 pub mod merge;
 pub mod pretokenize;
-pub mod sources;
+pub mod readers;
 pub mod vocab;
 
 #[cfg(feature = "python")]

@@ -37,7 +37,7 @@ use rayon::ThreadPool;
 use super::batch::{BatchSize, Batcher, BufferError, TextSink};
 use super::queue::BatchQueue;
 use super::{Batch, CountTables};
-use crate::sources::selection::cropped;
+use crate::readers::selection::cropped;
 use crate::{Error, Splitter};
 
 /// A batch goes to the worker once it holds `batch_texts` texts and at least this many bytes...

@@ -30,7 +30,7 @@ use parquet::schema::types::ColumnPath;
 use super::sorted::SortedSpans;
 use super::distinct_spans::Counts;
 use super::Spans;
-use crate::sources::parquet::{catch_reader_panics, Failure, ReadError};
+use crate::readers::parquet::{catch_reader_panics, Failure, ReadError};
 
 /// The format version this code writes and reads.
 pub const FORMAT_VERSION: u32 = 1;

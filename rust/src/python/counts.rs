@@ -25,7 +25,7 @@ use super::splitter_arg;
 use super::trainer::read_counts;
 use crate::count::file;
 use crate::count::packed::{pack, unpack};
-use crate::sources::parquet::ReadError;
+use crate::readers::parquet::ReadError;
 use crate::count::{Counted, SortedSpans, WeightedOverflow};
 use crate::pretokenize::presets;
 

@@ -36,7 +36,7 @@ use parquet::errors::ParquetError;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::schema::types::ColumnDescPtr;
 
-use crate::sources::open::FileState;
+use crate::readers::open::FileState;
 
 /// Why a Parquet file cannot be read: the file itself (missing, unreadable), or its contents.
 #[derive(Debug)]

@@ -37,7 +37,6 @@ use rayon::ThreadPool;
 use super::batch::{BatchSize, Batcher, BufferError, TextSink};
 use super::queue::BatchQueue;
 use super::{Batch, CountTables};
-use crate::readers::selection::cropped;
 use crate::{Error, Splitter};
 
 /// A batch goes to the worker once it holds `batch_texts` texts and at least this many bytes...
@@ -47,6 +46,15 @@ const MAX_BATCH_BYTES: usize = 2 << 20;
 
 /// How many full batches may wait for the worker (more are counted by the feeding thread).
 const QUEUED_BATCHES: usize = 4;
+
+/// The first `n` characters of `text` (all of it if it has fewer).
+#[inline]
+fn cropped(text: &str, n: u64) -> &str {
+    if (text.len() as u64) <= n {
+        return text; // bytes bound characters from above
+    }
+    text.char_indices().nth(n as usize).map_or(text, |(end, _)| &text[..end])
+}
 
 /// The lock the feeding thread holds while it feeds a [`Counter`], if any (the Python bindings:
 /// the GIL). The counter calls it, on the feeding thread, around work that needs nothing of the

@@ -17,19 +17,14 @@ use crate::{Error, Splitter};
 
 mod batch;
 mod counter;
+mod distinct_spans;
 mod long;
 mod queue;
-mod distinct_spans;
 mod table;
-// Span counts as an artifact: sorted (`sorted.rs`), packed into bytes (`packed.rs`), saved as
-// Parquet (`file.rs`).
-pub mod file;
-pub mod packed;
-pub mod sorted;
 
 pub use batch::{Batch, BufferError, TextSink};
 pub use counter::{CallerLock, Counted, Counter, NoLock, Progress};
-pub use sorted::{Overflow, SortedSpans, WeightedOverflow};
+pub(crate) use distinct_spans::{Counts, Ends};
 pub use distinct_spans::Spans;
 use table::Table;
 #[cfg(test)]

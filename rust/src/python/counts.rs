@@ -1,4 +1,4 @@
-//! The `SpanCounts` class: span counts as a value, Rust-backed (see `count/sorted.rs`), with the
+//! The `SpanCounts` class: span counts as a value, Rust-backed (see `span_counts/sorted.rs`), with the
 //! split pattern they were made with and the counting options that change spans; and `count`,
 //! which makes them from an iterable of texts.
 //!
@@ -23,10 +23,11 @@ use super::pool::Pool;
 use super::shutdown;
 use super::splitter_arg;
 use super::trainer::read_counts;
-use crate::count::file;
-use crate::count::packed::{pack, unpack};
-use crate::readers::parquet::ReadError;
-use crate::count::{Counted, SortedSpans, WeightedOverflow};
+use crate::count::Counted;
+use crate::parquet_errors::ReadError;
+use crate::span_counts::file;
+use crate::span_counts::packed::{pack, unpack};
+use crate::span_counts::{SortedSpans, WeightedOverflow};
 use crate::pretokenize::presets;
 
 /// Span counts: the distinct spans of a corpus (as bytes), how often each occurred, the split

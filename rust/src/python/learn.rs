@@ -20,7 +20,8 @@ use pyo3::prelude::*;
 
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
-use crate::count::{SortedSpans, Spans};
+use crate::count::Spans;
+use crate::span_counts::SortedSpans;
 use crate::merge::{extend, learn, learn_parity, Alphabet, AlphabetRule, ExtendBase, Learned, LearnOptions, Merge, ParityOptions};
 use crate::{CountTables, Error, Vocab};
 

@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use super::int_arg;
-use crate::readers::parquet::{catch_reader_panics, Failure, ParquetTexts, ReadError};
+use crate::parquet_errors::{catch_reader_panics, Failure, ReadError};
+use crate::readers::parquet::ParquetTexts;
 
 /// A batch's rows, at most...
 const BATCH_ROWS: usize = 1024;

@@ -44,7 +44,7 @@ def main(argv=None):
     for f in feeds:
         if f not in bl.PARQUET_FEEDS:
             ap.error(f"unknown feed {f!r}; known: {', '.join(bl.PARQUET_FEEDS)}")
-    pattern = bpeforge.resolve_pattern(args.pattern)
+    pattern = bpeforge._patterns.resolve_pattern(args.pattern)
 
     for line in bl.machine_info():
         print(line)

@@ -7,7 +7,7 @@
 
 overhead: the corpus is split into --shards Parquet files (in --workdir, default a temporary
 folder), then counted alternately (A, B, A, B, ...) by
-  A  bpeforge in this process: the shards read by the command line's reader (bpeforge.inputs)
+  A  bpeforge in this process: the shards read by the command line's reader (bpeforge._inputs)
      and counted on --cpus threads;
   B  bpeforge.ray.count_files on a local Ray cluster of --cpus CPUs (a worker task per shard,
      one thread each, the sums in a tree of reduce tasks), started and warmed up before the
@@ -123,8 +123,8 @@ def reset_peak() -> None:
 
 
 def count_here(paths: list, threads: int):
-    import bpeforge.inputs as inputs
-    from bpeforge.counts import count_with_figures
+    import bpeforge._inputs as inputs
+    from bpeforge._counts import count_with_figures
 
     sources = inputs.expand_inputs(paths)
     return count_with_figures(inputs.Corpus(sources), num_threads=threads, buffer_size=8192).counts
@@ -325,7 +325,7 @@ def nodes(args) -> None:
         finally:
             cluster.stdin.close()
             cluster.wait(timeout=120)
-            from bpeforge.ray_local import end_processes
+            from bpeforge._ray_local import end_processes
 
             end_processes(folder)
             subprocess.run(["rm", "-rf", folder])

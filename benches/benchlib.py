@@ -29,9 +29,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD_HINT = (
-    "The benchmark corpora are built by shared/corpus/build.sh DIR, beside this repository's checkout "
-    "(needs root for apt-get linux-source-6.1, ~2 GB of disk, pyarrow for .parquet): e.g. "
-    "`bash ../shared/corpus/build.sh \"$BPEFORGE_CORPUS_DIR\"` writes kernel-docs.{txt,parquet} (~28 MB) "
+    "The benchmark corpora are built by benches/build_corpus.sh DIR (needs root for apt-get "
+    "linux-source-6.1, ~2 GB of disk, pyarrow for .parquet): e.g. "
+    "`bash benches/build_corpus.sh \"$BPEFORGE_CORPUS_DIR\"` writes kernel-docs.{txt,parquet} (~28 MB) "
     "and kernel-code.{txt,parquet} (~300 MB) there; see benches/README.md. "
     "Or use --stdlib (this Python's standard library sources, nothing to build)."
 )

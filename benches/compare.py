@@ -57,7 +57,7 @@ def main(argv=None):
 
     import bpeforge
 
-    pattern = bpeforge.resolve_pattern(args.pattern)
+    pattern = bpeforge._patterns.resolve_pattern(args.pattern)
     default = DEFAULT_TRAINERS
     if args.huggingface:
         default = HF_TRAINERS + (("gigatoken-hf",) if pattern == bpeforge.PATTERNS["gpt2"] else ())

@@ -31,7 +31,7 @@ import time
 def child(mode: str, files: list, vocab_size: int, threads) -> dict:
     import bpeforge
     from bpeforge.cli.train import sized_stream
-    from bpeforge.inputs import Corpus, expand_inputs
+    from bpeforge._inputs import Corpus, expand_inputs
 
     corpus = Corpus(expand_inputs(files), holdout_every=0, readers=mode == "rust", python_readers=mode == "python")
     trainer = bpeforge.Trainer(num_threads=threads)

@@ -30,7 +30,7 @@ import regex
 
 # The GPT-4 (cl100k_base-style) split pattern, written out here independently of bpeforge so
 # that the reference does not take its default from the code under test. test_reference.py
-# checks that it equals bpeforge.DEFAULT_PATTERN.
+# checks that it equals bpeforge._core.DEFAULT_PATTERN.
 GPT4_PATTERN = (
     r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*"""
     r"""|\s*[\r\n]|\s+(?!\S)|\s+"""
@@ -78,13 +78,15 @@ def count_spans(texts: Iterable[str], pattern: str) -> Counter:
 def count_pairs(words: List[Tuple[List[int], int]]) -> Counter:
     pairs: Counter = Counter()
     for ids, count in words:
-        for i in range(len(ids) - 1):
-            pairs[(ids[i], ids[i + 1])] += count
+        for pair in zip(ids, ids[1:]):
+            pairs[pair] += count
     return pairs
 
 
 def replace_pair(ids: List[int], pair: Tuple[int, int], new_id: int) -> List[int]:
     """Replaces ``pair`` by ``new_id`` left to right, non-overlapping."""
+    if pair[0] not in ids:
+        return ids  # nothing to replace (most spans, at most merges)
     out: List[int] = []
     i = 0
     while i < len(ids):

@@ -28,7 +28,16 @@ from __future__ import annotations
 
 import string
 
+from hypothesis import settings
 from hypothesis import strategies as st
+
+
+def examples(thorough: int) -> int:
+    """The examples a property test runs that asks for ``thorough`` of them under the "thorough"
+    profile (whose max_examples is 100): scaled to the loaded profile's max_examples, at least
+    ten (the "ci" profile, the default, runs a third; see conftest.py)."""
+    return min(thorough, max(10, round(thorough * settings.default.max_examples / 100)))
+
 
 # Unicode-version differences between the `regex` package and Rust's regex-syntax (see above).
 UNICODE_VERSION_DIFFERENCES = frozenset({"\u0295"})

@@ -1,4 +1,4 @@
-"""bpeforge.base, the encoding core: the ranks, pattern and special tokens checked as tiktoken
+"""bpeforge._base, the encoding core: the ranks, pattern and special tokens checked as tiktoken
 needs them, and the tiktoken.Encoding they make (exact round trips, the vocabulary asked for,
 special tokens after the ranks)."""
 
@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
+from strategies import examples
 
 CORPUS = [
     "The quick brown fox jumps over the lazy dog. " * 3,
@@ -26,12 +27,12 @@ def tok():
 
 def test_n_vocab_is_vocab_size(tok):
     assert tok.n_vocab == tok.encoding.n_vocab == 400
-    assert len(tok.mergeable_ranks) == 400 - len(bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    assert len(tok.mergeable_ranks) == 400 - len(bpeforge._base.NANOCHAT_SPECIAL_TOKENS)
 
 
 def test_special_tokens_follow_ranks(tok):
     n = len(tok.mergeable_ranks)
-    assert tok.special_tokens == {name: n + i for i, name in enumerate(bpeforge.NANOCHAT_SPECIAL_TOKENS)}
+    assert tok.special_tokens == {name: n + i for i, name in enumerate(bpeforge._base.NANOCHAT_SPECIAL_TOKENS)}
     assert tok.encoding.encode("<|bos|>", allowed_special="all") == [n]
 
 
@@ -41,14 +42,14 @@ def test_decode_of_an_unknown_id_is_a_value_error_naming_it_and_the_vocabulary(t
     with pytest.raises(ValueError, match=rf"^Unknown token id {bad}: the vocabulary has 400 ids, 0 to 399$") as caught:
         tok.decode([104, bad, 105])
     assert isinstance(caught.value, KeyError)  # what tiktoken raised for an unknown id, still caught
-    assert isinstance(caught.value, bpeforge.errors.UnknownTokenIdError)
+    assert isinstance(caught.value, bpeforge._errors.UnknownTokenIdError)
 
 
 def test_decode_of_an_id_in_a_gap_of_the_vocabulary_says_so():
     import tiktoken
 
     enc = tiktoken.Encoding("gaps", pat_str=r"\S+|\s+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={"<|x|>": 300})
-    tok = bpeforge.base.BaseTokenizer.from_encoding(enc)
+    tok = bpeforge._base.BaseTokenizer.from_encoding(enc)
     assert tok.decode([300, 104]) == "<|x|>h"
     with pytest.raises(ValueError, match=r"^Unknown token id 257: no token has it \(the vocabulary's 301 ids run from 0 to 300, with gaps\)$"):
         tok.decode([257])
@@ -76,7 +77,7 @@ def test_special_text_is_ordinary_in_encode(tok):
     assert tok.decode(ids) == "<|bos|>"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text())
 def test_decode_encode_round_trip(tok, s):
     # tiktoken replaces lone surrogates by U+FFFD (they cannot be encoded); everything else is exact.
@@ -84,7 +85,7 @@ def test_decode_encode_round_trip(tok, s):
     assert tok.decode(tok.encode(s)) == expected
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(st.binary(max_size=64))
 def test_ranks_decode_any_bytes(tok, data):
     ids = tok.encoding.encode_ordinary(data.decode("utf-8", "replace"))

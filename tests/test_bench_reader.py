@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benches"))
 import benchlib  # noqa: E402
+from strategies import examples  # noqa: E402
 
 
 def lines_decoded_one_by_one(path, fraction):
@@ -33,7 +34,7 @@ PIECES = [b"a", b"word ", b"\n", b"\r", b"\r\n", b"\xff", b"\xe2\x82", b"\xe2\x8
 
 # (The reader leaves its file open, for the benchmark's child process to end with.)
 @pytest.mark.filterwarnings("ignore::ResourceWarning", "ignore::pytest.PytestUnraisableExceptionWarning")
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(pieces=st.lists(st.sampled_from(PIECES), max_size=60), fraction=st.sampled_from([1.0, 0.75, 0.5, 0.125, 0.01]))
 def test_the_file_reader_gives_the_lines_decoded_one_by_one(tmp_path_factory, pieces, fraction):
     path = tmp_path_factory.mktemp("txt") / "corpus.txt"
@@ -45,7 +46,7 @@ def test_the_file_reader_gives_the_lines_decoded_one_by_one(tmp_path_factory, pi
     assert (stats.texts, stats.bytes) == (len(want), taken)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(docs=st.lists(st.none() | st.text(st.characters(codec="utf-8"), max_size=20), max_size=80),
        fraction=st.sampled_from([1.0, 0.75, 0.5, 0.125, 0.01]), row_group_size=st.integers(1, 50),
        feed=st.sampled_from(["str", "list"]))

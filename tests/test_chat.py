@@ -7,7 +7,7 @@ import re
 import pytest
 
 import bpeforge
-from bpeforge import chat
+from bpeforge import _chat as chat
 
 CORPUS = [
     "Hello! How are you today? I am fine, thank you. What is 2+2? The answer is 4.",
@@ -354,7 +354,7 @@ def test_missing_special_tokens_are_named():
 
 
 def test_endoftext_serves_as_bos():
-    names = ["<|endoftext|>"] + list(bpeforge.NANOCHAT_SPECIAL_TOKENS[1:])
+    names = ["<|endoftext|>"] + list(bpeforge._base.NANOCHAT_SPECIAL_TOKENS[1:])
     tok = bpeforge.Tokenizer.train_from_iterator(CORPUS, vocab_size=300, special_tokens=names)
     ids, _ = tok.render_conversation([U()])
     assert ids[0] == tok.encode_special("<|endoftext|>") == tok.bos_token_id
@@ -368,8 +368,8 @@ def test_render_for_completion_needs_a_user_message():
 
 
 def test_the_token_bytes_file_helpers_are_there_too():
-    """nanochat users find the token-bytes file helpers in bpeforge.chat: they are io's."""
-    from bpeforge import io
+    """nanochat users find the token-bytes file helpers in bpeforge._chat: they are io's."""
+    from bpeforge import _io as io
 
     for name in ("TOKEN_BYTES_FILE", "read_token_bytes", "write_token_bytes", "token_bytes_npy"):
         assert getattr(chat, name) is getattr(io, name)

@@ -1,4 +1,4 @@
-"""bpeforge.checks: integer types other than int (NumPy's) are taken wherever an int is, bools
+"""bpeforge._checks: integer types other than int (NumPy's) are taken wherever an int is, bools
 and floats are not; special ids are numbered on from any number of ranks at once."""
 
 import signal
@@ -49,7 +49,7 @@ def test_special_ids_follow_a_huge_number_of_ranks_at_once():
     """Numbering special tokens after ``n`` ranks does not walk the ``n`` ids (a vocab_size near
     2^31 stalled a minute before reading anything). The alarm's handler runs once the call
     returns, so a walk fails the test, however long it takes."""
-    from bpeforge.checks import MAX_TOKEN_ID, special_token_ids
+    from bpeforge._checks import MAX_TOKEN_ID, special_token_ids
 
     def walked(signum, frame):
         raise AssertionError("special_token_ids walked the ranks' ids")

@@ -1,6 +1,6 @@
 """Crash consistency of every writer: each is killed (SIGKILL) at its 1st filesystem step, then
 at its 2nd, and so on until it completes (the ``BPEFORGE_KILL_AT_STEP`` hook of
-``bpeforge.files`` and of the compiled core's span counts writer), and after every kill:
+``bpeforge._files`` and of the compiled core's span counts writer), and after every kill:
 
 - through bpeforge's loaders, the output is the complete old result or the complete new one,
   never missing, never a mix;
@@ -28,7 +28,7 @@ import tokenizers
 from tiktoken.load import load_tiktoken_bpe
 
 import bpeforge
-from bpeforge import files, io
+from bpeforge import _files as files, _io as io
 
 SAMPLE = "hello world, lower lowest 12345 alpha beta"
 MAX_STEPS = 80
@@ -145,7 +145,7 @@ def tokenizer(merges):
     ranks = {bytes([i]): i for i in range(256)}
     for token in merges:
         ranks[token] = len(ranks)
-    return bpeforge.Tokenizer(ranks, "nanochat", bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    return bpeforge.Tokenizer(ranks, "nanochat", bpeforge._base.NANOCHAT_SPECIAL_TOKENS)
 
 version, writer, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 tok = tokenizer([b"lo", b"low", b"er"] if version == "old" else [b"he", b"ll", b"hell", b"hello", b"wo"])
@@ -161,7 +161,7 @@ elif writer.startswith("export-"):
     raise SystemExit(bpeforge.cli.main(["export", src, "--format", writer[len("export-"):], "-o", str(out), "--force"]))
 elif writer == "sweep":
     from bpeforge.cli.sweep import save_sweep
-    from bpeforge.sweep import Sweep
+    from bpeforge._sweep import Sweep
     sizes = {256 + 3: tok} if version == "old" else {256 + 5: tok}
     sweep = Sweep(sizes, [])
     save = sweep.save

@@ -1,4 +1,4 @@
-"""bpeforge.eval: evaluate, format_table and load_tokenizer, figures checked by hand on tiny texts.
+"""bpeforge._eval: evaluate, format_table and load_tokenizer, figures checked by hand on tiny texts.
 (`bpeforge eval` is tested in tests/cli/test_eval.py.)"""
 
 import re
@@ -8,12 +8,12 @@ import pytest
 import tiktoken
 
 import bpeforge
-import bpeforge.eval
+import bpeforge._eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import texts
-from bpeforge.eval import EvalError, EvalRow, evaluate, format_table, load_tokenizer
-from bpeforge.io import ranks_to_tiktoken
+from strategies import examples, texts
+from bpeforge._eval import EvalError, EvalRow, evaluate, format_table, load_tokenizer
+from bpeforge._io import ranks_to_tiktoken
 from ranks import BYTE_RANKS, hand_ranks
 
 
@@ -245,8 +245,8 @@ def test_format_table_colours(byte_level, hello):
 
 
 def test_tiktoken_file_missing_single_bytes_is_a_clear_error(tmp_path):
-    from bpeforge.eval import EvalError, load_tiktoken_file
-    from bpeforge.io import ranks_to_tiktoken
+    from bpeforge._eval import EvalError, load_tiktoken_file
+    from bpeforge._io import ranks_to_tiktoken
 
     path = tmp_path / "few.tiktoken"
     path.write_bytes(ranks_to_tiktoken({bytes([i]): i for i in range(200)}))
@@ -255,8 +255,8 @@ def test_tiktoken_file_missing_single_bytes_is_a_clear_error(tmp_path):
 
 
 def test_pattern_matching_empty_strings_is_refused(tmp_path):
-    from bpeforge.eval import EvalError, load_tiktoken_file
-    from bpeforge.io import ranks_to_tiktoken
+    from bpeforge._eval import EvalError, load_tiktoken_file
+    from bpeforge._io import ranks_to_tiktoken
 
     path = tmp_path / "full.tiktoken"
     path.write_bytes(ranks_to_tiktoken({bytes([i]): i for i in range(256)}))
@@ -265,8 +265,8 @@ def test_pattern_matching_empty_strings_is_refused(tmp_path):
 
 
 def test_text_with_no_tokens_is_a_clear_error(tmp_path):
-    from bpeforge.eval import EvalError, load_tiktoken_file
-    from bpeforge.io import ranks_to_tiktoken
+    from bpeforge._eval import EvalError, load_tiktoken_file
+    from bpeforge._io import ranks_to_tiktoken
 
     path = tmp_path / "full.tiktoken"
     path.write_bytes(ranks_to_tiktoken({bytes([i]): i for i in range(256)}))
@@ -312,10 +312,10 @@ def spans(text, pattern):
     return regex.findall(pattern, text)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.lists(texts(max_pieces=12), min_size=1, max_size=4).map("".join), size=st.integers(1, 30), data=st.data())
 def test_pieces_cut_only_where_every_preset_pattern_ends_a_span(text, size, data):
-    from bpeforge.eval import text_pieces
+    from bpeforge._eval import text_pieces
 
     pieces = list(text_pieces([text], size))
     assert "".join(p for p, _ in pieces) == text
@@ -331,7 +331,7 @@ def test_pieces_cut_only_where_every_preset_pattern_ends_a_span(text, size, data
 
 
 def test_pieces_of_tricky_texts_split_as_the_whole_text_on_every_preset():
-    from bpeforge.eval import text_pieces
+    from bpeforge._eval import text_pieces
 
     checked = 0
     for text in TRICKY:
@@ -357,11 +357,11 @@ def preset_tokenizers():
 
 
 @pytest.mark.filterwarnings("error")  # no text is cut inside a span
-@pytest.mark.parametrize("piece_chars", [bpeforge.eval.PIECE_CHARS, 24])
+@pytest.mark.parametrize("piece_chars", [bpeforge._eval.PIECE_CHARS, 24])
 def test_counts_equal_tiktokens_on_ordinary_texts(preset_tokenizers, monkeypatch, piece_chars):
     """The differential test: the encoder's counts, in pieces, are tiktoken's encode_ordinary
     of each text whole, for every preset pattern (special-token text counted as text)."""
-    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", piece_chars)
+    monkeypatch.setattr(bpeforge._eval, "PIECE_CHARS", piece_chars)
     texts = {f"t{i}": t for i, t in enumerate(TRICKY + ["<|endoftext|> is text here"])}
     rows = evaluate(preset_tokenizers, texts)
     assert len(rows) == len(texts) * len(PRESET_NAMES)
@@ -372,15 +372,15 @@ def test_counts_equal_tiktokens_on_ordinary_texts(preset_tokenizers, monkeypatch
 
 
 def test_a_text_file_is_read_in_pieces_with_the_counts_of_the_text_whole(preset_tokenizers, tmp_path, monkeypatch):
-    from bpeforge.eval import TextFile
+    from bpeforge._eval import TextFile
 
     text = "".join(TRICKY) * 3
     path = tmp_path / "t.txt"
     path.write_bytes(b"\xef\xbb\xbf" + text.encode())  # a byte-order mark is not text
     whole = evaluate(preset_tokenizers, {"t": text})
-    monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 5)  # reads cut characters' bytes apart
-    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 64)
-    monkeypatch.setattr(bpeforge.eval, "BATCH_BYTES", 100)
+    monkeypatch.setattr(bpeforge._eval, "READ_BYTES", 5)  # reads cut characters' bytes apart
+    monkeypatch.setattr(bpeforge._eval, "PIECE_CHARS", 64)
+    monkeypatch.setattr(bpeforge._eval, "BATCH_BYTES", 100)
     assert evaluate(preset_tokenizers, {"t": TextFile(path)}) == whole
 
 
@@ -394,9 +394,9 @@ def test_a_text_file_is_read_in_pieces_with_the_counts_of_the_text_whole(preset_
     ],
 )
 def test_a_bad_text_file_is_an_eval_error_naming_it(tmp_path, monkeypatch, data, message):
-    from bpeforge.eval import TextFile
+    from bpeforge._eval import TextFile
 
-    monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 3)
+    monkeypatch.setattr(bpeforge._eval, "READ_BYTES", 3)
     path = tmp_path / "bad.txt"
     path.write_bytes(data)
     with pytest.raises(EvalError, match=f"bad.txt: {message}"):
@@ -411,7 +411,7 @@ def test_a_huge_run_is_counted_in_bounded_time_with_a_warning_of_the_cuts(monkey
     import time
 
     tok = bpeforge.Tokenizer.train_from_iterator(["a" * 5000], 300, special_tokens=[])
-    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 1 << 16)
+    monkeypatch.setattr(bpeforge._eval, "PIECE_CHARS", 1 << 16)
     start = time.perf_counter()
     with pytest.warns(UserWarning, match=r"text 'run': 15 stretches of 65,536 characters without a space .* off by a few tokens per cut"):
         (row,) = evaluate([tok], {"run": "a" * 1_000_000})
@@ -421,7 +421,7 @@ def test_a_huge_run_is_counted_in_bounded_time_with_a_warning_of_the_cuts(monkey
 
 
 def test_a_custom_pattern_the_regex_engine_gives_up_on_is_an_eval_error_naming_the_tokenizer(tmp_path):
-    from bpeforge.eval import load_tiktoken_file
+    from bpeforge._eval import load_tiktoken_file
 
     path = tmp_path / "full.tiktoken"
     path.write_bytes(ranks_to_tiktoken(BYTE_RANKS))

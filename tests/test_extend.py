@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 import bpeforge
 import reference
-from bpeforge.errors import OptionError
-from bpeforge.extending import extension_recipe
-from bpeforge.training import Recipe, Training
+from bpeforge._errors import OptionError
+from bpeforge._extending import extension_recipe
+from bpeforge._training import Recipe, Training
 from ranks import hand_ranks
-from strategies import corpora, repeated_words_corpus, texts
+from strategies import corpora, examples, repeated_words_corpus, texts
 
 SPECIALS = ["<|bos|>", "<|eot|>"]
 
@@ -50,7 +50,7 @@ def tiktoken_of(extended):
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(a=corpora(), b=corpora(), short=st.integers(256, 300), new=st.integers(0, 60), specials=st.booleans())
 def test_extending_equals_the_reference(a, b, short, new, specials):
     a = a + ["x"]  # training refuses no text at all
@@ -61,7 +61,7 @@ def test_extending_equals_the_reference(a, b, short, new, specials):
     assert extended.merges() == [tuple(m) for m in merges]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(a=corpora(), b=corpora(), short=st.integers(256, 300), new=st.integers(0, 60), longest=st.integers(2, 6), counts=st.booleans())
 def test_extending_with_a_longest_token_equals_the_reference(a, b, short, new, longest, counts):
     # The base may hold tokens longer than the limit: they stay, and pairs with them are never merged.
@@ -85,7 +85,7 @@ def test_extend_passes_the_longest_token_on():
     assert any(len(t) > 3 for t in new(unlimited))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(a=st.one_of(corpora(), repeated_words_corpus("abc")), short=st.integers(256, 290), more=st.integers(0, 40), specials=st.booleans())
 def test_extending_with_the_same_corpus_is_training_longer(a, short, more, specials):
     a = a + ["x"]
@@ -99,7 +99,7 @@ def test_extending_with_the_same_corpus_is_training_longer(a, short, more, speci
     assert [i for _, i in ranks_in_order(extended.ranks)][n:] == list(range(base.n_vocab, base.n_vocab + len(extended.ranks) - n))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(a=corpora(), b=corpora(), probes=st.lists(texts(), max_size=8), specials=st.booleans())
 def test_base_ids_stay_and_texts_needing_no_new_token_encode_as_before(a, b, probes, specials):
     a = a + ["x"]
@@ -190,7 +190,7 @@ def test_bad_options_are_refused():
         extension_recipe(tiktoken.Encoding("x", pat_str=r"\w+", mergeable_ranks={bytes([i]): i for i in range(256)}, special_tokens={}), 300)
     with pytest.raises(TypeError, match="a bpeforge tokenizer"):
         Training(Recipe(300), base="out/tok")
-    with pytest.raises(bpeforge.errors.NoTextError):
+    with pytest.raises(bpeforge._errors.NoTextError):
         extend(base, 270, []).build(bpeforge.Tokenizer)
     with pytest.raises(OptionError, match="max_token_length must be at least 2 bytes"):
         extension_recipe(base, 270, max_token_length=1)
@@ -200,7 +200,7 @@ def test_bad_options_are_refused():
         Recipe(261, special_tokens=SPECIALS, base=base)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(a=corpora(), b=corpora(), new=st.integers(0, 40))
 def test_extending_from_span_counts_is_extending_from_the_texts(a, b, new):
     base = trained(a + ["x"], 280)

@@ -19,7 +19,8 @@ from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, tr
 
 import bpeforge  # noqa: E402
 from bpeforge.huggingface import byte_level, oniguruma_regex, train_from_iterator  # noqa: E402
-from bpeforge.patterns import PATTERNS  # noqa: E402
+from bpeforge._patterns import PATTERNS  # noqa: E402
+from strategies import examples  # noqa: E402
 
 BYTE_LEVEL_ALPHABET = pre_tokenizers.ByteLevel.alphabet()
 
@@ -34,7 +35,7 @@ def split_then_byte_level(preset: str, prefix: bool = False, regex: str = "", be
     )
 
 
-# Split regexes of the constructs bpeforge.oniguruma lists, in Oniguruma's spelling: one that
+# Split regexes of the constructs bpeforge._oniguruma lists, in Oniguruma's spelling: one that
 # matches every character; one that leaves text unmatched (an isolated Split keeps it as
 # pieces, a removed and inverted one drops it); cl100k_base's own spelling, whose possessive
 # {1,3}+ Oniguruma reads as ({1,3})+ (any number of digits).
@@ -122,7 +123,7 @@ trainer_options = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(texts=texts_with_ties, pre=st.sampled_from(sorted(PRE_TOKENIZERS)), options=trainer_options)
 def test_generated_corpora_train_what_huggingface_trains(texts, pre, options):
     assume(cut_is_unambiguous(texts, pre, options["limit_alphabet"], options["initial_alphabet"]))
@@ -130,7 +131,7 @@ def test_generated_corpora_train_what_huggingface_trains(texts, pre, options):
 
 
 @pytest.mark.slow
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 @given(texts=texts_with_ties, pre=st.sampled_from(sorted(PRE_TOKENIZERS)), options=trainer_options)
 def test_many_generated_corpora_train_what_huggingface_trains(texts, pre, options):
     assume(cut_is_unambiguous(texts, pre, options["limit_alphabet"], options["initial_alphabet"]))
@@ -209,7 +210,7 @@ def test_the_recipe_trains_the_same_ids_as_a_bpeforge_tokenizer(real_text):
 
 
 def test_bytes_left_out_of_the_alphabet_make_no_tiktoken_tokenizer():
-    with pytest.raises(bpeforge.errors.OptionError, match=r"left \d+ single bytes out of the alphabet") as e:
+    with pytest.raises(bpeforge._errors.OptionError, match=r"left \d+ single bytes out of the alphabet") as e:
         bpeforge.Tokenizer.train_from_iterator(["abc abc"], 20, special_tokens=[], tie_break="huggingface")
     assert e.value.option == "tie_break"
 
@@ -289,8 +290,8 @@ def test_the_command_line_writes_huggingfaces_tokenizer_json(tmp_path, real_text
 def test_progress_counts_the_merges_huggingfaces_alphabet_leaves_room_for(real_text):
     # Fewer than 256 bytes are seen: the merges to make are vocab_size less that alphabet.
     events = []
-    recipe = bpeforge.training.Recipe(400, special_tokens=["<s>"], tie_break="huggingface")
-    trained = bpeforge.training.Training(recipe).run(real_text[:5], progress=lambda phase, info: events.append((phase, info)))
+    recipe = bpeforge._training.Recipe(400, special_tokens=["<s>"], tie_break="huggingface")
+    trained = bpeforge._training.Training(recipe).run(real_text[:5], progress=lambda phase, info: events.append((phase, info)))
     merges = [info for phase, info in events if phase == "merge"]
     alphabet = 256 - len(trained.missing_bytes)
     assert alphabet < 256 and len(trained.ranks) == 399

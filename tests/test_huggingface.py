@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import huggingface as hf
-from bpeforge.patterns import PATTERNS
-from strategies import texts
+from bpeforge._patterns import PATTERNS
+from strategies import examples, texts
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -51,7 +51,7 @@ def hostile_text():
     return st.lists(piece, max_size=6).map("".join)
 
 
-# Custom patterns of the constructs bpeforge.oniguruma lists: one that matches every character
+# Custom patterns of the constructs bpeforge._oniguruma lists: one that matches every character
 # (exported as an isolated Split), one that leaves spaces and punctuation unmatched (tiktoken
 # drops them: exported as a Split that removes them).
 CUSTOM = {
@@ -90,7 +90,7 @@ def check_same_ids(tok, h, text: str) -> None:
     ids = tok.encoding.encode(text, allowed_special="all")
     assert hf_ids(h, text) == ids, text
     assert h.decode(ids, skip_special_tokens=False) == tok.decode(ids)
-    if bpeforge.oniguruma.matches_every_character(tok.pattern):
+    if bpeforge._oniguruma.matches_every_character(tok.pattern):
         assert tok.decode(ids) == text
 
 
@@ -105,7 +105,7 @@ def test_the_presets_are_exported_with_tiktoken_ids_on_hostile_text(exported):
     assert hf_ids(h, look_alikes) == tok.encode(look_alikes)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=hostile_text())
 def test_hf_ids_equal_tiktokens_on_generated_text(exported, text):
     tok, h = exported
@@ -216,7 +216,7 @@ def test_a_custom_pattern_is_exported_as_a_split_of_its_spelling(tmp_path):
         bpeforge.Tokenizer({bytes([b]): b for b in range(256)}, pattern).save_huggingface(tmp_path / behavior)
         data = json.loads((tmp_path / behavior / "tokenizer.json").read_text(encoding="utf-8"))
         split = data["pre_tokenizer"]["pretokenizers"][0]
-        assert split == {"type": "Split", "pattern": {"Regex": bpeforge.oniguruma.to_oniguruma(pattern)}, "behavior": behavior, "invert": invert}
+        assert split == {"type": "Split", "pattern": {"Regex": bpeforge._oniguruma.to_oniguruma(pattern)}, "behavior": behavior, "invert": invert}
     assert split["pattern"]["Regex"] == r"\p{L}+|(?>\d{1,2})"
 
 
@@ -327,7 +327,7 @@ def test_a_bpetrainer_file_reads_back_with_hf_ids(imported):
         check_same_ids(tok, h, text)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=hostile_text())
 def test_imported_ids_equal_hfs_on_generated_text(imported, text):
     tok, h = imported

@@ -10,8 +10,8 @@ import tiktoken
 import tiktoken.load
 
 import bpeforge
-from bpeforge.io import RANKS_FILE
-from bpeforge.patterns import PATTERNS
+from bpeforge._io import RANKS_FILE
+from bpeforge._patterns import PATTERNS
 
 CORPUS = ["the lower lowest newer wider, hello world! 1234 don't 日本語 🎉"] * 20
 
@@ -42,7 +42,7 @@ def layouts(tok):
     n = len(tok.mergeable_ranks) - 256
     yield "gpt2 byte order", relaid(tok, order.index, lambda i: 256 + i), {"<|endoftext|>": 256 + n}
     yield "specials first", relaid(tok, lambda b: 9 + b, lambda i: 265 + i), dict(
-        zip(bpeforge.NANOCHAT_SPECIAL_TOKENS, range(9))
+        zip(bpeforge._base.NANOCHAT_SPECIAL_TOKENS, range(9))
     )
     yield "gaps and specials among the ranks", relaid(tok, lambda b: 3 * b, lambda i: 1000 + 2 * i), {
         "<|bos|>": 1,
@@ -63,7 +63,7 @@ TEXTS = ["", "hello world", "the lowest newer\n\n  wider 1234567 don't DON'T", "
 @pytest.mark.parametrize("index", range(3))
 def test_every_layout_encodes_as_tiktoken_saves_and_loads(trained, tmp_path, index):
     name, ranks, specials = list(layouts(trained))[index]
-    bpeforge.check_ranks(ranks)
+    bpeforge._core.check_ranks(ranks)
     tok = bpeforge.Tokenizer(ranks, PATTERNS["gpt4"], specials)
     enc = tiktoken.Encoding(name, pat_str=PATTERNS["gpt4"], mergeable_ranks=ranks, special_tokens=specials)
     for text in TEXTS:
@@ -122,15 +122,15 @@ def test_a_list_of_special_names_is_numbered_after_the_largest_rank(trained):
 
 def test_check_ranks_takes_a_mapping_or_pairs():
     ranks = {bytes([b]): 255 - b for b in range(256)} | {b"ab": 700}
-    assert bpeforge.check_ranks(ranks) is None
-    assert bpeforge.check_ranks(list(ranks.items())) is None
-    assert bpeforge.check_ranks(iter(ranks.items())) is None
+    assert bpeforge._core.check_ranks(ranks) is None
+    assert bpeforge._core.check_ranks(list(ranks.items())) is None
+    assert bpeforge._core.check_ranks(iter(ranks.items())) is None
     with pytest.raises(TypeError, match="dict of bytes to int rank, or a list"):
-        bpeforge.check_ranks({"a": 0})
+        bpeforge._core.check_ranks({"a": 0})
     with pytest.raises(TypeError, match="dict of bytes to int rank, or a list"):
-        bpeforge.check_ranks([(b"a", 0, 1)])
+        bpeforge._core.check_ranks([(b"a", 0, 1)])
     with pytest.raises(TypeError, match="dict of bytes to int rank, or a list"):
-        bpeforge.check_ranks(5)
+        bpeforge._core.check_ranks(5)
 
 
 BYTES = {bytes([b]): b for b in range(256)}
@@ -151,7 +151,7 @@ BYTES = {bytes([b]): b for b in range(256)}
 )
 def test_what_tiktoken_would_break_on_is_refused_by_name(ranks, message):
     with pytest.raises(ValueError, match=message):
-        bpeforge.check_ranks(ranks)
+        bpeforge._core.check_ranks(ranks)
     if isinstance(ranks, dict) and not any(r < 0 or r >= 2**31 for r in ranks.values()):
         with pytest.raises(ValueError, match=message):
             bpeforge.Tokenizer(ranks)

@@ -1,4 +1,4 @@
-"""bpeforge.io, saving and loading: standard files, same encoding after reload, clear errors on
+"""bpeforge._io, saving and loading: standard files, same encoding after reload, clear errors on
 bad files, the token-bytes file, and tiktoken's cache of the ranks file."""
 
 import json
@@ -10,8 +10,8 @@ import pytest
 import tiktoken.load
 
 import bpeforge
-from bpeforge import io
-from bpeforge.io import HF_CONFIG_FILE, HF_TOKENIZER_FILE, META_FILE, RANKS_FILE, TOKEN_BYTES_FILE, read_token_bytes
+from bpeforge import _io as io
+from bpeforge._io import HF_CONFIG_FILE, HF_TOKENIZER_FILE, META_FILE, RANKS_FILE, TOKEN_BYTES_FILE, read_token_bytes
 
 SAVED = sorted([RANKS_FILE, META_FILE, TOKEN_BYTES_FILE, HF_TOKENIZER_FILE, HF_CONFIG_FILE])
 
@@ -255,7 +255,7 @@ def test_save_refuses_what_load_would_refuse_and_leaves_the_folder(tok, tmp_path
 
 
 def test_a_save_that_fails_leaves_the_folder_as_it_was(tok, tmp_path, monkeypatch):
-    import bpeforge.io
+    import bpeforge._io
 
     tok.save(tmp_path)
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
@@ -264,7 +264,7 @@ def test_a_save_that_fails_leaves_the_folder_as_it_was(tok, tmp_path, monkeypatc
     def too_big(tokenizer):
         raise MemoryError()
 
-    monkeypatch.setattr(bpeforge.io, "token_bytes_npy", too_big)
+    monkeypatch.setattr(bpeforge._io, "token_bytes_npy", too_big)
     with pytest.raises(MemoryError, match=r"one entry per id up to \d+ \(the largest special token id\)"):
         other.save(tmp_path)
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
@@ -297,7 +297,7 @@ def test_config_nested_too_deeply(tok, tmp_path):
 def test_load_checks_the_ranks_it_parsed(tmp_path, monkeypatch):
     """load parses the ranks file and checks its checksum on the same bytes: a save that
     replaces the file in between cannot pair one save's ranks with another's config."""
-    import bpeforge.io as io
+    import bpeforge._io as io
 
     a, b = (
         bpeforge.Tokenizer.train_from_iterator([text * 40], 270, special_tokens=specials)

@@ -6,6 +6,7 @@ functions and under ``if TYPE_CHECKING:`` included."""
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -15,72 +16,58 @@ import bpeforge
 
 PACKAGE = Path(bpeforge.__file__).parent
 
-# Bottom to top. A module may import modules of the layers before its own, and nothing else of
-# the package.
-LAYERS: list[set[str]] = [
-    # the compiled core (Rust)
-    {"bpeforge._core"},
-    # leaves: exceptions, argument checks, split patterns, console progress, the version, mixing
-    # sources' span counts (weights from sizes, the mix's record)
-    {"bpeforge.errors", "bpeforge.checks", "bpeforge.patterns", "bpeforge.progress", "bpeforge.version", "bpeforge.mixing",
-     "bpeforge.oniguruma"},
-    # the encoding core; writing files crash-consistently
-    {"bpeforge.base", "bpeforge.files"},
-    # a tokenizer's first ranks (a smaller vocabulary); plots (matplotlib, nothing of the package)
-    {"bpeforge.prefix", "bpeforge.plot"},
-    # files, training, tiktoken's named encodings
-    {"bpeforge.io", "bpeforge.training", "bpeforge.pretrained"},
-    # counting spans (progress as training takes it)
-    {"bpeforge.counts"},
-    # HuggingFace's tokenizer.json, both ways (writes files as io does)
-    {"bpeforge.huggingface"},
-    # extending a tokenizer: continued BPE, on training's helpers
-    {"bpeforge.extending"},
-    # conversations (re-exports the token-bytes file helpers of io)
-    {"bpeforge.chat"},
-    # the public Tokenizer, made of the modules above
-    {"bpeforge.tokenizer"},
-    # the drop-ins: rustbpe's API (on the core) and nanochat's tokenizer (on the Tokenizer)
-    {"bpeforge.rustbpe", "bpeforge.nanochat"},
-    # compression compared; the corpus readers: which files, opening them, each format, the
-    # corpus; parity-aware training and its report (on the Tokenizer)
-    {"bpeforge.eval", "bpeforge.inputs.sources", "bpeforge.parity"},
-    # compression at several vocabulary sizes of one training
-    {"bpeforge.sweep"},
-    # superword transitions compared at one size (on the sweep's measuring)
-    {"bpeforge.superword_sweep"},
-    {"bpeforge.inputs.files"},
-    {"bpeforge.inputs.text", "bpeforge.inputs.jsonl", "bpeforge.inputs.parquet"},
-    {"bpeforge.inputs.corpus"},
-    {"bpeforge.inputs"},
-    # a local Ray cluster on loopback that leaves nothing behind (imports Ray only when used)
-    {"bpeforge.ray_local"},
-    # counting on a Ray cluster (imports Ray only when used)
-    {"bpeforge.ray"},
-    # the package's face: re-exports
-    {"bpeforge"},
-    # the command line: what the subcommands share, then what train writes and prints, then
-    # the subcommands, then the entry point
-    {"bpeforge.cli.arguments"},
-    {"bpeforge.cli.signals"},
-    {"bpeforge.cli.outputs", "bpeforge.cli.report"},
-    # counting on Ray for train and count (--ray, --ray-address)
-    {"bpeforge.cli.ray"},
-    {"bpeforge.cli.train", "bpeforge.cli.eval", "bpeforge.cli.export"},
-    # training on span counts, loaded or counted on Ray (train's options and outputs)
-    {"bpeforge.cli.train_counts"},
-    # counting spans on the command line (train's input options and reading)
-    {"bpeforge.cli.count"},
-    # training on a mix of named sources (train's reading, the mixing of span counts)
-    {"bpeforge.cli.mix"},
-    # parity-aware training on named sources, one per language (the mix's sources)
-    {"bpeforge.cli.parity"},
-    # a sweep of vocabulary sizes (train's reading and training, mix's sources)
-    {"bpeforge.cli.sweep"},
-    {"bpeforge.cli"},
-    {"bpeforge.__main__"},
+# Bottom to top: (what the layer holds, its modules). A module may import modules of the layers
+# before its own, and nothing else of the package. docs/design.md lists them as written here
+# (test_the_design_lists_these_layers; `python tests/test_layers.py` writes the list there).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("the compiled core (Rust): counting, training, encoding, the readers", ("bpeforge._core",)),
+    ("leaves: exceptions, argument checks, split patterns, console progress, the version, the "
+     "mixing of sources' span counts (weights from sizes, the mix's record), split patterns in "
+     "HuggingFace's regex engine",
+     ("bpeforge._errors", "bpeforge._checks", "bpeforge._patterns", "bpeforge._progress", "bpeforge._version", "bpeforge._mixing",
+      "bpeforge._oniguruma")),
+    ("the encoding core (`BaseTokenizer`); writing files crash-consistently", ("bpeforge._base", "bpeforge._files")),
+    ("a tokenizer's first ranks (a smaller vocabulary); plots (matplotlib, nothing of the package)",
+     ("bpeforge._prefix", "bpeforge._plot")),
+    ("saving and loading, the one training path, tiktoken's named encodings",
+     ("bpeforge._io", "bpeforge._training", "bpeforge._pretrained")),
+    ("counting texts into span counts (progress as training takes it)", ("bpeforge._counts",)),
+    ("HuggingFace's `tokenizer.json`, both ways (writes files as `io` does)", ("bpeforge.huggingface",)),
+    ("extending a tokenizer: continued BPE, on training's helpers", ("bpeforge._extending",)),
+    ("conversations for chat models (re-exports the token-bytes file helpers of `io`)", ("bpeforge._chat",)),
+    ("the public `Tokenizer`, made of the modules above", ("bpeforge._tokenizer",)),
+    ("the drop-ins: rustbpe's API (on the core) and nanochat's tokenizer (on the `Tokenizer`)",
+     ("bpeforge.rustbpe", "bpeforge.nanochat")),
+    ("compression compared; which input files to read (formats, folders, globs); parity-aware "
+     "training and its report (on the `Tokenizer`)", ("bpeforge._eval", "bpeforge._inputs.sources", "bpeforge.parity")),
+    ("compression at several vocabulary sizes of one training", ("bpeforge._sweep",)),
+    ("superword transitions compared at one size (on the sweep's measuring)", ("bpeforge._superword_sweep",)),
+    ("opening an input file (standard input, `.gz`, `.zst`), the bad lines skipped", ("bpeforge._inputs.files",)),
+    ("the Python readers of each format", ("bpeforge._inputs.text", "bpeforge._inputs.jsonl", "bpeforge._inputs.parquet")),
+    ("the training documents of the input files, as batches, with the held-out ones", ("bpeforge._inputs.corpus",)),
+    ("the readers' package: their public names", ("bpeforge._inputs",)),
+    ("a local Ray cluster on loopback that leaves nothing behind (imports Ray only when used)", ("bpeforge._ray_local",)),
+    ("counting on a Ray cluster (imports Ray only when used)", ("bpeforge.ray",)),
+    ("the package's face: its public names", ("bpeforge",)),
+    ("the command line: what the subcommands share (exit codes, one-line errors)", ("bpeforge.cli.arguments",)),
+    ("Ctrl-C on the command line", ("bpeforge.cli.signals",)),
+    ("where `train` writes (the `--force` rule every command follows) and the report it prints",
+     ("bpeforge.cli.outputs", "bpeforge.cli.report")),
+    ("counting on Ray for `train` and `count` (`--ray`, `--ray-address`)", ("bpeforge.cli.ray",)),
+    ("the commands `train`, `eval` and `export`", ("bpeforge.cli.train", "bpeforge.cli.eval", "bpeforge.cli.export")),
+    ("training on span counts, loaded or counted on Ray (`train`'s options and outputs)", ("bpeforge.cli.train_counts",)),
+    ("counting spans on the command line (`train`'s input options and reading)", ("bpeforge.cli.count",)),
+    ("training on a mix of named sources (`train`'s reading, the mixing of span counts)", ("bpeforge.cli.mix",)),
+    ("parity-aware training on named sources, one per language (the mix's sources)", ("bpeforge.cli.parity",)),
+    ("a sweep of vocabulary sizes (`train`'s reading and training, `mix`'s sources)", ("bpeforge.cli.sweep",)),
+    ("the entry point, `main`", ("bpeforge.cli",)),
+    ("`python -m bpeforge`", ("bpeforge.__main__",)),
 ]
-LAYER = {module: i for i, layer in enumerate(LAYERS) for module in layer}
+LAYER = {module: i for i, (_, layer) in enumerate(LAYERS) for module in layer}
+
+DESIGN = Path(__file__).resolve().parent.parent / "docs" / "design.md"
+BEGIN = "<!-- The layers, as tests/test_layers.py holds them: `python tests/test_layers.py` writes them here. -->"
+END = "<!-- End of the layers. -->"
 
 
 def module_name(path: Path) -> str:
@@ -92,15 +79,21 @@ SOURCES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 MODULES = set(SOURCES) | {"bpeforge._core"}
 
 
+@functools.lru_cache(maxsize=None)
+def parsed(path: Path) -> ast.Module:
+    """The syntax tree of a source file, parsed once (every module's check reads all of them)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def is_package(module: str) -> bool:
     return module in SOURCES and SOURCES[module].name == "__init__.py"
 
 
 def imports_of(module: str) -> list[tuple[str, int, list[str]]]:
     """(module imported, line, names taken from it) for every import of ``module`` that reaches
-    the package: ``from . import io`` is an import of bpeforge.io, ``from .io import save`` of
-    bpeforge.io taking ``save``."""
-    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    the package: ``from . import io`` is an import of bpeforge._io, ``from .io import save`` of
+    bpeforge._io taking ``save``."""
+    tree = parsed(SOURCES[module])
     package = module if is_package(module) else module.rpartition(".")[0]
     found = []
     for node in ast.walk(tree):
@@ -181,7 +174,7 @@ def test_no_private_name_crosses_a_module(module):
     ]
     own = private_names(module)
     elsewhere = set().union(*(private_names(m) for m in SOURCES if m != module)) - own
-    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    tree = parsed(SOURCES[module])
     taken += [
         f"line {node.lineno}: .{node.attr}"
         for node in ast.walk(tree)
@@ -190,10 +183,15 @@ def test_no_private_name_crosses_a_module(module):
     assert taken == []
 
 
-def private_names(module: str) -> set[str]:
+def private_names(module: str) -> frozenset[str]:
     """The private names ``module`` defines: its functions, classes, assignments and attributes
     (``self._x = ...``), at any depth."""
-    tree = ast.parse(SOURCES[module].read_text(encoding="utf-8"))
+    return private_names_in(SOURCES[module])
+
+
+@functools.lru_cache(maxsize=None)
+def private_names_in(path: Path) -> frozenset[str]:
+    tree = parsed(path)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -202,27 +200,27 @@ def private_names(module: str) -> set[str]:
             names.add(node.id)
         elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             names.add(node.attr)
-    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+    return frozenset(n for n in names if n.startswith("_") and not n.startswith("__"))
 
 
 def test_the_walk_sees_what_it_must():
     """The checks above would pass vacuously if the walk found nothing: it finds the imports the
     package is made of, inside functions too."""
-    assert "bpeforge.base" in {t for t, _, _ in imports_of("bpeforge.io")}
-    assert {"bpeforge.chat", "bpeforge.io", "bpeforge.training"} <= {t for t, _, _ in imports_of("bpeforge.tokenizer")}
-    assert {"bpeforge.inputs", "bpeforge.tokenizer"} <= {t for t, _, _ in imports_of("bpeforge.cli.train")}
-    assert "_encoding" in private_names("bpeforge.base")
+    assert "bpeforge._base" in {t for t, _, _ in imports_of("bpeforge._io")}
+    assert {"bpeforge._chat", "bpeforge._io", "bpeforge._training"} <= {t for t, _, _ in imports_of("bpeforge._tokenizer")}
+    assert {"bpeforge._inputs", "bpeforge._tokenizer"} <= {t for t, _, _ in imports_of("bpeforge.cli.train")}
+    assert "_encoding" in private_names("bpeforge._base")
 
 
 def test_an_upward_import_and_a_private_name_are_caught(tmp_path, monkeypatch):
     """A module that imports upward inside a function, and takes a private name, fails."""
     bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    from .cli import main\n    from .base import _hidden\n    return main\n")
+    bad.write_text("def f():\n    from .cli import main\n    from ._base import _hidden\n    return main\n")
     monkeypatch.setitem(SOURCES, "bpeforge.bad", bad)
-    monkeypatch.setitem(LAYER, "bpeforge.bad", LAYER["bpeforge.base"])
+    monkeypatch.setitem(LAYER, "bpeforge.bad", LAYER["bpeforge._base"])
     with pytest.raises(AssertionError, match=r"line 2: bpeforge.bad \(layer 2\) imports bpeforge.cli"):
         test_imports_go_down_only("bpeforge.bad")
-    with pytest.raises(AssertionError, match=r"line 3: _hidden from bpeforge.base"):
+    with pytest.raises(AssertionError, match=r"line 3: _hidden from bpeforge._base"):
         test_no_private_name_crosses_a_module("bpeforge.bad")
 
 
@@ -234,3 +232,32 @@ def test_a_cycle_is_caught(tmp_path, monkeypatch):
     monkeypatch.setitem(SOURCES, "bpeforge.b", tmp_path / "b.py")
     monkeypatch.setattr(sys.modules[__name__], "MODULES", MODULES | {"bpeforge.a", "bpeforge.b"})
     assert find_cycle() in (["bpeforge.a", "bpeforge.b", "bpeforge.a"], ["bpeforge.b", "bpeforge.a", "bpeforge.b"])
+
+
+def layers_markdown() -> str:
+    """LAYERS as a numbered Markdown list, bottom to top, modules named without ``bpeforge.``."""
+    def name(module: str) -> str:
+        return "`bpeforge` (`__init__`)" if module == "bpeforge" else f"`{module.removeprefix('bpeforge.')}`"
+
+    return "\n".join(f"{i}. {', '.join(map(name, modules))} — {what}" for i, (what, modules) in enumerate(LAYERS, 1))
+
+
+def design_layers(text: str) -> str:
+    """The list of layers between the markers of docs/design.md's text."""
+    assert text.count(BEGIN) == 1 and text.count(END) == 1, f"docs/design.md must hold {BEGIN!r} ... {END!r} once"
+    return text.split(BEGIN)[1].split(END)[0].strip("\n")
+
+
+def test_the_design_lists_these_layers():
+    assert design_layers(DESIGN.read_text(encoding="utf-8")) == layers_markdown(), (
+        "docs/design.md lists other layers than LAYERS: `python tests/test_layers.py` writes them there"
+    )
+
+
+if __name__ == "__main__":
+    # Writes LAYERS into docs/design.md, between the markers.
+    text = DESIGN.read_text(encoding="utf-8")
+    design_layers(text)  # the markers are there, once each
+    before, rest = text.split(BEGIN)
+    after = rest.split(END)[1]
+    DESIGN.write_text(f"{before}{BEGIN}\n{layers_markdown()}\n{END}{after}", encoding="utf-8")

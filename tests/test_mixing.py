@@ -15,7 +15,7 @@ import bpeforge
 import reference as R
 import strategies as S
 from bpeforge import SpanCounts
-from bpeforge.mixing import WEIGHT_SCALE, MixRecord, integer_weights, min_count
+from bpeforge._mixing import WEIGHT_SCALE, MixRecord, integer_weights, min_count
 
 pytestmark = pytest.mark.filterwarnings("ignore:training stopped")
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -39,7 +39,7 @@ def reordered(d, order):
 # ------------------------------------------------------------------------------ the rule
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=S.examples(200), **SETTINGS)
 @given(sizes, alphas, st.randoms())
 def test_weights_do_not_depend_on_the_order_of_the_sources(sizes, alpha, rng):
     order = list(sizes)
@@ -47,7 +47,7 @@ def test_weights_do_not_depend_on_the_order_of_the_sources(sizes, alpha, rng):
     assert integer_weights(sizes, alpha=alpha) == integer_weights(reordered(sizes, order), alpha=alpha)
 
 
-@settings(max_examples=200, **SETTINGS)
+@settings(max_examples=S.examples(200), **SETTINGS)
 @given(sizes, alphas)
 def test_weights_follow_the_documented_rule(sizes, alpha):
     """Scaled so the largest is 2^16, rounded half up, at least 1, divided by their gcd; so the
@@ -94,7 +94,7 @@ def test_alpha_0_gives_equal_shares_and_int_weights_are_exact():
 mappings = st.dictionaries(st.binary(min_size=1, max_size=5), st.integers(1, 2**40), min_size=1, max_size=10)
 
 
-@settings(max_examples=100, **SETTINGS)
+@settings(max_examples=S.examples(100), **SETTINGS)
 @given(st.dictionaries(names, mappings, min_size=1, max_size=4), st.data())
 def test_a_mix_is_the_counts_multiplied_in_python(parts, data):
     counts = {k: SpanCounts.from_mapping(m, pattern="gpt4") for k, m in parts.items()}
@@ -112,7 +112,7 @@ def test_a_mix_is_the_counts_multiplied_in_python(parts, data):
     assert MixRecord.of(mixed).weights == chosen
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=S.examples(40), **SETTINGS)
 @given(st.lists(S.corpora(max_distinct=5), min_size=1, max_size=3), st.integers(1, 3))
 def test_equal_weights_train_the_plain_sums_ranks(corpora, min_frequency):
     """alpha = 1 (or equal weights) is the plain sum, exactly: same counts, same ranks, same
@@ -136,7 +136,7 @@ def test_alpha_1_is_exact_on_real_shaped_text():
     assert ranks(mixed) == ranks(en + fi)
 
 
-@settings(max_examples=50, **SETTINGS)
+@settings(max_examples=S.examples(50), **SETTINGS)
 @given(st.lists(S.corpora(max_distinct=4, max_pieces=6), min_size=2, max_size=3), alphas, st.integers(1, 4))
 def test_mixed_training_matches_the_reference_on_counts_multiplied_in_python(corpora, alpha, min_frequency):
     counts = {f"s{i}": bpeforge.count(texts) for i, texts in enumerate(corpora)}

@@ -18,7 +18,7 @@ import tiktoken.load
 import tiktoken.registry
 
 import bpeforge
-from bpeforge.errors import EncodingUnavailable, EvalError, UnknownTokenIdError
+from bpeforge._errors import EncodingUnavailable, EvalError, UnknownTokenIdError
 from bpeforge.nanochat import SPECIAL_TOKENS, SPLIT_PATTERN, RustBPETokenizer
 
 # nanochat's values, written out here rather than taken from the code under test.
@@ -64,7 +64,7 @@ def test_names_and_defaults():
     assert list(inspect.signature(RustBPETokenizer.train_from_iterator).parameters)[:2] == ["text_iterator", "vocab_size"]
     assert list(inspect.signature(RustBPETokenizer).parameters) == ["enc", "bos_token"]
     # The rest of bpeforge keeps GPT-4's pattern as its default.
-    assert bpeforge.Tokenizer.train_from_iterator(CORPUS, VOCAB_SIZE).pattern == bpeforge.DEFAULT_PATTERN
+    assert bpeforge.Tokenizer.train_from_iterator(CORPUS, VOCAB_SIZE).pattern == bpeforge._core.DEFAULT_PATTERN
 
 
 def test_same_tokenizer_as_nanochats_recipe(tok):
@@ -133,7 +133,7 @@ def test_save_and_from_directory(tok, tmp_path):
 
 def test_training_options_and_errors():
     small = RustBPETokenizer.train_from_iterator(CORPUS, VOCAB_SIZE, special_tokens=["<|endoftext|>"], pattern=None)
-    assert small.pattern == bpeforge.DEFAULT_PATTERN and small.get_bos_token_id() == VOCAB_SIZE - 1
+    assert small.pattern == bpeforge._core.DEFAULT_PATTERN and small.get_bos_token_id() == VOCAB_SIZE - 1
     with pytest.raises(ValueError, match="vocab_size"):
         RustBPETokenizer.train_from_iterator(CORPUS, 256)  # no room for the nine special tokens
     with pytest.raises(TypeError):
@@ -150,7 +150,7 @@ def local_encodings(tmp_path, monkeypatch):
     ranks[b"he"] = 256
     ranks[b"ll"] = 257
     ranks_file = tmp_path / "tiny.tiktoken"
-    bpeforge.io.write_atomic(ranks_file, bpeforge.io.ranks_to_tiktoken(ranks))
+    bpeforge._io.write_atomic(ranks_file, bpeforge._io.ranks_to_tiktoken(ranks))
     plugin = tmp_path / "plugins" / "tiktoken_ext"
     plugin.mkdir(parents=True)
     (plugin / "bpeforge_test_plugin.py").write_text(textwrap.dedent(f"""

@@ -1,4 +1,4 @@
-"""Custom split patterns in HuggingFace's regex engine (bpeforge.oniguruma): patterns generated
+"""Custom split patterns in HuggingFace's regex engine (bpeforge._oniguruma): patterns generated
 from the listed constructs split generated text into the same pieces with HuggingFace's
 ``Split(Regex(to_oniguruma(p)))`` as with bpeforge's splitter (fancy-regex, tiktoken's engine),
 every listed Unicode property holds the same code points in both, and each construct off the
@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import bpeforge
-from bpeforge import oniguruma
-from bpeforge.oniguruma import CONSTRUCTS, PROPERTIES, NotPortable, from_oniguruma, to_oniguruma
-from bpeforge.patterns import PATTERNS, SUPERWORD_PATTERN
+from bpeforge import _oniguruma as oniguruma
+from bpeforge._oniguruma import CONSTRUCTS, PROPERTIES, NotPortable, from_oniguruma, to_oniguruma
+from bpeforge._patterns import PATTERNS, SUPERWORD_PATTERN
 from strategies import texts
 
 tokenizers = pytest.importorskip("tokenizers")

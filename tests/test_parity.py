@@ -26,9 +26,9 @@ tokenizers = pytest.importorskip("tokenizers")
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: E402
 
 import bpeforge  # noqa: E402
-from bpeforge.errors import OptionError  # noqa: E402
+from bpeforge._errors import OptionError  # noqa: E402
 from bpeforge.huggingface import train_from_iterator, train_parity  # noqa: E402
-from bpeforge.training import Recipe, Training  # noqa: E402
+from bpeforge._training import Recipe, Training  # noqa: E402
 
 if not hasattr(trainers, "ParityBpeTrainer"):
     pytest.skip("tokenizers has no ParityBpeTrainer (0.23 or later)", allow_module_level=True)
@@ -57,7 +57,7 @@ def new_tokenizer(prefix: bool = False, split: bool = False) -> Tokenizer:
     tok = Tokenizer(models.BPE())
     if split:
         from bpeforge.huggingface import oniguruma_regex
-        from bpeforge.patterns import PATTERNS
+        from bpeforge._patterns import PATTERNS
 
         tok.pre_tokenizer = pre_tokenizers.Sequence(
             [

@@ -1,4 +1,4 @@
-"""bpeforge.patterns: presets by name, a misspelt preset refused, and a pattern that can match
+"""bpeforge._patterns: presets by name, a misspelt preset refused, and a pattern that can match
 an empty string refused everywhere a pattern is taken."""
 
 import pytest
@@ -44,6 +44,6 @@ def test_split_takes_preset_names():
 
 def test_trainer_takes_preset_names():
     t = bpeforge.Trainer("gpt2")
-    assert t.get_pattern() == bpeforge.resolve_pattern("gpt2")
+    assert t.get_pattern() == bpeforge._patterns.resolve_pattern("gpt2")
     t.train_from_iterator(["hello world"] * 5, 300, pattern="nanochat")
-    assert t.get_pattern() == bpeforge.resolve_pattern("nanochat") and t.vocab_size > 256
+    assert t.get_pattern() == bpeforge._patterns.resolve_pattern("nanochat") and t.vocab_size > 256

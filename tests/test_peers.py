@@ -28,7 +28,7 @@ def stdlib_texts(limit_bytes):
 def test_same_ranks_as_rustbpe(vocab_size, pattern):
     texts = list(stdlib_texts(3_000_000))
     theirs = rustbpe.Tokenizer()
-    theirs.train_from_iterator(iter(texts), vocab_size, pattern=pattern or bpeforge.DEFAULT_PATTERN)
+    theirs.train_from_iterator(iter(texts), vocab_size, pattern=pattern or bpeforge._core.DEFAULT_PATTERN)
     ours = bpeforge.Trainer(pattern)
     ours.train_from_iterator(iter(texts), vocab_size)
     assert ours.get_pattern() == theirs.get_pattern()

@@ -1,4 +1,4 @@
-"""bpeforge.plot: the PNG files of a sweep and of an eval table, and the message without
+"""bpeforge._plot: the PNG files of a sweep and of an eval table, and the message without
 matplotlib."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import sys
 
 import pytest
 
-from bpeforge.eval import EvalRow
-from bpeforge.plot import PlotUnavailable, plot_curves, plot_eval, plot_sweep
-from bpeforge.sweep import SweepRow
+from bpeforge._eval import EvalRow
+from bpeforge._plot import PlotUnavailable, plot_curves, plot_eval, plot_sweep
+from bpeforge._sweep import SweepRow
 
 
 def sweep_rows():

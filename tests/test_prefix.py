@@ -1,4 +1,4 @@
-"""bpeforge.prefix and Tokenizer.truncate: the first ranks of a training are the smaller training.
+"""bpeforge._prefix and Tokenizer.truncate: the first ranks of a training are the smaller training.
 
 BPE merges are greedy, so the first k merges of a training to N are the training to k: checked
 against the trainer itself at both sizes and against the reference trainer (tests/reference.py),
@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 import bpeforge
 import reference as R
 import strategies as S
-from bpeforge.prefix import first_ranks
+from bpeforge._prefix import first_ranks
 from ranks import BYTE_RANKS, hand_ranks
 
-SETTINGS = dict(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = dict(deadline=None, max_examples=S.examples(60), suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 def trained_ranks(corpus, n_ranks):
@@ -106,7 +106,7 @@ def test_a_prefix_without_every_single_byte_is_refused():
     ranks = {bytes([i]): i for i in range(255)}
     ranks[b"ab"] = 255
     ranks[bytes([255])] = 256
-    tok = bpeforge.Tokenizer(ranks, bpeforge.DEFAULT_PATTERN, {}, name="odd")
+    tok = bpeforge.Tokenizer(ranks, bpeforge._core.DEFAULT_PATTERN, {}, name="odd")
     with pytest.raises(ValueError, match=r"leave out 1 single bytes \(e.g. b'\\xff'\)"):
         tok.truncate(256)
     assert tok.truncate(257).n_vocab == 257

@@ -1,12 +1,12 @@
-"""bpeforge.pretrained: tiktoken's encodings by name, as Tokenizer.from_pretrained loads them;
+"""bpeforge._pretrained: tiktoken's encodings by name, as Tokenizer.from_pretrained loads them;
 clear errors for an unknown name and for being offline."""
 
 import pytest
 import tiktoken
 
 import bpeforge
-from bpeforge.errors import EvalError
-from bpeforge.pretrained import load_tiktoken_encoding
+from bpeforge._errors import EvalError
+from bpeforge._pretrained import load_tiktoken_encoding
 
 
 def test_from_pretrained_offline_error(monkeypatch):

@@ -1,11 +1,11 @@
-"""bpeforge.progress: the console progress of training (log lines per percent of the merges,
+"""bpeforge._progress: the console progress of training (log lines per percent of the merges,
 quiet off a terminal)."""
 
 import io
 import re
 
 import bpeforge
-from bpeforge.progress import ConsoleProgress, merge_line
+from bpeforge._progress import ConsoleProgress, merge_line
 
 
 def test_merge_line_format():
@@ -17,7 +17,7 @@ def test_merge_line_format():
 def test_console_progress_logs_each_percent_once():
     out = io.StringIO()
     p = ConsoleProgress(file=out, bars=False, log=True)
-    trainer = bpeforge.Trainer(bpeforge.resolve_pattern(None))
+    trainer = bpeforge.Trainer(bpeforge._patterns.resolve_pattern(None))
     texts = [f"w{i} w{i * 7} w{i * 13}" for i in range(3000)]
     trainer.train_from_iterator(texts, 256 + 400, progress=p)
     p.close()
@@ -33,7 +33,7 @@ def test_console_progress_is_quiet_off_a_terminal():
     out = io.StringIO()
     p = ConsoleProgress(file=out)  # a StringIO is not a terminal
     assert not p.bars and not p.log
-    trainer = bpeforge.Trainer(bpeforge.resolve_pattern(None))
+    trainer = bpeforge.Trainer(bpeforge._patterns.resolve_pattern(None))
     trainer.train_from_iterator(["a b c"] * 10, 260, progress=p)
     p.close()
     assert out.getvalue() == ""
@@ -58,7 +58,7 @@ def test_per_percent_lines_wait_for_merge_lines_after(monkeypatch):
     then one per percent from where it is; a quick merge loop prints none, its start and end
     lines only."""
     clock = Clock()
-    monkeypatch.setattr("bpeforge.progress.time.perf_counter", clock)
+    monkeypatch.setattr("bpeforge._progress.time.perf_counter", clock)
     out = io.StringIO()
     p = ConsoleProgress(file=out, bars=False, log=True, merge_lines_after=3.0)
     for done in range(1, 201):

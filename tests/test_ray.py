@@ -17,7 +17,7 @@ import pytest
 
 import bpeforge
 from bpeforge import SpanCounts
-from bpeforge.errors import InputError
+from bpeforge._errors import InputError
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -162,7 +162,7 @@ def test_nothing_to_count(cluster, shards):
     files, _ = shards
     empty = [p for p in files if p.name == "empty.txt"]
     counts = bray.count_files(empty, "gpt2")
-    assert len(counts) == 0 and counts.pattern == bpeforge.resolve_pattern("gpt2")
+    assert len(counts) == 0 and counts.pattern == bpeforge._patterns.resolve_pattern("gpt2")
     assert len(bray.count_files([])) == 0
 
 
@@ -244,7 +244,7 @@ def test_a_bad_column_of_a_dataset_is_named(cluster):
 def test_patterns_are_kept_apart(cluster, shards):
     files, docs = shards
     gpt2 = bray.count_files(files[:2], "gpt2")
-    assert gpt2.pattern == bpeforge.resolve_pattern("gpt2")
+    assert gpt2.pattern == bpeforge._patterns.resolve_pattern("gpt2")
     with pytest.raises(ValueError, match="'gpt4'.*'gpt2'|'gpt2'.*'gpt4'"):
         bpeforge.count(docs[:10]) + gpt2
     with pytest.raises(ValueError, match="gpt2"):
@@ -293,7 +293,7 @@ def test_progress_says_files_bytes_and_rate(cluster, shards):
     import io
 
     out = io.StringIO()
-    progress = bpeforge.progress.ConsoleProgress(file=out, bars=False, log=True, log_interval=0.0)
+    progress = bpeforge._progress.ConsoleProgress(file=out, bars=False, log=True, log_interval=0.0)
     bray.count_files(files, progress=progress)
     text = out.getvalue()
     assert f"{len(files)}/{len(files)} files" in text or "Read " in text

@@ -1,4 +1,4 @@
-"""bpeforge.ray_local: a local Ray cluster listens on loopback only, keeps its files in a
+"""bpeforge._ray_local: a local Ray cluster listens on loopback only, keeps its files in a
 private folder, is refused when Ray was imported so that it would not be, and leaves no
 process and no file behind when it stops, Ctrl-C at any moment of ``bpeforge count --ray``
 included (exit 130)."""
@@ -19,7 +19,7 @@ import pytest
 psutil = pytest.importorskip("psutil")
 ray = pytest.importorskip("ray")
 bray = pytest.importorskip("bpeforge.ray")
-ray_local = pytest.importorskip("bpeforge.ray_local")
+ray_local = pytest.importorskip("bpeforge._ray_local")
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 ENV.pop("BPEFORGE_DEBUG", None)
 

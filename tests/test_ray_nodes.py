@@ -21,7 +21,7 @@ psutil = pytest.importorskip("psutil")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("ray")
-ray_local = pytest.importorskip("bpeforge.ray_local")
+ray_local = pytest.importorskip("bpeforge._ray_local")
 
 HERE = Path(__file__).parent
 # A process connecting to the cluster: with the token of Ray's local clusters (~/.ray/auth_token).

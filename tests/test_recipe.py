@@ -1,6 +1,6 @@
 """One training recipe, honoured the same way by every path.
 
-A training's options are one value, :class:`bpeforge.training.Recipe`, carried whole into the
+A training's options are one value, :class:`bpeforge._training.Recipe`, carried whole into the
 compiled trainer's one entry point. These tests enumerate the recipe's fields and check every
 way of training against plain ``Tokenizer.train_from_iterator`` with the same options: span
 counts (``bpeforge.count``, saved and loaded, mixed alone with alpha 1), extending a smaller
@@ -23,9 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
-from bpeforge.errors import OptionError
-from bpeforge.training import Recipe
-from strategies import corpora
+from bpeforge._errors import OptionError
+from bpeforge._training import Recipe
+from strategies import corpora, examples
 
 # How each field of a recipe is varied here: a strategy for the API, and the command line's flag.
 VARIED = {
@@ -146,7 +146,7 @@ def test_the_tie_breaks_options_are_checked_naming_them(options, option):
     assert e.value.option == option
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(texts=corpora(), options=recipes(), smaller=st.integers(0, 6))
 def test_every_api_path_trains_what_training_from_the_texts_trains(texts, options, smaller):
     texts = texts + ["x y"]  # training refuses no text at all
@@ -176,7 +176,7 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
             same_training(larger.truncate(size), want)
     elif len(want.mergeable_ranks) == size - len(options["special_tokens"]) - options["reserve_special_tokens"]:
         rest = {k: v for k, v in options.items() if k != "vocab_size"}
-        sweep = quietly(bpeforge.sweep_vocab_sizes, texts, [size, size + 20], {"t": texts[0] or "x"}, **rest)
+        sweep = quietly(bpeforge.sweep, texts, [size, size + 20], {"t": texts[0] or "x"}, **rest)
         same_training(sweep.tokenizers[size], want)
 
     # Extending a smaller tokenizer trained on the same texts with the same options reaches the
@@ -193,7 +193,7 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
         # yet extending a base in HuggingFace's layout by bpeforge's rule breaks ties by the
         # base's ids, HuggingFace's, and so goes on as HuggingFace's training does.
         with pytest.raises(OptionError) as e:
-            bpeforge.training.Training(Recipe(**options), base=base).run(texts)
+            bpeforge._training.Training(Recipe(**options), base=base).run(texts)
         assert e.value.option == "tie_break"
     if base.n_vocab == small_size:  # the base did not stop early
         extend_options = {k: options[k] for k in ("min_frequency", "max_token_length", "max_token_chars", "doc_cap", "max_token_words")}
@@ -204,7 +204,7 @@ def test_every_api_path_trains_what_training_from_the_texts_trains(texts, option
         assert ranks_in_order(from_counts) == ranks_in_order(want)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(texts=corpora(), options=recipes())
 def test_the_low_level_trainer_trains_the_same_ranks(texts, options):
     # rustbpe's shape has no word limit and no superword stage: Trainer.learn takes a Recipe.
@@ -228,7 +228,7 @@ def test_mixed_counts_read_min_frequency_in_occurrences_of_the_mix_on_every_path
     a = bpeforge.count(["ab ab ab cd"] * 6 + ["xy"] * 4)  # "xy" 4 times: below the mix's threshold of 4
     b = bpeforge.count(["ef gh"] * 2)
     mixed = bpeforge.mix({"a": a, "b": b}, weights={"a": 1, "b": 3})
-    threshold = bpeforge.mixing.min_count(mixed, 4)
+    threshold = bpeforge._mixing.min_count(mixed, 4)
     assert threshold > 4  # the mix's scale is above 1: the rescaling matters here
     want = quietly(bpeforge.Tokenizer.train_from_counts, mixed, 300, special_tokens=[], min_frequency=4)
     trainer = bpeforge.Trainer()
@@ -246,7 +246,7 @@ def test_mixed_counts_read_min_frequency_in_occurrences_of_the_mix_on_every_path
 def test_counts_made_with_other_options_are_refused_naming_the_option():
     counts = bpeforge.count(["the cat sat"] * 3, options={"doc_cap": 5})
     with pytest.raises(OptionError, match="cropped to 5 characters.*the training asks for whole documents") as e:
-        bpeforge.training.Training(Recipe(300)).run(counts=counts)
+        bpeforge._training.Training(Recipe(300)).run(counts=counts)
     assert e.value.option == "doc_cap"
     with pytest.raises(OptionError, match="split by 'gpt4', the training asks for 'gpt2'") as e:
         bpeforge.Tokenizer.train_from_counts(counts, 300, pattern="gpt2")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import bpeforge
 import bpeforge.rustbpe
-from strategies import corpora, texts
+from strategies import corpora, examples, texts
 
 IMPLEMENTATIONS = {"rustbpe": rustbpe.Tokenizer, "bpeforge": bpeforge.rustbpe.Tokenizer}
 
@@ -55,7 +55,7 @@ def test_untrained_state(tok):
 
 def test_training_with_the_default_pattern(tok):
     tok.train_from_iterator(iter(HOSTILE * 3), 300)
-    assert tok.get_pattern() == bpeforge.DEFAULT_PATTERN
+    assert tok.get_pattern() == bpeforge._core.DEFAULT_PATTERN
     assert tok.vocab_size == len(tok.get_mergeable_ranks()) > 256
     for text in HOSTILE:
         assert tok.decode(tok.encode(text)) == text
@@ -74,7 +74,7 @@ def test_keyword_arguments_and_defaults(tok):
 def test_an_empty_iterator_learns_nothing(tok):
     tok.train_from_iterator(iter([]), 1000)
     assert tok.vocab_size == 256
-    assert tok.get_pattern() == bpeforge.DEFAULT_PATTERN  # trained: the pattern is set
+    assert tok.get_pattern() == bpeforge._core.DEFAULT_PATTERN  # trained: the pattern is set
     assert tok.encode("hi there") == [104, 105, 32, 116, 104, 101, 114, 101]
 
 
@@ -82,7 +82,7 @@ def test_repeated_training_replaces_everything(tok):
     tok.train_from_iterator(["aaaa bbbb"] * 5, 260, pattern=r"\w+")
     first = ranks_of(tok)
     tok.train_from_iterator(["xyxy"] * 5, 258)  # pattern=None: GPT-4's again, not the last one
-    assert tok.get_pattern() == bpeforge.DEFAULT_PATTERN
+    assert tok.get_pattern() == bpeforge._core.DEFAULT_PATTERN
     assert ranks_of(tok)[256:] == [(b"xy", 256), (b"xyxy", 257)]
     assert ranks_of(tok) != first
     assert tok.encode("xyxy") == [257]
@@ -128,7 +128,7 @@ def test_the_bpeforge_error_for_non_utf8_is_also_a_unicode_error():
     tok = bpeforge.rustbpe.Tokenizer()
     with pytest.raises(UnicodeDecodeError) as e:
         tok.decode([104, 0xFF])
-    assert isinstance(e.value, bpeforge.errors.NotUtf8Error) and e.value.start == 1
+    assert isinstance(e.value, bpeforge._errors.NotUtf8Error) and e.value.start == 1
 
 
 def test_buffer_size_zero_is_refused():
@@ -167,7 +167,7 @@ def test_identical_to_rustbpe_on_real_text(vocab_size, pattern):
         assert ours.decode(ids) == theirs.decode(ids)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(corpus=corpora(), vocab_size=st.integers(256, 400), probes=st.lists(texts(), max_size=4))
 def test_identical_to_rustbpe_on_generated_text(corpus, vocab_size, probes):
     theirs, ours = both()

@@ -22,8 +22,9 @@ from tiktoken.load import load_tiktoken_bpe
 
 import bpeforge
 import bpeforge.cli
-from bpeforge import files, io
+from bpeforge import _files as files, _io as io
 from bpeforge.nanochat import RustBPETokenizer
+from strategies import examples
 
 V1 = Path(__file__).parent / "data" / "saved-v1"
 TEXTS = ["hello world, hello there 12345", "low lower lowest <|bos|> ünïcödé 日本語", "def f(x):\n    return x + 1\n"] * 10
@@ -374,7 +375,7 @@ def nano_folder(nano, tmp_path_factory):
     return folder
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(conversations())
 def test_the_chat_template_renders_as_render_conversation(nano, nano_folder, messages):
     assert render_template(nano_folder, messages) == nano.render_conversation({"messages": messages}, None)[0]

@@ -19,7 +19,7 @@ from bpeforge import SpanCounts
 
 pytestmark = pytest.mark.filterwarnings("ignore:training stopped")
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-GPT4 = bpeforge.resolve_pattern(None)
+GPT4 = bpeforge._patterns.resolve_pattern(None)
 
 mappings = st.dictionaries(st.binary(min_size=1, max_size=6), st.integers(0, 2**62), max_size=12)
 
@@ -83,7 +83,7 @@ def test_count_reports_progress_and_records_options():
 # ------------------------------------------------------------------------------ adding
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=S.examples(60), **SETTINGS)
 @given(mappings, mappings, mappings)
 def test_adding_is_exact_associative_and_commutative(a, b, c):
     x, y, z = counts_of(a), counts_of(b), counts_of(c)
@@ -145,7 +145,7 @@ def test_from_mapping_checks_its_input():
 # ------------------------------------------------------------------------------ bytes and pickles
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=S.examples(40), **SETTINGS)
 @given(mappings)
 def test_pickles_and_bytes_round_trip_compactly(mapping):
     counts = counts_of(mapping)
@@ -191,10 +191,10 @@ def ranks_of(tok):
     return sorted(tok.mergeable_ranks.items(), key=lambda kv: kv[1])
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=S.examples(40), **SETTINGS)
 @given(S.corpora(), st.sampled_from([256, 260, 300]), st.sampled_from([None, "gpt2", r"\S+|\s+"]), st.integers(1, 4))
 def test_ranks_from_counts_are_those_from_the_texts_and_the_reference(corpus, vocab_size, pattern, shards):
-    regex = bpeforge.resolve_pattern(pattern)
+    regex = bpeforge._patterns.resolve_pattern(pattern)
     parts = [bpeforge.count(corpus[i::shards], pattern) for i in range(shards)]
     counts = SpanCounts.merge(parts)
     trainer = bpeforge.Trainer(regex)

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
-import bpeforge.superword_sweep
+import bpeforge._superword_sweep
 import reference
-from bpeforge.errors import OptionError
-from strategies import corpora
+from bpeforge._errors import OptionError
+from strategies import corpora, examples
 
 SUPERWORD = bpeforge._core.SUPERWORD_PATTERN
 
@@ -39,10 +39,10 @@ def ranks_in_order(tokenizer) -> list[bytes]:
 
 
 def test_the_reference_writes_the_same_pattern():
-    assert reference.SUPERWORD_PATTERN == SUPERWORD == bpeforge.resolve_pattern("superword")
+    assert reference.SUPERWORD_PATTERN == SUPERWORD == bpeforge._patterns.resolve_pattern("superword")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=phrases)
 def test_the_pattern_splits_as_the_regex_package_and_keeps_every_character(text):
     spans = bpeforge.split(text, "superword")
@@ -53,7 +53,7 @@ def test_the_pattern_splits_as_the_regex_package_and_keeps_every_character(text)
         assert regex.search(r"[\r\n][^\r\n/]", span) is None  # a newline ends its span
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(data=texts, transition=st.integers(256, 290), more=st.integers(0, 40), words=st.sampled_from([None, 1, 2, 4]))
 def test_two_stages_equal_the_reference(data, transition, more, words):
     want, merges = reference.superword(data, transition + more, transition, max_token_words=words or 4)
@@ -65,7 +65,7 @@ def test_two_stages_equal_the_reference(data, transition, more, words):
     assert tok.pattern == SUPERWORD
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(data=corpora(), transition=st.integers(0, 30), more=st.integers(0, 30), specials=st.booleans())
 def test_superword_training_is_training_then_extending_with_the_superword_pattern(data, transition, more, specials):
     data = data + ["by the way"]
@@ -106,12 +106,12 @@ def test_superword_tokens_appear_and_encode_identically_in_tiktoken():
 
 def test_bad_superword_options_are_refused_naming_them():
     with pytest.raises(OptionError, match="superword_transition must be at least 256 \\+ 0 special tokens = 256 and at most vocab_size \\(300\\)") as e:
-        bpeforge.training.Recipe(300, special_tokens=[], superword_transition=301)
+        bpeforge._training.Recipe(300, special_tokens=[], superword_transition=301)
     assert e.value.option == "superword_transition"
     with pytest.raises(OptionError, match="superword_pattern goes with superword_transition"):
-        bpeforge.training.Recipe(300, superword_pattern="superword")
+        bpeforge._training.Recipe(300, superword_pattern="superword")
     with pytest.raises(OptionError) as e:
-        bpeforge.training.Recipe(300, superword_transition=280, superword_pattern="x*")
+        bpeforge._training.Recipe(300, superword_transition=280, superword_pattern="x*")
     assert e.value.option == "superword_pattern"
     counts = bpeforge.count(["by the way"] * 3)
     with pytest.raises(OptionError, match="superword_counts"):
@@ -121,12 +121,12 @@ def test_bad_superword_options_are_refused_naming_them():
     assert e.value.option == "superword_pattern"
     base = quietly(bpeforge.Tokenizer.train_from_iterator, ["by the way"] * 3, 260, special_tokens=[])
     with pytest.raises(OptionError, match="extend it with pattern='superword'"):
-        bpeforge.training.Recipe(300, special_tokens=[], superword_transition=270, base=base)
-    assert bpeforge.training.Recipe(300, superword_transition=280).max_token_words == 4
-    assert bpeforge.training.Recipe(300, superword_transition=280, max_token_words=2).max_token_words == 2
+        bpeforge._training.Recipe(300, special_tokens=[], superword_transition=270, base=base)
+    assert bpeforge._training.Recipe(300, superword_transition=280).max_token_words == 4
+    assert bpeforge._training.Recipe(300, superword_transition=280, max_token_words=2).max_token_words == 2
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.one_of(phrases, st.text(max_size=60)))
 def test_huggingface_splits_by_the_superword_pattern_as_bpeforge_does(text):
     tokenizers = pytest.importorskip("tokenizers")
@@ -150,7 +150,7 @@ def test_a_transition_sweep_trains_each_tokenizer_as_training_does(tmp_path):
     prose = ["by the way, the cat sat on the mat. In the end, the dog ran off the mat and out of the door."] * 40
     counts, superword = bpeforge.count(prose), bpeforge.count(prose, pattern="superword")
     sweep = quietly(
-        bpeforge.superword_sweep.sweep_superword_transitions, counts, superword, 420, [300, 380], {"t": prose[0]}, special_tokens=[]
+        bpeforge._superword_sweep.sweep_superword_transitions, counts, superword, 420, [300, 380], {"t": prose[0]}, special_tokens=[]
     )
     plain = quietly(bpeforge.Tokenizer.train_from_iterator, prose, 420, special_tokens=[])
     assert sweep.tokenizers[None].mergeable_ranks == plain.mergeable_ranks
@@ -162,7 +162,7 @@ def test_a_transition_sweep_trains_each_tokenizer_as_training_does(tmp_path):
     assert rows[300].tokens == len(sweep.tokenizers[300].encode(prose[0]))
     assert rows[300].tokens_saved == pytest.approx((rows[None].tokens - rows[300].tokens) / rows[None].tokens * 100)
     with pytest.raises(ValueError, match="increasing"):
-        bpeforge.superword_sweep.check_transitions([380, 300], 420, 0)
+        bpeforge._superword_sweep.check_transitions([380, 300], 420, 0)
 
 
 def test_the_command_line_sweeps_transitions(tmp_path):

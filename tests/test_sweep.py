@@ -1,4 +1,4 @@
-"""bpeforge.sweep: compression at several vocabulary sizes of one training, the table, the files
+"""bpeforge._sweep: compression at several vocabulary sizes of one training, the table, the files
 it writes, and its checks of the sizes."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import warnings
 import pytest
 
 import bpeforge
-from bpeforge.eval import TextFile, evaluate
-from bpeforge.sweep import Sweep, check_vocab_sizes, evaluate_vocab_sizes, sweep_vocab_sizes
+from bpeforge._eval import TextFile, evaluate
+from bpeforge._sweep import Sweep, check_vocab_sizes, evaluate_vocab_sizes, sweep_vocab_sizes
 
 TEXTS = ["the cat sat on the mat; the rat ate the hat, and that was that"] * 20 + [
     "a cat is not a hat, and a mat is not a rat"
@@ -87,7 +87,7 @@ def test_save_without_matplotlib_writes_the_tables_only(sweep, tmp_path, monkeyp
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
     assert sweep.save(tmp_path / "out") is None
     assert sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name[0].isdigit()) == ["sweep.csv", "sweep.json"]
-    with pytest.raises(bpeforge.plot.PlotUnavailable, match=r"pip install 'bpeforge\[plot\]'"):
+    with pytest.raises(bpeforge._plot.PlotUnavailable, match=r"pip install 'bpeforge\[plot\]'"):
         sweep.save(tmp_path / "again", plot=True)
     assert sweep.save(tmp_path / "never", plot=False) is None
 
@@ -133,7 +133,7 @@ def test_table_and_repr(sweep):
     assert table[0].split() == ["Source", "Vocab", "size", "Bytes/token", "Tokens", "Tokens/char", "Saved"]
     assert table[2].split()[:2] == ["held", "260"] and table[3].split()[0] == "270"
     assert table[5].split()[:2] == ["docs", "260"]
-    assert repr(sweep) == "<bpeforge.Sweep vocab_sizes=[260, 270, 280] sources=['held', 'docs']>"
+    assert repr(sweep) == "<bpeforge._sweep.Sweep vocab_sizes=[260, 270, 280] sources=['held', 'docs']>"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert bpeforge.Sweep is Sweep and bpeforge.sweep_vocab_sizes is sweep_vocab_sizes
+        assert bpeforge._sweep.Sweep is Sweep and bpeforge.sweep is sweep_vocab_sizes

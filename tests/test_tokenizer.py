@@ -1,4 +1,4 @@
-"""bpeforge.tokenizer, the public Tokenizer: one name per job (tiktoken's where it has one;
+"""bpeforge._tokenizer, the public Tokenizer: one name per job (tiktoken's where it has one;
 nanochat's other spellings live in bpeforge.nanochat), encode variants, token_bytes,
 from_encoding, load. (Its parts are tested with their modules:
 training in test_training.py, files in test_io.py, chat in test_chat.py.)"""
@@ -69,10 +69,10 @@ def test_nanochat_attributes_and_lookups(tok):
 
 def test_vocab_and_special_tokens(tok):
     assert tok.n_vocab == 320
-    assert set(tok.special_tokens) == set(bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    assert set(tok.special_tokens) == set(bpeforge._base.NANOCHAT_SPECIAL_TOKENS)
     assert set(tok.special_tokens) == tok.encoding.special_tokens_set
     assert tok.bos_token_id == tok.encode_special("<|bos|>") == 311  # 320 - 9 specials
-    assert [tok.encode_special(n) for n in bpeforge.NANOCHAT_SPECIAL_TOKENS] == list(range(311, 320))
+    assert [tok.encode_special(n) for n in bpeforge._base.NANOCHAT_SPECIAL_TOKENS] == list(range(311, 320))
 
 
 def test_id_to_token(tok):
@@ -151,7 +151,7 @@ def test_prepend_append_names_and_ids(tok):
 
 
 def test_special_token_text_stays_text(tok):
-    for name in bpeforge.NANOCHAT_SPECIAL_TOKENS:
+    for name in bpeforge._base.NANOCHAT_SPECIAL_TOKENS:
         ids = tok.encode(name)
         assert tok.encode_special(name) not in ids
         assert all(i < 311 for i in ids)

@@ -1,4 +1,4 @@
-"""bpeforge.training, the one training path of Tokenizer.train_from_iterator and `bpeforge
+"""bpeforge._training, the one training path of Tokenizer.train_from_iterator and `bpeforge
 train`: options checked before any text is read, the early-stop warning, progress, the stats."""
 
 import pytest
@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import bpeforge
 import reference
-from strategies import corpora
+from strategies import corpora, examples
 
 BYTES = {bytes([i]): i for i in range(256)}
 
@@ -34,7 +34,7 @@ def test_the_low_level_trainer_keeps_rustbpes_byte_tokenizer_for_no_text():
     ],
 )
 def test_no_text_at_all_is_a_value_error_that_says_what_was_seen(texts, message):
-    with pytest.raises(bpeforge.errors.NoTextError, match=message) as caught:
+    with pytest.raises(bpeforge._errors.NoTextError, match=message) as caught:
         bpeforge.Tokenizer.train_from_iterator(texts, 1000, special_tokens=["<|bos|>"])
     assert isinstance(caught.value, ValueError)
 
@@ -77,7 +77,7 @@ def test_tokenizer_progress_callback_and_stats():
     )
     assert events[0][0] == "count" and events[0][1]["texts"] == 20
     merges = [i for p, i in events if p == "merge"]
-    assert merges[-1]["done"] == merges[-1]["total"] == 280 - 256 - len(bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    assert merges[-1]["done"] == merges[-1]["total"] == 280 - 256 - len(bpeforge._base.NANOCHAT_SPECIAL_TOKENS)
     assert tok.training_stats["texts"] == 20
     assert tok.training_stats["bytes"] == 20 * 43
     # The last count report comes once everything is counted: here one batch, one thread.
@@ -138,7 +138,7 @@ def test_special_tokens_are_checked_before_reading_any_data_and_bounded():
             bpeforge.Tokenizer(BYTES, special_tokens={"<a>": bad})
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(texts=corpora(), max_token_chars=st.integers(2, 4), max_token_length=st.one_of(st.none(), st.integers(2, 9)))
 def test_max_token_chars_trains_what_the_reference_trains(texts, max_token_chars, max_token_length):
     # Characters are UTF-8's: the corpora's CJK, accents and emoji take 2-4 bytes each.

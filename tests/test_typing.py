@@ -58,33 +58,57 @@ def mypy(*args):
     return status, out + err
 
 
-def test_readme_python_examples_type_check(tmp_path):
+@pytest.fixture(scope="module")
+def examples_checked(tmp_path_factory):
+    """The Python examples of the README (one script) and of docs/ (a script per page, each given
+    the names the pages take as given: texts, a trained tokenizer and span counts), type-checked
+    with --strict in one mypy run (each run reads the package and the standard library anew):
+    ({"README.md": [script], "docs": [scripts]}, mypy's status, mypy's report)."""
+    folder = tmp_path_factory.mktemp("examples")
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert len(blocks) >= 3
-    script = tmp_path / "readme_examples.py"
-    script.write_text("texts: list[str] = ['hello world']\n" + "\n".join(blocks))
-    status, out = mypy("--strict", str(script))
-    assert status == 0, out
-
-
-def test_docs_python_examples_type_check(tmp_path):
-    """The Python examples of docs/, a script per page, each given the names the pages take as
-    given: texts, a trained tokenizer and span counts."""
+    readme = folder / "readme_examples.py"
+    readme.write_text("texts: list[str] = ['hello world']\n" + "\n".join(blocks))
     given = (
         "import bpeforge\n"
         "texts: list[str] = ['hello world']\n"
         "tok = bpeforge.Tokenizer.train_from_iterator(texts, vocab_size=300)\n"
         "c_en = c_fi = c_code = bpeforge.count(texts)\n"
     )
-    scripts = []
+    docs = []
     for page in sorted((ROOT / "docs").glob("*.md")):
         blocks = re.findall(r"```python\n(.*?)```", page.read_text(), re.S)
         if blocks:
-            scripts.append(tmp_path / f"docs_{page.stem.replace('-', '_')}.py")
-            scripts[-1].write_text(given + "\n".join(blocks))
-    assert len(scripts) >= 5
-    status, out = mypy("--strict", *map(str, scripts))
-    assert status == 0, out
+            docs.append(folder / f"docs_{page.stem.replace('-', '_')}.py")
+            docs[-1].write_text(given + "\n".join(blocks))
+    assert len(docs) >= 5
+    # A script with a type error, checked in the same run: the reports are read right (below).
+    planted = folder / "planted.py"
+    planted.write_text("count: int = 'one'\n")
+    status, out = mypy("--strict", str(readme), *map(str, docs), str(planted))
+    return {"README.md": [readme], "docs": docs, "planted": [planted]}, status, out
+
+
+def errors_in(scripts, status, out):
+    """mypy's lines about ``scripts``; a failure if mypy itself failed (status 2)."""
+    assert status in (0, 1), out
+    return [line for line in out.splitlines() if line.startswith(tuple(str(s) + ":" for s in scripts))]
+
+
+def test_readme_python_examples_type_check(examples_checked):
+    scripts, status, out = examples_checked
+    assert errors_in(scripts["README.md"], status, out) == [], out
+
+
+def test_docs_python_examples_type_check(examples_checked):
+    scripts, status, out = examples_checked
+    assert errors_in(scripts["docs"], status, out) == [], out
+
+
+def test_an_error_in_an_example_would_be_seen(examples_checked):
+    """The checks above read mypy's report by file: the planted error is found in it, on its file."""
+    scripts, status, out = examples_checked
+    assert [line.split(": ")[1] for line in errors_in(scripts["planted"], status, out)] == ["error"], out
 
 
 def test_the_package_type_checks():

@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
-from bpeforge.errors import OptionError
+from bpeforge._errors import OptionError
 from bpeforge.nanochat import RustBPETokenizer
+from strategies import examples
 
 TEXTS = ["the cat sat on the mat, and the dog ran after the cat"] * 20 + ["a b c d e f g h i j k l m n o p"] * 5
 
@@ -28,12 +29,12 @@ def train(vocab_size, **options):
         return bpeforge.Tokenizer.train_from_iterator(TEXTS, vocab_size, **options)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(size=st.integers(270, 330), given_names=st.sampled_from([[], ["<|bos|>"], None]), n=st.integers(0, 5),
        m=st.sampled_from([None, 1, 7, 64, 128]))
 def test_reserved_and_padding_ids_follow_the_ranks(size, given_names, n, m):
     tok = train(size, special_tokens=given_names, reserve_special_tokens=n, pad_vocab_to_multiple_of=m)
-    names = list(bpeforge.NANOCHAT_SPECIAL_TOKENS) if given_names is None else given_names
+    names = list(bpeforge._base.NANOCHAT_SPECIAL_TOKENS) if given_names is None else given_names
     ranks = len(tok.mergeable_ranks)
     assert ranks <= size - len(names) - n  # vocab_size counts everything
     unpadded = ranks + len(names) + n
@@ -90,15 +91,15 @@ def test_the_layout_is_kept_by_saving_tiktoken_huggingface_and_nanochat(tmp_path
 
 def test_bad_layouts_are_refused_naming_the_option():
     with pytest.raises(OptionError, match="at least 256 \\+ 4 special tokens = 260") as e:
-        bpeforge.training.Recipe(259, special_tokens=["<|a|>"], reserve_special_tokens=3)
+        bpeforge._training.Recipe(259, special_tokens=["<|a|>"], reserve_special_tokens=3)
     assert e.value.option == "vocab_size"
     with pytest.raises(OptionError, match="given, and reserved too") as e:
-        bpeforge.training.Recipe(300, special_tokens=[reserved(0)], reserve_special_tokens=1)
+        bpeforge._training.Recipe(300, special_tokens=[reserved(0)], reserve_special_tokens=1)
     with pytest.raises(OptionError) as e:
-        bpeforge.training.Recipe(300, pad_vocab_to_multiple_of=0)
+        bpeforge._training.Recipe(300, pad_vocab_to_multiple_of=0)
     assert e.value.option == "pad_vocab_to_multiple_of"
     with pytest.raises(OptionError) as e:
-        bpeforge.training.Recipe(300, reserve_special_tokens=-1)
+        bpeforge._training.Recipe(300, reserve_special_tokens=-1)
     assert e.value.option == "reserve_special_tokens"
     with pytest.raises(OptionError, match="cannot pad") as e:
-        bpeforge.training.Recipe(300, special_tokens=[], pad_vocab_to_multiple_of=8, base=train(280, special_tokens=[]))
+        bpeforge._training.Recipe(300, special_tokens=[], pad_vocab_to_multiple_of=8, base=train(280, special_tokens=[]))

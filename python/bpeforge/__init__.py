@@ -5,66 +5,51 @@
 >>> tok.decode(tok.encode("hello world"))
 'hello world'
 
-The package is layered, each module importing only modules of the layers below its own
-(``tests/test_layers.py`` checks it):
-
-1. ``_core``: the compiled core (Rust): the trainer, the Parquet reader, split patterns;
-2. ``errors`` (exceptions), ``checks`` (arguments), ``patterns`` (split patterns),
-   ``progress`` (console progress), ``version``;
-3. ``base``: the encoding core, :class:`~bpeforge.base.BaseTokenizer`;
-4. ``io`` (saving and loading), ``training`` (the one training path), ``pretrained``
-   (tiktoken's encodings by name); then ``huggingface`` (``tokenizer.json`` both ways) and
-   ``counts`` (counting texts into span counts);
-5. ``chat`` (conversations for chat models);
-6. ``tokenizer``: the public :class:`Tokenizer`, made of the modules above; ``rustbpe`` and
-   ``nanochat``, the drop-ins for rustbpe and nanochat's tokenizer;
-7. ``eval`` (compression compared) and ``inputs`` (corpus readers), ``sweep`` (compression at
-   several vocabulary sizes of one training, over ``prefix``: a tokenizer's first ranks);
-8. this module, which re-exports the public names; then ``cli``, the ``bpeforge`` command line.
+The names here are the package's public face (``__all__``); the modules users import by name
+are ``bpeforge.huggingface``, ``bpeforge.nanochat``, ``bpeforge.rustbpe``, ``bpeforge.ray``,
+``bpeforge.parity`` and the command line, ``bpeforge.cli``. Every other module has a leading
+underscore: it may change. The package is layered, each module importing only modules of the
+layers below its own: docs/design.md lists the layers (``tests/test_layers.py`` holds them, and
+checks the imports).
 """
 
-# PRESETS (the presets as (name, regex) pairs) stays importable from here; PATTERNS is its dict.
-from ._core import DEFAULT_PATTERN, PRESETS, ParquetReader, Trainer, check_ranks, split
-from .errors import EvalError, NoTextError, TokenizerFileError, UnknownTokenIdError
-from .eval import evaluate, format_table
-from .patterns import PATTERNS, resolve_pattern
-from .sweep import Sweep, sweep_vocab_sizes
-from .tokenizer import NANOCHAT_SPECIAL_TOKENS, Tokenizer
-from .version import __version__
-
-# Span counts: count texts, add counts, train from them.
-from ._core import SpanCounts
-from .counts import count
-
-# Mixing sources: span counts weighted by source (a temperature, or weights), exactly.
-from .mixing import mix
+# Training and tokenizers.
+from ._core import ParquetReader, SpanCounts, Trainer, split
+from ._core import JsonlReader, TextReader
+from ._counts import count
+from ._errors import EvalError, InputError, NoTextError, OptionError, TokenizerFileError
+from ._eval import evaluate, format_table
+from ._mixing import mix
+from ._patterns import PATTERNS
+from ._sweep import sweep_vocab_sizes as sweep
+from ._tokenizer import Tokenizer
+from ._training import Recipe
+from ._version import __version__
 
 __all__ = [
     "__version__",
-    "DEFAULT_PATTERN",
-    "EvalError",
-    "NANOCHAT_SPECIAL_TOKENS",
-    "NoTextError",
-    "PATTERNS",
-    "ParquetReader",
+    # a tokenizer, and how it is trained
     "Tokenizer",
-    "TokenizerFileError",
     "Trainer",
-    "UnknownTokenIdError",
-    "check_ranks",
+    "Recipe",
+    "PATTERNS",
+    "split",
+    # span counts: counted apart, added, mixed, trained from
+    "count",
+    "SpanCounts",
+    "mix",
+    # the corpus readers (in Rust)
+    "TextReader",
+    "JsonlReader",
+    "ParquetReader",
+    # compression: of tokenizers, and at several sizes of one training
     "evaluate",
     "format_table",
-    "resolve_pattern",
-    "split",
-    "SpanCounts",
-    "count",
-    "Sweep",
-    "sweep_vocab_sizes",
-    "mix",
+    "sweep",
+    # errors (each also a ValueError, TypeError or OSError)
+    "InputError",
+    "OptionError",
+    "TokenizerFileError",
+    "NoTextError",
+    "EvalError",
 ]
-
-# Text and JSONL files read in Rust, as lists of str or straight into the trainer.
-from ._core import JsonlReader, TextReader  # noqa: E402
-from .errors import InputError  # noqa: E402
-
-__all__ += ["InputError", "JsonlReader", "TextReader"]

@@ -13,7 +13,7 @@ Written (see :func:`to_huggingface`):
 - the pre-tokenizer: the split pattern as a ``Split`` (behavior ``Isolated``) followed by
   ``ByteLevel(add_prefix_space=false, use_regex=false)``; a preset pattern in a reviewed
   spelling for HuggingFace's regex engine (Oniguruma), a custom one when it uses only the
-  constructs :mod:`bpeforge.oniguruma` lists, translated (and if it may leave text unmatched,
+  constructs :mod:`bpeforge._oniguruma` lists, translated (and if it may leave text unmatched,
   which tiktoken drops, the ``Split`` is ``Removed`` inverted, which drops it too);
 - a ByteLevel decoder, the special tokens as added tokens at their own ids, and
   ``tokenizer_config.json`` for ``transformers``.
@@ -40,13 +40,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union, cast
 
-from . import _core, io, oniguruma
-from .base import BaseTokenizer, check_tiktoken_parts
-from .counts import count
-from .patterns import PATTERNS, SUPERWORD_PATTERN, pattern_label, resolve_pattern
-from .training import Recipe, TrainedRanks, Training, check_texts
+from . import _core, _io as io, _oniguruma as oniguruma
+from ._base import BaseTokenizer, check_tiktoken_parts
+from ._counts import count
+from ._patterns import PATTERNS, SUPERWORD_PATTERN, pattern_label, resolve_pattern
+from ._training import Recipe, TrainedRanks, Training, check_texts
 
 T = TypeVar("T", bound=BaseTokenizer)
+
+# What docs/huggingface.md documents; the other functions serve Tokenizer's save, load and
+# from_huggingface and the command line.
+__all__ = ["train_from_iterator"]
 
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "tokenizer_config.json"
@@ -246,12 +250,12 @@ def oniguruma_regex(pattern: str) -> str:
 
 def split_step(pattern: str) -> dict[str, Any]:
     """The ``Split`` pre-tokenizer (its JSON) that splits text in HuggingFace as ``pattern``
-    (bpeforge's regex) does with tiktoken, or :class:`~bpeforge.oniguruma.NotPortable` (a
+    (bpeforge's regex) does with tiktoken, or :class:`~bpeforge._oniguruma.NotPortable` (a
     ValueError) naming the first construct HuggingFace's regex engine is not checked to match
     alike. A preset's or the superword pattern's regex is written as reviewed (see
     :func:`oniguruma_regex`; the superword pattern's look-around, ``{2,}`` and ``[\\s\\S]`` mean
     the same in both engines, as tests/test_superword.py checks on generated text); a custom
-    one is translated (:func:`bpeforge.oniguruma.to_oniguruma`). Behavior ``Isolated`` (each
+    one is translated (:func:`bpeforge._oniguruma.to_oniguruma`). Behavior ``Isolated`` (each
     match a piece, and the text between matches a piece too) where the pattern is sure to leave
     no text unmatched; otherwise ``Removed`` with the pattern inverted, which drops that text
     as tiktoken does."""
@@ -369,10 +373,10 @@ CHAT_TEMPLATE = (
 )
 """nanochat's chat format as a Jinja template for ``transformers``' ``apply_chat_template``:
 the text whose encoding (special tokens recognized, as ``apply_chat_template`` encodes) gives
-:func:`bpeforge.chat.render_conversation`'s ids, for conversations whose texts hold no special
+:func:`bpeforge._chat.render_conversation`'s ids, for conversations whose texts hold no special
 token's name and whose assistant parts do not put two text parts side by side (bpeforge
 encodes each part alone); ``add_generation_prompt`` ends it with ``<|assistant_start|>``, as
-:func:`bpeforge.chat.render_for_completion` does."""
+:func:`bpeforge._chat.render_for_completion` does."""
 
 
 def transformers_config(tokenizer: BaseTokenizer) -> dict[str, Any]:
@@ -381,7 +385,7 @@ def transformers_config(tokenizer: BaseTokenizer) -> dict[str, Any]:
     token), nanochat's chat template when it has nanochat's special tokens, no added prefix
     space or cleanup of spaces (either would change the text), and every special token at its
     id (reserved ones included), as transformers lists them in ``added_tokens_decoder``."""
-    from .base import NANOCHAT_SPECIAL_TOKENS
+    from ._base import NANOCHAT_SPECIAL_TOKENS
 
     specials = tokenizer.special_tokens
     config: dict[str, Any] = {
@@ -424,7 +428,7 @@ quadratic in a token's length (a tokenizer trained on a 5 MB run of spaces has a
 
 
 def saved_files(tokenizer: BaseTokenizer, *, extra_files: Optional[dict] = None, require_huggingface: bool = False) -> dict:
-    """``{name: contents}`` of the saved folder of ``tokenizer`` (:func:`bpeforge.io.saved_files`)
+    """``{name: contents}`` of the saved folder of ``tokenizer`` (:func:`bpeforge._io.saved_files`)
     with HuggingFace's ``tokenizer.json`` and ``tokenizer_config.json``, which are left out when
     HuggingFace cannot encode as tiktoken does (e.g. a custom split pattern) or a token is longer
     than :data:`LONGEST_TOKEN_SAVED` bytes; ``require_huggingface``: always written, or ValueError."""
@@ -441,7 +445,7 @@ def saved_files(tokenizer: BaseTokenizer, *, extra_files: Optional[dict] = None,
 def save_folder(
     tokenizer: BaseTokenizer, directory: Union[str, os.PathLike], *, extra_files: Optional[dict] = None, require_huggingface: bool = False
 ) -> None:
-    """:func:`bpeforge.io.save` with HuggingFace's files (:func:`saved_files`): the folder
+    """:func:`bpeforge._io.save` with HuggingFace's files (:func:`saved_files`): the folder
     :meth:`bpeforge.Tokenizer.save` writes."""
     io.check_save_path(directory)
     io.write_saved(Path(directory), saved_files(tokenizer, extra_files=extra_files, require_huggingface=require_huggingface))
@@ -515,9 +519,9 @@ def pattern_of_split(split: dict[str, Any]) -> str:
     pattern does not match, cuts text as HuggingFace's ``Split`` step ``split`` (its JSON) does:
     behavior ``Isolated`` (the text between matches a piece too) or ``Removed`` inverted (that
     text dropped). The regex is a preset's (or the superword pattern's, or GPT-2's own) in
-    HuggingFace's spelling, or one of the constructs :mod:`bpeforge.oniguruma` lists, read as
+    HuggingFace's spelling, or one of the constructs :mod:`bpeforge._oniguruma` lists, read as
     Oniguruma reads it; with ``Isolated``, unless it is sure to leave no text unmatched, the
-    text between matches becomes a match of its own (:func:`bpeforge.oniguruma.with_unmatched_text`).
+    text between matches becomes a match of its own (:func:`bpeforge._oniguruma.with_unmatched_text`).
     ValueError naming what is not reproduced."""
     regex = (split.get("pattern") or {}).get("Regex")
     if not isinstance(regex, str):
@@ -693,14 +697,14 @@ def check_tokens_are_reached(merges: list, ranks: dict[bytes, int], refuse: Any)
 # ``tokenizers.Tokenizer`` and a ``BpeTrainer`` and leaves the tokenizer as
 # ``tokenizer.train_from_iterator(texts, trainer=trainer)`` would (``tokenizer.to_str()`` equal as
 # JSON), training with bpeforge's recipe and HuggingFace's tie-break
-# (``tie_break="huggingface"``, see :mod:`bpeforge.training`).
+# (``tie_break="huggingface"``, see :mod:`bpeforge._training`).
 #
 # What is reproduced, and how (``docs/huggingface.md`` gives the arguments):
 #
 # - the pre-tokenizer: ``ByteLevel`` (its regex is GPT-2's, bpeforge's ``gpt2`` preset; without
 #   it, each text is one span), or ``Sequence([Split(Regex(p), behavior="isolated"),
 #   ByteLevel(use_regex=False)])`` with ``p`` the HuggingFace spelling of one of bpeforge's
-#   presets or a regex of the constructs :mod:`bpeforge.oniguruma` lists (also with
+#   presets or a regex of the constructs :mod:`bpeforge._oniguruma` lists (also with
 #   ``behavior="removed", invert=True``); ``add_prefix_space`` puts a space before each text (each
 #   piece of a ``Split``) that does not start with one;
 # - the trainer's options: ``vocab_size``, ``min_frequency``, ``special_tokens``,

@@ -26,10 +26,10 @@ import os
 import pickle
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Sequence, Union
 
-from .base import BOS, NANOCHAT_SPECIAL_TOKENS
-from . import huggingface, io
-from .patterns import PATTERNS
-from .tokenizer import Tokenizer
+from ._base import BOS, NANOCHAT_SPECIAL_TOKENS
+from . import huggingface, _io as io
+from ._patterns import PATTERNS
+from ._tokenizer import Tokenizer
 
 if TYPE_CHECKING:
     import tiktoken

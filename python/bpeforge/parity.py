@@ -21,10 +21,12 @@ import os
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from . import _core
-from .counts import count
-from .plot import plot_parity
-from .tokenizer import Tokenizer
-from .training import ProgressCallback, Recipe, TrainedRanks, Training
+from ._counts import count
+from ._plot import plot_parity
+from ._tokenizer import Tokenizer
+from ._training import ProgressCallback, Recipe, TrainedRanks, Training
+
+__all__ = ["ParityReport", "ParityRun", "train", "train_counts"]
 
 Texts = Union[Iterable[Any], _core.SpanCounts]
 
@@ -89,7 +91,7 @@ class ParityReport:
     def plot(self, path: Union[str, "os.PathLike[str]"], *, title: Optional[str] = None) -> None:
         """Draws each language's bytes per token against the vocabulary size into the PNG file
         ``path``: a line per language with parity, dashed without it (needs matplotlib:
-        :class:`~bpeforge.plot.PlotUnavailable` otherwise)."""
+        :class:`~bpeforge._plot.PlotUnavailable` otherwise)."""
         curves = {}
         for i, name in enumerate(self.languages):
             plain = self.plain_lengths[i] if self.plain_lengths else None
@@ -165,7 +167,7 @@ def train(
     ``dev`` (name -> texts or counts) if given, else against ``ratio`` (name -> target
     compression rate, relative to each other) if given, else on the training texts.
     ``parity`` is "base" or "window"; ``options`` are the other fields of a
-    :class:`~bpeforge.training.Recipe` (``pattern``, ``special_tokens``, ``parity_window``,
+    :class:`~bpeforge._training.Recipe` (``pattern``, ``special_tokens``, ``parity_window``,
     ``parity_alpha``, ``global_merges``, ``min_frequency``, ...). ``compare``: also train
     without parity, for the report's "plain" figures."""
     recipe = Recipe(vocab_size, parity=parity, **options)

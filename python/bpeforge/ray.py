@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Sized, Tuple, Union
 
 from . import _core
-from .counts import count_with_figures
-from .errors import InputError
-from .inputs import Corpus, Source, expand_inputs
-from .patterns import resolve_pattern
-from .progress import ConsoleProgress
-from .ray_local import LocalCluster, import_ray
-from .ray_local import start as start_local
-from .training import ProgressCallback, progress_callback
+from ._counts import count_with_figures
+from ._errors import InputError
+from ._inputs import Corpus, Source, expand_inputs
+from ._patterns import resolve_pattern
+from ._progress import ConsoleProgress
+from ._ray_local import LocalCluster, import_ray
+from ._ray_local import start as start_local
+from ._training import ProgressCallback, progress_callback
 
 # How many partial counts one reduce task adds: the tree has log_FAN_IN(files) levels, and a
 # reduce task holds FAN_IN partial counts and their sum at once.
@@ -58,10 +58,13 @@ WAIT_SECONDS = 0.5
 SPLIT_BYTES = 64_000_000
 
 
+# What docs/ray.md documents; the rest serves the command line's --ray.
+__all__ = ["count_dataset", "count_files", "start_local_cluster"]
+
 def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> LocalCluster:
     """Starts a Ray cluster on this machine for this process and connects to it: every server
     on loopback only (127.0.0.1), no dashboard, no usage statistics, its files in a private
-    folder; returns a :class:`~bpeforge.ray_local.LocalCluster`, whose ``stop()`` (or the end
+    folder; returns a :class:`~bpeforge._ray_local.LocalCluster`, whose ``stop()`` (or the end
     of a ``with`` block, or of the process) ends every process of the cluster and removes its
     folder::
 
@@ -81,7 +84,7 @@ def start_local_cluster(num_cpus: Optional[int] = None, **init_options: Any) -> 
 @dataclass(frozen=True)
 class Reading:
     """How a worker reads a file's documents: the options the command line reads with (see
-    :class:`bpeforge.inputs.Corpus`). ``arrow``: Parquet through pyarrow."""
+    :class:`bpeforge._inputs.Corpus`). ``arrow``: Parquet through pyarrow."""
 
     text_column: str = "text"
     doc_separator: str = "\n"
@@ -257,7 +260,7 @@ def count_files(
     total, bytes, rate). ``read(source, reading)``: how a worker reads a file (default
     :func:`read_file`). Every document is counted: no hold-out, no sampling.
 
-    A file that cannot be read raises bpeforge's :class:`~bpeforge.errors.InputError` naming it.
+    A file that cannot be read raises bpeforge's :class:`~bpeforge._errors.InputError` naming it.
     The counts equal ``bpeforge.count`` of the same documents in one process."""
     return count_files_with_figures(
         paths, pattern, text_column=text_column, doc_separator=doc_separator, doc_cap=doc_cap,

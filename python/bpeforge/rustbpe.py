@@ -21,7 +21,7 @@ empty spans), a failed training leaves the tokenizer as it was (rustbpe keeps th
 Beyond rustbpe: ``pattern`` may also be a preset's name (``"gpt2"``, ``"nanochat"``, see
 ``bpeforge.PATTERNS``), items of the iterator may be lists of str or Arrow string arrays, and
 counts are 64-bit (rustbpe's are 32-bit). Decoding bytes that are not UTF-8 raises
-:class:`~bpeforge.errors.NotUtf8Error`, which is the ``TypeError`` rustbpe raises and a
+:class:`~bpeforge._errors.NotUtf8Error`, which is the ``TypeError`` rustbpe raises and a
 ``UnicodeDecodeError``.
 """
 
@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Optional, Sequence
 
 from . import _core
-from .errors import NotUtf8Error, UnknownTokenIdError
+from ._errors import NotUtf8Error, UnknownTokenIdError
 
 __all__ = ["Tokenizer"]
 
@@ -97,8 +97,8 @@ class Tokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids``. An id that is no token raises a ValueError, "Unknown token id: N"
-        (:class:`~bpeforge.errors.UnknownTokenIdError`); a negative one or one past 2^32-1, an
-        OverflowError, as in rustbpe; bytes that are not UTF-8, :class:`~bpeforge.errors.NotUtf8Error`."""
+        (:class:`~bpeforge._errors.UnknownTokenIdError`); a negative one or one past 2^32-1, an
+        OverflowError, as in rustbpe; bytes that are not UTF-8, :class:`~bpeforge._errors.NotUtf8Error`."""
         if isinstance(ids, (str, bytes)):
             raise TypeError(f"argument 'ids': Can't extract `{type(ids).__name__}` to `Vec`")
         ids = list(ids)

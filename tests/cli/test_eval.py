@@ -9,8 +9,8 @@ import pytest
 import bpeforge
 from bpeforge import cli
 from bpeforge.cli import eval as cli_eval
-from bpeforge.eval import evaluate
-from bpeforge.io import ranks_to_tiktoken
+from bpeforge._eval import evaluate
+from bpeforge._io import ranks_to_tiktoken
 from ranks import BYTE_RANKS, hand_ranks
 
 
@@ -137,32 +137,32 @@ def test_add_eval_parser_and_run_eval(files, capsys):
 
 
 def test_cli_reads_texts_in_bounded_pieces_with_the_counts_of_the_texts_whole(files, capsys, monkeypatch):
-    import bpeforge.eval
+    import bpeforge._eval
 
     text = "hello hello, héllo\nhello  \n\n hi 42abc\r\n" * 200
     (files / "big.txt").write_text(text, encoding="utf-8")
     whole = evaluate([str(files / "tok")], [(str(files / "big.txt"), text)])
     seen = []
-    batches = bpeforge.eval.piece_batches
+    batches = bpeforge._eval.piece_batches
 
     def spy(pieces, max_pieces):
         for batch in batches(pieces, max_pieces):
             seen.append(batch)
             yield batch
 
-    monkeypatch.setattr(bpeforge.eval, "piece_batches", spy)
-    monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 64)
-    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 100)
-    monkeypatch.setattr(bpeforge.eval, "BATCH_BYTES", 300)
+    monkeypatch.setattr(bpeforge._eval, "piece_batches", spy)
+    monkeypatch.setattr(bpeforge._eval, "READ_BYTES", 64)
+    monkeypatch.setattr(bpeforge._eval, "PIECE_CHARS", 100)
+    monkeypatch.setattr(bpeforge._eval, "BATCH_BYTES", 300)
     assert cli.main(["eval", str(files / "tok"), "--text", str(files / "big.txt"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == [r._asdict() for r in whole]
     assert len(seen) > 20 and max(sum(len(p.encode()) for p in b) for b, _, _ in seen) <= 300
 
 
 def test_cli_a_text_cut_inside_a_span_is_a_warning_line(files, capsys, monkeypatch):
-    import bpeforge.eval
+    import bpeforge._eval
 
-    monkeypatch.setattr(bpeforge.eval, "PIECE_CHARS", 1000)
+    monkeypatch.setattr(bpeforge._eval, "PIECE_CHARS", 1000)
     (files / "run.txt").write_text("l" * 3500, encoding="utf-8")
     assert cli.main(["eval", str(files / "tok"), "--text", str(files / "run.txt"), "--json"]) == 0
     captured = capsys.readouterr()
@@ -182,9 +182,9 @@ def test_cli_a_custom_pattern_that_fails_on_a_text_is_one_line(files, capsys):
 
 
 def test_cli_a_bad_byte_is_found_before_any_tokenizer_is_loaded(files, capsys, monkeypatch):
-    import bpeforge.eval
+    import bpeforge._eval
 
-    monkeypatch.setattr(bpeforge.eval, "READ_BYTES", 16)
+    monkeypatch.setattr(bpeforge._eval, "READ_BYTES", 16)
     (files / "late.txt").write_bytes(b"hello world\n" * 100 + b"\xff")
     assert cli.main(["eval", "gpt-17", "--text", str(files / "late.txt")]) == 1  # gpt-17 would fail to load
     err = capsys.readouterr().err

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-import bpeforge.files
+import bpeforge._files
 
 import bpeforge
 from bpeforge.cli import main
@@ -236,7 +236,7 @@ class FillingDisk:
         self.real_open = real_open
 
     def write_all(self, fd, data):
-        """bpeforge.files' writer of a file's contents, on this disk."""
+        """bpeforge._files' writer of a file's contents, on this disk."""
         n = len(memoryview(data).cast("B"))
         if n > self.room:
             os.write(fd, memoryview(data).cast("B")[: self.room])
@@ -300,7 +300,7 @@ def test_a_disk_that_fills_leaves_no_half_written_output(tmp_path, monkeypatch, 
     disk = FillingDisk(int(total * fill), io.open)
     monkeypatch.setattr("builtins.open", disk.open)
     monkeypatch.setattr(io, "open", disk.open)
-    monkeypatch.setattr(bpeforge.files, "_write_all", disk.write_all)
+    monkeypatch.setattr(bpeforge._files, "_write_all", disk.write_all)
     code = main(["train", str(corpus), "--vocab-size", "400", "-o", str(out / "tok")] + ["--force"] * force)
     monkeypatch.undo()
     captured = capsys.readouterr()

@@ -39,7 +39,7 @@ def test_no_command_and_version():
     assert r.returncode == 0 and "train" in r.stdout
     import importlib.util
 
-    if importlib.util.find_spec("bpeforge.eval") is not None:  # contributed by bpeforge/eval.py
+    if importlib.util.find_spec("bpeforge._eval") is not None:  # contributed by bpeforge/eval.py
         assert "eval" in r.stdout
         assert run("eval", "--help").returncode == 0
 

@@ -70,7 +70,7 @@ def test_alpha_trains_the_ranks_of_mix_and_reports_the_balance(sources, tmp_path
         assert table[k][1] == f"{share[k]:.1f}%"
         assert table[k][3] == f"{p[k]:.1f}%"  # the weighted share is the temperature's
         assert "(on training documents)" in table[k][4]  # --holdout 0
-    weights = bpeforge.mixing.MixRecord.of(mixed).weights
+    weights = bpeforge._mixing.MixRecord.of(mixed).weights
     assert [int(table[k][2].replace(",", "")) for k in table] == [weights["prose"], weights["code"]]
 
 

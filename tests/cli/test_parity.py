@@ -11,7 +11,7 @@ import tiktoken.load
 
 import bpeforge
 import bpeforge.parity
-from bpeforge.training import Recipe
+from bpeforge._training import Recipe
 
 from .helpers import assert_one_line_error, check_saved, no_outputs_in, run
 

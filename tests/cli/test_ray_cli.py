@@ -23,7 +23,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 ray = pytest.importorskip("ray")
 bray = pytest.importorskip("bpeforge.ray")
-ray_local = pytest.importorskip("bpeforge.ray_local")
+ray_local = pytest.importorskip("bpeforge._ray_local")
 # A process connecting to the cluster: on loopback, and with the token of the cluster (Ray's
 # local clusters require one, saved in ~/.ray/auth_token).
 RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "token"}

@@ -116,7 +116,7 @@ def test_the_measured_text_is_bounded(tmp_path):
     """Compression is measured on at most the hold-out budget: the held-out documents, or the
     start of the training text, whatever the sizes of the documents."""
     from bpeforge.cli.report import measure_compression
-    from bpeforge.inputs import Corpus, expand_inputs
+    from bpeforge._inputs import Corpus, expand_inputs
 
     (tmp_path / "big.txt").write_text("hello world " * 300_000 + "\n" + "short line\n" * 300)
     corpus = Corpus(expand_inputs([str(tmp_path / "big.txt")]), holdout_every=100, holdout_max_bytes=1_000_000)

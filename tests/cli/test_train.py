@@ -17,7 +17,7 @@ import pytest
 
 import bpeforge
 from bpeforge import cli
-from bpeforge.errors import SPLIT_FAILED
+from bpeforge._errors import SPLIT_FAILED
 
 from .helpers import (
     ENV,
@@ -96,11 +96,11 @@ def test_every_format_gives_the_same_tokenizer(corpus, txt_result, tmp_path, nam
      dict(pattern="nanochat", special_tokens=["<|a|>", "<|b|>"], min_frequency=3, num_threads=1)),
 ])
 def test_the_command_line_and_the_api_train_the_same_tokenizer(corpus, tmp_path, options, api):
-    """Both train through bpeforge.training: on the same documents (nothing held out) the same
+    """Both train through bpeforge._training: on the same documents (nothing held out) the same
     ranks, pattern and special tokens, and the same .tiktoken file."""
     import warnings
 
-    from bpeforge.io import ranks_to_tiktoken
+    from bpeforge._io import ranks_to_tiktoken
 
     d, docs = corpus
     r = run("train", d / "docs.txt", "--vocab-size", 600, "--holdout", 0, "-o", tmp_path / "tok", *options)
@@ -490,7 +490,7 @@ def test_numeric_option_bounds(tmp_path, capsys):
 def test_default_corpus_skips_stdlib_files_that_are_not_utf8(tmp_path, monkeypatch, capsys):
     # CPython's test suite holds a few deliberately non-UTF-8 sources (test_source_encoding.py,
     # encoded_modules/module_iso_8859_1.py, ...): the default corpus must still train.
-    from bpeforge import inputs
+    from bpeforge import _inputs as inputs
 
     root = tmp_path / "lib"
     root.mkdir()

@@ -43,14 +43,14 @@ maybe_texts = st.lists(st.one_of(strategies.texts(max_pieces=6), st.just(""), st
 STRING_TYPES = [pa.string(), pa.large_string()] + ([pa.string_view()] if hasattr(pa, "string_view") else [])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=strategies.examples(60), deadline=None)
 @given(texts=maybe_texts, typ=st.sampled_from(STRING_TYPES), repeat=st.integers(1, 3))
 def test_arrays_train_like_the_same_str(texts, typ, repeat):
     arr = pa.array(texts * repeat, typ)
     same_training([arr], texts * repeat)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=strategies.examples(60), deadline=None)
 @given(
     texts=maybe_texts,
     prefix=st.lists(st.one_of(strategies.texts(max_pieces=3), st.none()), max_size=9),
@@ -64,7 +64,7 @@ def test_sliced_arrays_read_from_their_offset(texts, prefix, suffix, typ):
     same_training([arr], texts)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=strategies.examples(40), deadline=None)
 @given(texts=maybe_texts, cuts=st.lists(st.integers(0, 30), max_size=4), large=st.booleans())
 def test_chunks_and_mixed_items(texts, cuts, large):
     bounds = sorted({0, len(texts), *(c for c in cuts if c <= len(texts))})

@@ -44,7 +44,7 @@ class OneAtATime:
         return self._texts[self._i - 1]
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=S.examples(40), **SETTINGS)
 @given(corpus=S.corpora(max_distinct=10, max_repeat=5),
        vocab_size=st.sampled_from([260, 300, 400]),
        pattern=st.sampled_from(PATTERNS),

@@ -11,13 +11,13 @@ from hypothesis import given, settings, strategies as st
 
 import bpeforge
 from bpeforge import _core
-from strategies import corpora, texts
+from strategies import corpora, examples, texts
 
 PRESETS = sorted(bpeforge.PATTERNS)
 
 
 def tiktoken_encoding(ranks: dict, pattern: str) -> tiktoken.Encoding:
-    return tiktoken.Encoding("t", pat_str=bpeforge.resolve_pattern(pattern), mergeable_ranks=ranks, special_tokens={})
+    return tiktoken.Encoding("t", pat_str=bpeforge._patterns.resolve_pattern(pattern), mergeable_ranks=ranks, special_tokens={})
 
 
 def trained_ranks(corpus: list, vocab_size: int, pattern: str) -> dict:
@@ -26,7 +26,7 @@ def trained_ranks(corpus: list, vocab_size: int, pattern: str) -> dict:
     return dict(trainer.get_mergeable_ranks())
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(corpus=corpora(), text=texts(), pattern=st.sampled_from(PRESETS + [r"\S+|\s+", r"[a-z]+"]),
        extra=st.integers(0, 80))
 def test_encodes_as_tiktoken_does(corpus, text, pattern, extra):
@@ -39,7 +39,7 @@ def test_encodes_as_tiktoken_does(corpus, text, pattern, extra):
     assert covered == 2 * len(tiktoken_encoding(ranks, pattern).decode_bytes(expected))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), text=st.text(alphabet="ab c", max_size=300))
 def test_ranks_in_any_order_and_with_gaps(seed, text):
     """Ranks that are not trained in order (merged tokens ranked by chance, with gaps): tiktoken's

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpeforge
+from strategies import examples
 
 # Characters from every class the preset patterns name, weighted toward the tricky ones.
 TRICKY = list(
@@ -21,7 +22,7 @@ tricky_text = st.lists(
 
 
 @pytest.mark.parametrize("preset", sorted(bpeforge.PATTERNS))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=st.one_of(tricky_text, st.text(max_size=80)))
 def test_scanner_equals_fancy_regex(preset, text):
     pattern = bpeforge.PATTERNS[preset]

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bpeforge import _core, inputs
+from bpeforge import _core, _inputs as inputs
 
 pa = pytest.importorskip("pyarrow")
 

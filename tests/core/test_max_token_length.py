@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import bpeforge
 import reference as R
 import strategies as S
-from bpeforge.training import Recipe
+from bpeforge._training import Recipe
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -32,7 +32,7 @@ def stdlib_texts(limit_bytes=600_000):
     return texts
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=S.examples(40), **SETTINGS)
 @given(corpus=st.one_of(S.corpora(max_repeat=6), S.repeated_words_corpus("ab", 9), S.repeated_words_corpus("abc", 12)),
        max_token_length=st.integers(2, 6),
        vocab_size=st.sampled_from([260, 300, 400]),
@@ -45,7 +45,7 @@ def test_train_from_iterator_matches_reference(corpus, max_token_length, vocab_s
     assert all(len(token) <= max_token_length for token, _ in expected[0])
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=S.examples(40), **SETTINGS)
 @given(counts=st.dictionaries(st.text("abc ", min_size=1, max_size=14), st.integers(1, 10**12), max_size=12),
        max_token_length=st.integers(2, 8))
 def test_train_from_counts_matches_reference(counts, max_token_length):

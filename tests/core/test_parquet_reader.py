@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import bpeforge
+from strategies import examples
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -77,7 +78,7 @@ def read_all(path, **kw):
     return batches, reader
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=examples(250), deadline=None)
 @given(docs=DOCS, layout=LAYOUT, batch_rows=st.integers(1, 70), batch_bytes=st.sampled_from([1, 100, 1 << 20]),
        large=st.booleans(), before=st.booleans())
 def test_the_reader_gives_the_strings_pyarrow_reads(tmp_path_factory, docs, layout, batch_rows, batch_bytes, large, before):
@@ -173,7 +174,7 @@ def test_what_cannot_be_opened_is_named(tmp_path):
         bpeforge.ParquetReader(path, "title", batch_bytes="1MB")
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(where=st.floats(0, 1, exclude_max=True), byte=st.integers(0, 255), compression=st.sampled_from(["NONE", "SNAPPY", "ZSTD"]))
 def test_a_damaged_file_gives_strings_or_a_value_error(tmp_path_factory, where, byte, compression):
     docs = [f"row {i} " * (i % 9) for i in range(300)]

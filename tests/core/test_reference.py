@@ -20,7 +20,7 @@ import reference as R
 import strategies as S
 
 PATTERNS = {
-    "default": None,  # bpeforge.DEFAULT_PATTERN; the reference uses its own copy, R.GPT4_PATTERN
+    "default": None,  # bpeforge._core.DEFAULT_PATTERN; the reference uses its own copy, R.GPT4_PATTERN
     **{name: bpeforge.PATTERNS[name] for name in
        ["cl100k_base", "nanochat", "gpt2", "r50k_base", "p50k_base", "o200k_base"]},
     "nonspace_or_space": r"\S+|\s+",
@@ -93,11 +93,11 @@ def test_reference_helpers():
 
 
 def test_reference_default_pattern_is_bpeforge_default():
-    assert bpeforge.DEFAULT_PATTERN == R.GPT4_PATTERN
+    assert bpeforge._core.DEFAULT_PATTERN == R.GPT4_PATTERN
     assert bpeforge.PATTERNS["gpt4"] == R.GPT4_PATTERN
 
 
-@settings(max_examples=400, **SETTINGS)
+@settings(max_examples=S.examples(400), **SETTINGS)
 @given(text=S.texts(max_pieces=14), pattern=st.sampled_from(ALL_PATTERN_STRINGS))
 def test_split_matches_regex_findall(text, pattern):
     assert bpeforge.split(text, pattern) == [s for s in regex.findall(pattern, text) if s]
@@ -131,7 +131,7 @@ def test_split_hand_checked(text, pattern, expected):
 
 @pytest.mark.parametrize("vocab_size", VOCAB_SIZES)
 @pytest.mark.parametrize("pattern", list(PATTERNS.values()), ids=list(PATTERNS))
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=S.examples(25), **SETTINGS)
 @given(corpus=S.corpora(), via_constructor=st.booleans())
 def test_train_matches_reference(pattern, vocab_size, corpus, via_constructor):
     ranks, merges = assert_same_as_reference(corpus, vocab_size, pattern, via_constructor=via_constructor)
@@ -140,7 +140,7 @@ def test_train_matches_reference(pattern, vocab_size, corpus, via_constructor):
 
 
 @pytest.mark.parametrize("vocab_size", [257, 260, 300])
-@settings(max_examples=80, **SETTINGS)
+@settings(max_examples=S.examples(80), **SETTINGS)
 @given(corpus=st.one_of(S.repeated_words_corpus("ab"), S.repeated_words_corpus("abc", 9),
                         S.repeated_words_corpus("a", 12)))
 def test_train_matches_reference_ties_and_overlaps(vocab_size, corpus):
@@ -150,7 +150,7 @@ def test_train_matches_reference_ties_and_overlaps(vocab_size, corpus):
     assert_same_as_reference(corpus, vocab_size, None)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=S.examples(60), **SETTINGS)
 @given(corpus=st.one_of(S.corpora(max_repeat=6), S.repeated_words_corpus("abc", 8)),
        min_frequency=st.integers(1, 7),
        vocab_size=st.sampled_from([260, 300, 400]),
@@ -160,14 +160,14 @@ def test_min_frequency_matches_reference(corpus, min_frequency, vocab_size, patt
     assert all(m[3] >= min_frequency for m in merges)
 
 
-@settings(max_examples=15, **SETTINGS)
+@settings(max_examples=S.examples(15), **SETTINGS)
 @given(corpus=S.corpora(max_distinct=30, max_repeat=8, max_pieces=25),
        pattern=st.sampled_from([None, bpeforge.PATTERNS["o200k_base"], bpeforge.PATTERNS["gpt2"]]))
 def test_train_matches_reference_larger_corpora(corpus, pattern):
     assert_same_as_reference(corpus, 600, pattern)
 
 
-@settings(max_examples=10, **SETTINGS)
+@settings(max_examples=S.examples(10), **SETTINGS)
 @given(corpus=S.corpora(max_distinct=30, max_repeat=8, max_pieces=25))
 def test_train_matches_reference_either_side_of_two_byte_ids(corpus):
     # Up to 65536 tokens the merge loop keeps token ids in 16 bits, past that in 32. These
@@ -192,15 +192,15 @@ def test_train_matches_reference_exhaustive_small_domain():
         assert trainer.get_merges() == expected_merges, corpus
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=S.examples(40), **SETTINGS)
 @given(corpus=S.corpora(), vocab_size=st.sampled_from([256, 270, 300]),
        specials=st.sampled_from([[], None, ["<|endoftext|>"]]))
 def test_tokenizer_train_matches_reference(corpus, vocab_size, specials):
-    names = list(bpeforge.NANOCHAT_SPECIAL_TOKENS) if specials is None else specials
+    names = list(bpeforge._base.NANOCHAT_SPECIAL_TOKENS) if specials is None else specials
     n_ranks = vocab_size  # ranks asked for; the Tokenizer's vocab_size adds the specials
     expected_ranks, _ = R.train(corpus, n_ranks, R.GPT4_PATTERN)
     if not "".join(corpus):  # no text at all: no tokenizer (the low-level Trainer gives the bytes)
-        with pytest.raises(bpeforge.errors.NoTextError, match="no text to train on"):
+        with pytest.raises(bpeforge._errors.NoTextError, match="no text to train on"):
             bpeforge.Tokenizer.train_from_iterator(corpus, vocab_size + len(names), special_tokens=specials)
         return
     with warnings.catch_warnings(record=True) as caught:
@@ -353,7 +353,7 @@ def test_reuse_candidates_agree_and_no_duplicate_tokens(corpus):
         assert_well_formed(ranks, merges)
 
 
-@settings(max_examples=150, **SETTINGS)
+@settings(max_examples=S.examples(150), **SETTINGS)
 @given(corpus=st.one_of(S.repeated_words_corpus("ab", 9), S.repeated_words_corpus("abc", 9),
                         S.corpora()))
 def test_reuse_never_happens(corpus):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bpeforge.inputs import Source, detect
+from bpeforge._inputs import Source, detect
 
 
 def docs_of(batches) -> list:

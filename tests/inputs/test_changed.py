@@ -12,7 +12,7 @@ import random
 import pytest
 
 from bpeforge import InputError, JsonlReader, ParquetReader, TextReader
-from bpeforge.inputs import Source, read_jsonl, read_parquet, read_text
+from bpeforge._inputs import Source, read_jsonl, read_parquet, read_text
 
 zstandard = pytest.importorskip("zstandard")
 pa = pytest.importorskip("pyarrow")

@@ -1,4 +1,4 @@
-"""bpeforge.inputs.corpus: the Corpus (counts, doc cap, max chars, held-out documents, the
+"""bpeforge._inputs.corpus: the Corpus (counts, doc cap, max chars, held-out documents, the
 sample), the same across formats and across the list and Arrow paths."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import bpeforge
 import strategies
 from bpeforge import _core
-from bpeforge.inputs import Corpus, Source, expand_inputs
+from bpeforge._inputs import Corpus, Source, expand_inputs
 
 from .helpers import docs_of, write_jsonl
 
@@ -80,7 +80,7 @@ def test_a_document_larger_than_what_is_left_of_the_budget_is_trained_on(tmp_pat
     assert c.bytes >= c.total_bytes - 1000
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=strategies.examples(100), deadline=None)
 @given(sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=60), every=st.integers(1, 5), budget=st.integers(1, 2000))
 def test_training_sees_all_but_the_budget_whatever_the_sizes(sizes, every, budget):
     """The held-out text never passes the budget, so training sees all of the text but that."""
@@ -126,7 +126,7 @@ def test_corpus_trains_through_list_batches(tmp_path):
     assert tok.decode(tok.encode("hello world")) == "hello world"
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=strategies.examples(150), deadline=None)
 @given(
     batches=docs_lists,
     doc_cap=st.one_of(st.none(), st.integers(1, 30)),

@@ -1,4 +1,4 @@
-"""bpeforge.inputs.files: opening inputs (standard input, .gz and .zst, truncated or corrupt
+"""bpeforge._inputs.files: opening inputs (standard input, .gz and .zst, truncated or corrupt
 files, files that cannot be opened)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bpeforge import inputs
-from bpeforge.inputs import InputError, expand_inputs, read_jsonl, read_text
+from bpeforge import _inputs as inputs
+from bpeforge._inputs import InputError, expand_inputs, read_jsonl, read_text
 
 from .helpers import docs_of, text_source
 

@@ -1,4 +1,4 @@
-"""bpeforge.inputs.jsonl: documents of JSONL files (the text field; bad lines named or skipped;
+"""bpeforge._inputs.jsonl: documents of JSONL files (the text field; bad lines named or skipped;
 byte-order marks; .zst)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from bpeforge import JsonlReader, inputs
-from bpeforge.inputs import InputError, read_jsonl
+from bpeforge import JsonlReader, _inputs as inputs
+from bpeforge._inputs import InputError, read_jsonl
 
 from .helpers import docs_of, text_source, write_jsonl
 

@@ -1,4 +1,4 @@
-"""bpeforge.inputs as a whole: every public name of its modules has a docstring."""
+"""bpeforge._inputs as a whole: every public name of its modules has a docstring."""
 
 import pytest
 
@@ -8,7 +8,7 @@ def test_public_names_have_docstrings(module):
     import importlib
     import inspect
 
-    mod = importlib.import_module(f"bpeforge.inputs.{module}")
+    mod = importlib.import_module(f"bpeforge._inputs.{module}")
     missing = []
     for name, obj in vars(mod).items():
         if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:

@@ -1,4 +1,4 @@
-"""bpeforge.inputs.parquet: documents of Parquet files, with bpeforge's reader and with pyarrow
+"""bpeforge._inputs.parquet: documents of Parquet files, with bpeforge's reader and with pyarrow
 (batches, string flavours, errors, invalid UTF-8, a broken pyarrow)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from bpeforge import inputs
-from bpeforge.inputs import InputError, Source, read_parquet
+from bpeforge import _inputs as inputs
+from bpeforge._inputs import InputError, Source, read_parquet
 
 from .helpers import docs_of, text_source
 

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpeforge import InputError, JsonlReader, TextReader
+from strategies import examples
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 PIECES = [b"word", b" ", b"caf\xc3\xa9", b"\xf0\x9f\x98\x80", b"\n", b"\r\n", b"\r", b"<|e|>", b"<|", b"\xef\xbb\xbf", b"\t", b"x" * 50]
 
 

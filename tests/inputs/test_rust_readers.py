@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import InputError, JsonlReader, TextReader
-from bpeforge.inputs import Corpus, Source, read_jsonl, read_text
+from bpeforge._inputs import Corpus, Source, read_jsonl, read_text
+from strategies import examples
 
 zstandard = pytest.importorskip("zstandard")
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # Pieces of text files: words, accented and 4-byte characters, line ends of every kind, the
 # separators tried below, byte-order marks, and bytes that are not UTF-8 (a lone continuation
@@ -69,7 +70,7 @@ def test_text_reader_reads_what_read_text_reads(tmp_path, data, separator, skip,
 
 
 def inputs_bad_lines():
-    from bpeforge.inputs import BadLines
+    from bpeforge._inputs import BadLines
 
     return BadLines()
 

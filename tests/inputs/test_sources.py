@@ -1,4 +1,4 @@
-"""bpeforge.inputs.sources: which files are read (formats from extensions, folders, globs, each
+"""bpeforge._inputs.sources: which files are read (formats from extensions, folders, globs, each
 file once, standard input, the standard library)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bpeforge import inputs
-from bpeforge.inputs import InputError, detect, expand_inputs
+from bpeforge import _inputs as inputs
+from bpeforge._inputs import InputError, detect, expand_inputs
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""bpeforge.inputs.text: documents of text files (lines, separators, whole files; bytes that are
+"""bpeforge._inputs.text: documents of text files (lines, separators, whole files; bytes that are
 not UTF-8), against references on random bytes and chunk sizes."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from bpeforge import inputs
-from bpeforge.inputs import InputError, read_text
+from bpeforge import _inputs as inputs
+from bpeforge._inputs import InputError, read_text
+from strategies import examples
 
 from .helpers import docs_of, text_source
 
@@ -129,7 +130,7 @@ def reference_documents(data: bytes, sep: str) -> list:
     return [d for d in docs if d]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=text_bytes_and_separator(), chunk_bytes=st.integers(1, 9))
 def test_text_reader_matches_a_reference_on_bytes(scratch_file, case, chunk_bytes):
     data, sep = case
@@ -148,7 +149,7 @@ def test_text_reader_matches_a_reference_on_bytes(scratch_file, case, chunk_byte
         assert bad.count == 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     text=st.text(alphabet="ab\n|", max_size=60),
     sep=st.sampled_from(["\n", "||", "a|b", "\n\n", "|", "ab|ab", "|||a"]),
@@ -191,7 +192,7 @@ def scratch_file(tmp_path_factory):
     return tmp_path_factory.mktemp("chunks") / "a.txt"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=text_and_separator(), chunk_bytes=st.integers(1, 16))
 @example(case=("1234567<|endoftext|>abc<|endoftext|>def", "<|endoftext|>"), chunk_bytes=7)
 @example(case=("<|endoftext|>abc<|endoftext|>def", "<|endoftext|>"), chunk_bytes=22)

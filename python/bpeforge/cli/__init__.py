@@ -19,7 +19,7 @@ import os
 import sys
 from typing import Any, List, Optional, Sequence, Tuple
 
-from ..version import __version__
+from .._version import __version__
 from .arguments import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE, PROG, CLIError, OneLineErrorParser, one_line, stderr_line
 from .train import add_train_parser, run_train
 from .mix import add_mix_options

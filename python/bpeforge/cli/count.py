@@ -11,13 +11,13 @@ import time
 from pathlib import Path
 from typing import Any, List, Optional, Tuple
 
-from .. import files
+from .. import _files as files
 from .._core import SpanCounts
-from ..counts import Counted, count_with_figures
-from ..errors import SPLIT_FAILED, InputError
-from ..inputs import Corpus
-from ..patterns import resolve_pattern
-from ..progress import ConsoleProgress
+from .._counts import Counted, count_with_figures
+from .._errors import SPLIT_FAILED, InputError
+from .._inputs import Corpus
+from .._patterns import resolve_pattern
+from .._progress import ConsoleProgress
 from .arguments import CLIError, EXIT_USAGE, PROG, int_at_least, one_line, stderr_line
 from .outputs import check_free, check_parent
 from .report import Row, aligned, peak_memory, seconds

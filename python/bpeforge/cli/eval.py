@@ -1,6 +1,6 @@
-"""``bpeforge eval``: compares how tokenizers compress texts (:func:`bpeforge.eval.evaluate`),
+"""``bpeforge eval``: compares how tokenizers compress texts (:func:`bpeforge._eval.evaluate`),
 printing a table or JSON. The text files are read a few MB at a time (as
-:class:`bpeforge.eval.TextFile`), never whole, so that memory stays bounded whatever their size."""
+:class:`bpeforge._eval.TextFile`), never whole, so that memory stays bounded whatever their size."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from ..errors import EvalError
-from ..eval import READ_BYTES, TextFile, evaluate, format_table, load_tokenizer, named_tokenizers
-from ..plot import PlotUnavailable, import_matplotlib, plot_eval
-from ..tokenizer import Tokenizer
+from .._errors import EvalError
+from .._eval import READ_BYTES, TextFile, evaluate, format_table, load_tokenizer, named_tokenizers
+from .._plot import PlotUnavailable, import_matplotlib, plot_eval
+from .._tokenizer import Tokenizer
 from .arguments import EXIT_USAGE, PROG, CLIError, int_at_least, stderr_line
 from .outputs import check_free, check_parent
 
@@ -102,7 +102,7 @@ def _text_files(paths: Sequence[str], spool: Path) -> List[Tuple[str, TextFile]]
 
 
 def draw_plot(rows: Sequence[Any], path: str) -> None:
-    """Draws ``rows`` into the PNG file ``path`` (:func:`bpeforge.plot.plot_eval`); a missing
+    """Draws ``rows`` into the PNG file ``path`` (:func:`bpeforge._plot.plot_eval`); a missing
     matplotlib or an unwritable file is the CLI's one-line error."""
     try:
         plot_eval(rows, path)
@@ -145,7 +145,7 @@ def run_eval(args: argparse.Namespace) -> int:
                 rows = evaluate(tokenizers, texts, num_threads=args.threads)
         except ValueError as e:
             raise CLIError(str(e)) from None
-    for warning in caught:  # a text cut inside a span (see bpeforge.eval.text_pieces)
+    for warning in caught:  # a text cut inside a span (see bpeforge._eval.text_pieces)
         stderr_line(f"{PROG}: warning: {warning.message}")
     if args.json:
         print(json.dumps([r._asdict() for r in rows], indent=2, ensure_ascii=False))

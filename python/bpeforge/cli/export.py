@@ -10,11 +10,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..eval import load_tokenizer
-from .. import huggingface, io
+from .._eval import load_tokenizer
+from .. import huggingface, _io as io
 from ..huggingface import TOKENIZER_FILE
-from ..io import ranks_to_tiktoken, write_atomic
-from ..tokenizer import Tokenizer
+from .._io import ranks_to_tiktoken, write_atomic
+from .._tokenizer import Tokenizer
 from .arguments import PROG, CLIError, one_line, stderr_line
 from .outputs import check_free, check_parent
 

@@ -20,17 +20,17 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from .._core import SpanCounts
-from ..errors import SPLIT_FAILED, InputError
-from ..inputs import Corpus
-from ..mixing import MixRecord, checked_alpha, mix
-from ..progress import ConsoleProgress
+from .._errors import SPLIT_FAILED, InputError
+from .._inputs import Corpus
+from .._mixing import MixRecord, checked_alpha, mix
+from .._progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
-from .outputs import check_output, output_paths, save_outputs
+from .outputs import check_output, output_paths
 from .report import Compression, Row, Timings, aligned, measure_compression, merge_rows, saved_as, time_rows, vocabulary_rows
 from . import train, train_counts
 from .count import count_corpus
 from .ray import on_ray
-from .signals import after_saving, ctrl_c_ends_the_process
+from .signals import ctrl_c_ends_the_process
 from .train import (
     build_tokenizer,
     huggingface_outputs,
@@ -39,7 +39,7 @@ from .train import (
     describe_pattern,
     find_inputs,
     open_corpus,
-    saved_message,
+    save_then_report,
     set_up_training,
     set_up_training_on,
     stopped_early_warnings,
@@ -267,11 +267,8 @@ def run_mixed(args: argparse.Namespace) -> int:
         if no_tiktoken is not None:
             return save_huggingface_only(args, trained, hf_json, no_tiktoken)
         tokenizer, t_build = build_tokenizer(trained)
-    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
 
-    def report() -> int:  # the tokenizer is saved: Ctrl-C skips the rest (after_saving)
-        if args.quiet:
-            return 0
+    def report(t_save: float) -> int:
         warnings: List[str] = stopped_early_warnings(trained, tokenizer)
         t_eval = time.perf_counter()
         compressions = {
@@ -293,7 +290,7 @@ def run_mixed(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         return 0
 
-    return after_saving(saved_message(folder, tiktoken_file), report)
+    return save_then_report(args, tokenizer, hf_json, report)
 
 
 def mix_rows(sources: List[MixedSource], mixed: SpanCounts, alpha: Optional[float], compressions: Dict[str, Compression]) -> List[Row]:

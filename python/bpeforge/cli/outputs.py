@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Tuple
 
-from .. import files, huggingface, io
-from ..base import BaseTokenizer
+from .. import _files as files, huggingface, _io as io
+from .._base import BaseTokenizer
 from .arguments import EXIT_USAGE, CLIError
 from .signals import ctrl_c_held_back
 
@@ -44,14 +44,14 @@ def output_paths(output: str) -> Tuple[Path, Path]:
 
 def holds_only_a_saved_tokenizer(folder: Path) -> bool:
     """Whether ``folder`` is empty or holds nothing but the files a save writes (and what a save
-    cut off leaves): :func:`bpeforge.io.holds_only_saved_files`. A HuggingFace model folder
+    cut off leaves): :func:`bpeforge._io.holds_only_saved_files`. A HuggingFace model folder
     has a ``tokenizer.json`` too, beside weights that ``--force`` must never delete."""
     return io.holds_only_saved_files(folder)
 
 
 def check_parent(path: Path) -> None:
     """Refuses an output whose folder cannot be made or written: found before the work, not
-    after it (:func:`bpeforge.files.check_writable_parent`)."""
+    after it (:func:`bpeforge._files.check_writable_parent`)."""
     problem = files.check_writable_parent(path)
     if problem is not None:
         raise CLIError(f"cannot write the output {path}: {problem}")
@@ -101,7 +101,7 @@ def save_outputs(
     huggingface_json: Optional[dict] = None,
 ) -> float:
     """Writes the tokenizer folder and the ``.tiktoken`` link beside it so that they switch
-    together: the folder is swapped whole in one step (:func:`bpeforge.io.write_saved`), and the
+    together: the folder is swapped whole in one step (:func:`bpeforge._io.write_saved`), and the
     ``.tiktoken`` file is a relative symlink to the folder's ``tokenizer.tiktoken`` (pointed
     there before a swap, while the folder still holds the old ranks; made after a first save).
     ``output``: the ``-o`` as typed, whose spelling of the two paths tiktoken's cache may hold.

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from ..errors import OptionError
+from .._errors import OptionError
 from ..parity import ParityReport, train_counts
-from ..plot import INSTALL_HINT, PlotUnavailable
-from ..progress import ConsoleProgress
+from .._plot import INSTALL_HINT, PlotUnavailable
+from .._progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .mix import MixedSource, compression_cell, count_source, find_source, loaded_pattern, parse_sources, run_train_or_mix
 from .outputs import check_output, output_paths, save_outputs

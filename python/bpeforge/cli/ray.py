@@ -11,9 +11,9 @@ import os
 import sys
 from typing import Any, Iterator, List, Optional, Sequence
 
-from ..errors import InputError
-from ..inputs import Source
-from ..progress import ConsoleProgress
+from .._errors import InputError
+from .._inputs import Source
+from .._progress import ConsoleProgress
 from ..ray import CountedOnRay, count_files_with_figures, import_ray, start_local_cluster
 from .arguments import EXIT_USAGE, CLIError, one_line
 

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .. import _core
-from ..base import BaseTokenizer
-from ..errors import SPLIT_FAILED
-from ..inputs import Corpus
+from .._base import BaseTokenizer
+from .._errors import SPLIT_FAILED
+from .._inputs import Corpus
 from .arguments import one_line
 
 Row = Tuple[str, str]

@@ -1,5 +1,5 @@
 """``bpeforge sweep``: trains once at the largest of several vocabulary sizes, measures every
-size on held-out text (:mod:`bpeforge.sweep`), and writes the table, the tokenizers and a plot.
+size on held-out text (:mod:`bpeforge._sweep`), and writes the table, the tokenizers and a plot.
 
 The inputs are read and trained on exactly as ``bpeforge train`` reads them (its options and
 functions, :mod:`bpeforge.cli.train`). The output folder is written under a temporary name
@@ -15,15 +15,15 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Union
 
-from .. import files
+from .. import _files as files
 from .._core import SpanCounts
-from ..errors import EvalError, InputError
-from ..eval import TextFile
-from ..plot import INSTALL_HINT
-from ..progress import ConsoleProgress, is_terminal
-from ..sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, check_vocab_sizes, sizes_reached, stopped_note
-from ..superword_sweep import PLAIN, TransitionSweep, check_transitions, sweep_superword_transitions
-from ..training import TrainedRanks
+from .._errors import EvalError, InputError
+from .._eval import TextFile
+from .._plot import INSTALL_HINT
+from .._progress import ConsoleProgress, is_terminal
+from .._sweep import CSV_FILE, FORMAT, JSON_FILE, PLOT_FILE, Sweep, SweepText, check_vocab_sizes, sizes_reached, stopped_note
+from .._superword_sweep import PLAIN, TransitionSweep, check_transitions, sweep_superword_transitions
+from .._training import TrainedRanks
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
 from .count import count_corpus
 from .outputs import check_free, check_parent, holds_only_a_saved_tokenizer
@@ -179,7 +179,7 @@ def check_sweep_output(folder: Path, force: bool) -> None:
 
 def save_sweep(sweep: Union[Sweep, TransitionSweep], folder: Path, force: bool) -> bool:
     """Writes the sweep as the folder ``folder``, switched whole in one step
-    (:func:`bpeforge.files.new_folder`); returns whether the plot was drawn."""
+    (:func:`bpeforge._files.new_folder`); returns whether the plot was drawn."""
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         # Checked again just before the switch: the output may have been filled while we trained.

@@ -1,4 +1,4 @@
-"""``bpeforge train``: options, inputs, training (through :mod:`bpeforge.training`, as the API
+"""``bpeforge train``: options, inputs, training (through :mod:`bpeforge._training`, as the API
 trains), the compression measured on held-out documents, the outputs and the report."""
 
 from __future__ import annotations
@@ -10,20 +10,20 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Iterable, List, Optional, Tuple
 
-from .. import huggingface, inputs, io
+from .. import huggingface, _inputs as inputs, _io as io
 from .._core import DocumentReader
-from ..base import NANOCHAT_SPECIAL_TOKENS
+from .._base import NANOCHAT_SPECIAL_TOKENS
 from .._core import SpanCounts
-from ..errors import SPLIT_FAILED, InputError, NoTextError, OptionError
-from ..extending import extension_recipe
+from .._errors import SPLIT_FAILED, InputError, NoTextError, OptionError
+from .._extending import extension_recipe
 from ..huggingface import huggingface_tokenizer_json, split_step
-from ..inputs import Corpus, Source
-from ..patterns import PATTERNS, pattern_label
-from ..progress import ConsoleProgress, is_terminal
-from ..tokenizer import Tokenizer
-from ..training import Recipe, TrainedRanks, Training
+from .._inputs import Corpus, Source
+from .._patterns import PATTERNS, pattern_label
+from .._progress import ConsoleProgress, is_terminal
+from .._tokenizer import Tokenizer
+from .._training import Recipe, TrainedRanks, Training
 from .arguments import EXIT_USAGE, MAX_INT64, PROG, CLIError, int_at_least, one_line, stderr_line
 from .outputs import check_output, output_paths, save_outputs
 from .ray import RAY_HELP, add_ray_options
@@ -41,7 +41,7 @@ MIN_BUFFER, MAX_BUFFER = 64, 8192
 # On a terminal without -v, the merge loop's per-percent lines (beside its bar) start only once
 # it has run this many seconds.
 MERGE_LINES_AFTER = 3.0
-# The command line's flag for each option of a training (bpeforge.training.Recipe, and threads).
+# The command line's flag for each option of a training (bpeforge._training.Recipe, and threads).
 FLAGS = {
     "vocab_size": "--vocab-size",
     "pattern": "--pattern",
@@ -531,15 +531,21 @@ def run_train(args: argparse.Namespace) -> int:
         if corpus.bad_lines.count and found.stdlib_root is None:
             warnings.append(f"skipped {corpus.bad_lines.describe()}, e.g. {corpus.bad_lines.examples[0]}")
 
+    return save_then_report(
+        args, tokenizer, hf_json,
+        lambda t_save: print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save)),
+    )
+
+
+def save_then_report(args: argparse.Namespace, tokenizer: Tokenizer, hf_json: Optional[dict], report: Callable[[float], int]) -> int:
+    """The end of a training (on INPUTs, on span counts, on a mix): saves ``tokenizer`` (with
+    HuggingFace's ``tokenizer.json`` if ``hf_json``) as ``-o`` says, then runs ``report`` (given
+    the seconds saving took; it prints the warnings and the report, returns the exit code)
+    unless ``--quiet``. The tokenizer is saved: from there on everything is only the report,
+    which Ctrl-C skips (:func:`after_saving`)."""
+    folder, tiktoken_file = output_paths(args.output)
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
-
-    # The tokenizer is saved: from here on everything is only the report, which Ctrl-C skips.
-    def report() -> int:
-        if args.quiet:
-            return 0
-        return print_report(args, found, corpus, trained, tokenizer, warnings, folder, tiktoken_file, (t_start, t_build, t_save))
-
-    return after_saving(saved_message(folder, tiktoken_file), report)
+    return after_saving(saved_message(folder, tiktoken_file), lambda: 0 if args.quiet else report(t_save))
 
 
 def saved_message(folder: Path, tiktoken_file: Path) -> str:

@@ -11,12 +11,12 @@ import time
 from typing import List, Optional, Tuple
 
 from .._core import SpanCounts
-from ..patterns import resolve_pattern
+from .._patterns import resolve_pattern
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
-from .outputs import check_output, output_paths, save_outputs
+from .outputs import check_output, output_paths
 from .ray import check_ray_options, count_on_ray, on_ray
 from .report import Timings, counts_rows, format_report, measure_on_file
-from .signals import after_saving, ctrl_c_ends_the_process
+from .signals import ctrl_c_ends_the_process
 from .train import (
     HOLDOUT_EVERY,
     HOLDOUT_MAX_BYTES,
@@ -25,7 +25,7 @@ from .train import (
     save_huggingface_only,
     describe_pattern,
     find_inputs,
-    saved_message,
+    save_then_report,
     set_up_training,
     set_up_training_on,
     start_progress,
@@ -70,11 +70,8 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
         if no_tiktoken is not None:
             return save_huggingface_only(args, trained, hf_json, no_tiktoken)
         tokenizer, t_build = build_tokenizer(trained)
-    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
 
-    def report() -> int:  # the tokenizer is saved: Ctrl-C skips the rest (after_saving)
-        if args.quiet:
-            return 0
+    def report(t_save: float) -> int:
         warnings: List[str] = stopped_early_warnings(trained, tokenizer)
         t_eval = time.perf_counter()
         compression = measure_on_file(trained.ranks, trained.pattern, args.eval_text, HOLDOUT_MAX_BYTES)
@@ -100,7 +97,7 @@ def run_train_from_counts(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         return 0
 
-    return after_saving(saved_message(folder, tiktoken_file), report)
+    return save_then_report(args, tokenizer, hf_json, report)
 
 
 def check_counts_options(args: argparse.Namespace) -> None:

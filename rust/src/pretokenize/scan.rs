@@ -100,6 +100,7 @@ impl Scanner {
 #[inline(always)]
 fn letters16(chunk: &[u8], fold: u8, first: u8) -> u32 {
     use std::arch::x86_64::*;
+    // panic-free: both callers pass 16 bytes (a `get(i..i + 16)`, the last 16 of a longer text).
     assert!(chunk.len() >= 16);
     // SAFETY: SSE2 is part of x86_64; the load reads the first 16 bytes of `chunk` (unaligned).
     unsafe {

@@ -144,10 +144,10 @@ struct Superword {
     splitter: Splitter,
 }
 
-/// An `OptionError` (`bpeforge.errors`: a ValueError naming its option) saying `message`.
+/// An `OptionError` (`bpeforge._errors`: a ValueError naming its option) saying `message`.
 pub(super) fn option_error(py: Python<'_>, option: &str, message: String) -> PyErr {
     let made = py
-        .import("bpeforge.errors")
+        .import("bpeforge._errors")
         .and_then(|errors| errors.getattr("OptionError"))
         .and_then(|class| class.call1((option, message.clone())));
     match made {
@@ -866,7 +866,7 @@ impl Recipe {
     /// from) and extending `base` (if any): each is checked to go with the recipe (counts made
     /// with its pattern and `doc_cap`, a base with its pattern, special tokens and fewer ids
     /// than its `vocab_size`), and the mixed counts' `min_frequency` read in occurrences of the
-    /// mixed corpus (`bpeforge.mixing.min_count`). A mismatch raises `OptionError` naming the
+    /// mixed corpus (`bpeforge._mixing.min_count`). A mismatch raises `OptionError` naming the
     /// option.
     pub(super) fn plan(
         &self,
@@ -882,7 +882,7 @@ impl Recipe {
         }
         if let Some(counts) = counts {
             check_counts(py, "pattern", counts.get(), self.pattern(), self.doc_cap)?;
-            min_frequency = py.import("bpeforge.mixing")?.getattr("min_count")?.call1((counts, self.min_frequency))?.extract()?;
+            min_frequency = py.import("bpeforge._mixing")?.getattr("min_count")?.call1((counts, self.min_frequency))?.extract()?;
         }
         // Each language's counts are its own (min_frequency counts a pair in one language).
         for counts in languages {

@@ -124,7 +124,7 @@ fn create_temporary(folder: &Path, name: &str) -> std::io::Result<(File, std::pa
     }
 }
 
-/// Testing hook, as bpeforge.files' in Python: with `BPEFORGE_KILL_AT_STEP=N` set, the N-th
+/// Testing hook, as bpeforge._files' in Python: with `BPEFORGE_KILL_AT_STEP=N` set, the N-th
 /// filesystem step of a save (temporary file created, written, renamed) kills the process
 /// (SIGKILL), so that tests can cut a save off at every step in turn.
 fn kill_point() {

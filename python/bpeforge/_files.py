@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Optional, Union
 
-from .errors import TokenizerFileError
+from ._errors import TokenizerFileError
 
 PathLike = Union[str, "os.PathLike[str]"]
 

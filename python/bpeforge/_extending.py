@@ -1,6 +1,6 @@
 """Extending a tokenizer with new tokens, not one existing id changed: continued BPE.
 
-It is a training (:mod:`bpeforge.training`) whose recipe keeps the base's split pattern and
+It is a training (:mod:`bpeforge._training`) whose recipe keeps the base's split pattern and
 special tokens and whose ``vocab_size`` is the final ``n_vocab``: the new texts are split with
 the base's pattern (or another the recipe names); each distinct span starts as the base's encoding of it (as tiktoken would
 make it), and merging goes on by training's rule (the pair with the highest count, the smallest
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .base import BaseTokenizer
-from .errors import OptionError
-from .training import Recipe
+from ._base import BaseTokenizer
+from ._errors import OptionError
+from ._training import Recipe
 
 
 def extension_recipe(
@@ -36,7 +36,7 @@ def extension_recipe(
     ``n_vocab``): the base's special tokens, its split pattern unless ``pattern`` names another
     (the new texts are then split by that one, each span starting as the base encodes it, and
     the extended tokenizer splits by it), and the options given, all checked as any recipe's (an
-    :class:`~bpeforge.errors.OptionError` names the one at fault).
+    :class:`~bpeforge._errors.OptionError` names the one at fault).
 
     >>> base = BaseTokenizer({bytes([i]): i for i in range(256)}, special_tokens=["<|bos|>"])
     >>> extension_recipe(base, 300).special_tokens

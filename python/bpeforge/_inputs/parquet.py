@@ -7,7 +7,7 @@ import os
 from typing import Iterator, Optional
 
 from .._core import ParquetReader
-from ..errors import InputError
+from .._errors import InputError
 from .files import BATCH_DOCS, check_unchanged, describe_error
 from .sources import Source
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Dict
 
-from .errors import EncodingUnavailable, EvalError
+from ._errors import EncodingUnavailable, EvalError
 
 if TYPE_CHECKING:  # imported where used: training alone never loads tiktoken
     import tiktoken
@@ -17,14 +17,14 @@ ALIASES: Dict[str, str] = {"gpt4": "cl100k_base"}
 
 def load_tiktoken_encoding(name: str) -> tiktoken.Encoding:
     """``tiktoken.get_encoding`` of ``name`` (or of a model name, or ``gpt4``), with a clear
-    :class:`~bpeforge.errors.EvalError` when the name is unknown,
-    :class:`~bpeforge.errors.EncodingUnavailable` (an EvalError and a ConnectionError) when
+    :class:`~bpeforge._errors.EvalError` when the name is unknown,
+    :class:`~bpeforge._errors.EncodingUnavailable` (an EvalError and a ConnectionError) when
     tiktoken cannot fetch the ranks (offline).
 
     >>> load_tiktoken_encoding("no-such-encoding")
     Traceback (most recent call last):
     ...
-    bpeforge.errors.EvalError: 'no-such-encoding' is not a tiktoken encoding or model name (encodings: ...)
+    bpeforge._errors.EvalError: 'no-such-encoding' is not a tiktoken encoding or model name (encodings: ...)
     """
     import tiktoken
 

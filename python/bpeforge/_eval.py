@@ -57,13 +57,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _core
-from .chat import GREEN, RED, RESET
-from .checks import missing_single_bytes
-from .errors import SPLIT_FAILED, EncodingUnavailable, EvalError
-from .io import read_tiktoken
-from .patterns import resolve_pattern
-from .pretrained import ALIASES, load_tiktoken_encoding
-from .tokenizer import Tokenizer
+from ._chat import GREEN, RED, RESET
+from ._checks import missing_single_bytes
+from ._errors import SPLIT_FAILED, EncodingUnavailable, EvalError
+from ._io import read_tiktoken
+from ._patterns import resolve_pattern
+from ._pretrained import ALIASES, load_tiktoken_encoding
+from ._tokenizer import Tokenizer
 
 if TYPE_CHECKING:  # imported where used: training alone never loads tiktoken
     import tiktoken

@@ -3,7 +3,7 @@
 Each is a ``ValueError`` (``InputError``, for input data, a plain ``Exception``;
 ``EncodingUnavailable`` also a ``ConnectionError``) whose message is one line that
 names the file, text or option at fault. The modules that raise them re-export them, so
-``bpeforge.io.TokenizerFileError`` and ``bpeforge.eval.EvalError`` name the same classes.
+``bpeforge._io.TokenizerFileError`` and ``bpeforge._eval.EvalError`` name the same classes.
 """
 
 SPLIT_FAILED = "the split pattern failed on a text"

@@ -491,7 +491,7 @@ class Parser:
             raise self.refuse(f"the property {spelled}", "a property given as name=value is not checked", start)
         canonical = PROPERTY_BY_LOOSE_NAME.get(loose(name))
         if canonical is None:
-            raise self.refuse(f"the property {spelled}", "not among the properties checked to hold the same characters in both engines (bpeforge.oniguruma.PROPERTIES)", start)
+            raise self.refuse(f"the property {spelled}", "not among the properties checked to hold the same characters in both engines (bpeforge._oniguruma.PROPERTIES)", start)
         if ignore_case:
             raise self.refuse(
                 f"the property {spelled} in a case-insensitive group",
@@ -772,7 +772,7 @@ def to_oniguruma(pattern: str) -> str:
     '\\\\A\\\\p{L}+|(?>\\\\d{1,3})|\\\\s+\\\\z'
     >>> to_oniguruma(r"\\w+")
     Traceback (most recent call last):
-    bpeforge.oniguruma.NotPortable: the split pattern '\\\\w+' uses \\w (at position 0), which HuggingFace's regex engine (Oniguruma) is not checked to match as bpeforge's does: Oniguruma's word characters are not fancy-regex's (it puts the superscript digits ²³¹ and the fractions ¼½¾ in \\w, and its [\\w] is yet another set)
+    bpeforge._oniguruma.NotPortable: the split pattern '\\\\w+' uses \\w (at position 0), which HuggingFace's regex engine (Oniguruma) is not checked to match as bpeforge's does: Oniguruma's word characters are not fancy-regex's (it puts the superscript digits ²³¹ and the fractions ¼½¾ in \\w, and its [\\w] is yet another set)
     """
     return spelled(parse(pattern, "fancy"), "oniguruma")
 

@@ -6,7 +6,7 @@
 >>> import io, bpeforge
 >>> out = io.StringIO()
 >>> p = ConsoleProgress(file=out, bars=False, log=True)
->>> t = bpeforge.Trainer(bpeforge.resolve_pattern(None))
+>>> t = bpeforge.Trainer(bpeforge._patterns.resolve_pattern(None))
 >>> t.train_from_iterator(["hello world"] * 20, 260, progress=p)
 >>> p.close()
 >>> print(out.getvalue().splitlines()[2])

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 from typing import Deque, Iterator, List, Optional
 
-from ..errors import InputError
+from .._errors import InputError
 from .files import BATCH_DOCS, CHUNK_BYTES, BadLines, decompression_errors, describe_error, open_binary
 from .sources import Source
 

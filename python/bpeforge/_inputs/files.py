@@ -1,5 +1,5 @@
 """Opening an input file: standard input, ``.gz`` and ``.zst`` decompressed on the fly, errors
-as :class:`~bpeforge.errors.InputError`, a file changed while it is read an error at its end;
+as :class:`~bpeforge._errors.InputError`, a file changed while it is read an error at its end;
 the sizes readers read and hand on in; and the count of the bad lines skipped."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 from typing import List, Optional
 
-from ..errors import InputError
+from .._errors import InputError
 from .sources import Source
 
 

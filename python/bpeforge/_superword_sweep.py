@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 from . import _core
-from .plot import plot_curves, text_size
-from .sweep import FORMAT, SweepText, measure_sizes, save_sweep_files
-from .tokenizer import Tokenizer
+from ._plot import plot_curves, text_size
+from ._sweep import FORMAT, SweepText, measure_sizes, save_sweep_files
+from ._tokenizer import Tokenizer
 
 #: The folder of the plain BPE tokenizer in a saved transition sweep (the others are named by
 #: their transition).
@@ -151,7 +151,7 @@ class TransitionSweep:
 
     def save(self, directory: Union[str, "os.PathLike[str]"], *, plot: Optional[bool] = None) -> Optional[Path]:
         """Writes ``sweep.csv``, ``sweep.json``, each tokenizer (``plain/``, ``T/``) with its
-        ``.tiktoken``, and ``sweep.png``, each atomically (as :meth:`bpeforge.sweep.Sweep.save`
+        ``.tiktoken``, and ``sweep.png``, each atomically (as :meth:`bpeforge._sweep.Sweep.save`
         does: ``bpeforge sweep`` builds a fresh folder and switches it whole)."""
         tokenizers = {PLAIN if t is None else str(t): tokenizer for t, tokenizer in self.tokenizers.items()}
         return save_sweep_files(directory, tokenizers, self.to_csv(), self.to_json(), self.plot, plot)
@@ -172,7 +172,7 @@ def sweep_superword_transitions(
     """Trains plain BPE and one superword tokenizer per transition at ``vocab_size``, from span
     counts of both patterns (``options``: those of a recipe, as
     :meth:`bpeforge.Tokenizer.train_from_counts` takes them), and measures each on each of
-    ``eval_texts`` (source name -> text, as :func:`bpeforge.sweep.sweep_vocab_sizes` takes them).
+    ``eval_texts`` (source name -> text, as :func:`bpeforge._sweep.sweep_vocab_sizes` takes them).
     ``superword_pattern`` and ``max_token_words`` go to the superword tokenizers (plain BPE with
     its pattern has no multi-word token anyway)."""
     special_tokens = options.get("special_tokens")

@@ -1,8 +1,8 @@
-"""The public :class:`Tokenizer`: the encoding core (:class:`~bpeforge.base.BaseTokenizer`) with
+"""The public :class:`Tokenizer`: the encoding core (:class:`~bpeforge._base.BaseTokenizer`) with
 training, saving and loading, chat rendering and nanochat's names on top.
 
-Each method here delegates to the module that holds its subject: :mod:`bpeforge.training`,
-:mod:`bpeforge.io`, :mod:`bpeforge.chat`, :mod:`bpeforge.pretrained`.
+Each method here delegates to the module that holds its subject: :mod:`bpeforge._training`,
+:mod:`bpeforge._io`, :mod:`bpeforge._chat`, :mod:`bpeforge._pretrained`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import re
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
-from . import _core, chat, huggingface, io
-from .base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
-from .extending import extension_recipe
-from .patterns import resolve_pattern
-from .prefix import first_ranks
-from .pretrained import load_tiktoken_encoding
-from .training import Recipe, TrainedRanks, Training
+from . import _core, _chat as chat, huggingface, _io as io
+from ._base import NANOCHAT_SPECIAL_TOKENS, BaseTokenizer
+from ._extending import extension_recipe
+from ._patterns import resolve_pattern
+from ._prefix import first_ranks
+from ._pretrained import load_tiktoken_encoding
+from ._training import Recipe, TrainedRanks, Training
 
 if TYPE_CHECKING:
     import tiktoken
@@ -48,7 +48,7 @@ class Tokenizer(BaseTokenizer):
     """A byte-level BPE tokenizer: mergeable ranks, a split pattern and special tokens.
 
     Encoding and decoding go through :attr:`encoding`, a ``tiktoken.Encoding``. The ids follow
-    tiktoken's model (see :class:`~bpeforge.base.BaseTokenizer`): distinct ranks with gaps
+    tiktoken's model (see :class:`~bpeforge._base.BaseTokenizer`): distinct ranks with gaps
     allowed, the 256 single bytes at any ranks, every other token the concatenation of two
     tokens of lower rank, special tokens at ids no rank uses.
 
@@ -60,6 +60,29 @@ class Tokenizer(BaseTokenizer):
     >>> tok.encode_special("<|bos|>")
     261
     """
+
+    @classmethod
+    def train(
+        cls,
+        recipe: Recipe,
+        texts: Optional[Iterable[Any]] = None,
+        *,
+        counts: Optional[_core.SpanCounts] = None,
+        num_threads: Optional[int] = None,
+        progress: Union[bool, Callable[[str, dict[str, Any]], None]] = False,
+    ) -> "Tokenizer":
+        """Trains as ``recipe`` (a :class:`bpeforge.Recipe`: every option of a training, checked
+        once) says, from ``texts`` or from span ``counts`` (one of them), as
+        :meth:`train_from_iterator` and :meth:`train_from_counts` do with the same options.
+
+        >>> from bpeforge import Recipe
+        >>> recipe = Recipe(262, special_tokens=[], max_token_length=4)
+        >>> Tokenizer.train(recipe, ["hello world, hello there"] * 4).n_vocab
+        262
+        """
+        if (texts is None) == (counts is None):
+            raise TypeError("give texts or counts (one of them)")
+        return built(Training(recipe, num_threads=num_threads).run(texts, progress=progress, counts=counts), cls)
 
     @classmethod
     def train_from_iterator(
@@ -109,7 +132,7 @@ class Tokenizer(BaseTokenizer):
         (:meth:`name_reserved_token`) without moving any id; ``pad_vocab_to_multiple_of=M``
         rounds the vocabulary up to a multiple of M with more of them. No text at all
         (no items, only empty texts, an iterator already used up) raises
-        :class:`~bpeforge.errors.NoTextError`, a ``ValueError`` saying which.
+        :class:`~bpeforge._errors.NoTextError`, a ``ValueError`` saying which.
 
         ``progress=True`` shows progress on stderr (bars on a terminal, and log lines, one per
         1% of the merges); a callable is called as
@@ -123,7 +146,7 @@ class Tokenizer(BaseTokenizer):
         single bytes in the order of their byte-level characters, then the merged tokens).
         HuggingFace's alphabet holds only the bytes seen, those of ``initial_alphabet`` (bytes,
         or ints 0..255) and at most ``limit_alphabet`` of them; tiktoken needs all 256, so a
-        byte left out is an :class:`~bpeforge.errors.OptionError` here (``bpeforge.huggingface``
+        byte left out is an :class:`~bpeforge._errors.OptionError` here (``bpeforge.huggingface``
         gives HuggingFace's tokenizer itself).
 
         >>> tok = Tokenizer.train_from_iterator(["aaab"] * 3, vocab_size=259, special_tokens=[])
@@ -182,7 +205,7 @@ class Tokenizer(BaseTokenizer):
         included, numbered right after the ranks kept (in the order of their ids), as training
         numbers them. BPE merges are greedy, so for a tokenizer bpeforge trained this *is* the
         training to ``vocab_size`` on the same text: one training to the largest size gives every
-        smaller one (see :mod:`bpeforge.sweep`). ``vocab_size`` must be at least 256 + the special
+        smaller one (see :mod:`bpeforge._sweep`). ``vocab_size`` must be at least 256 + the special
         tokens and at most :attr:`n_vocab`; ValueError otherwise.
 
         >>> tok = Tokenizer.train_from_iterator(["aaab"] * 3, vocab_size=259, special_tokens=["<|bos|>"])
@@ -271,7 +294,7 @@ class Tokenizer(BaseTokenizer):
         """Trains a tokenizer on span counts (:func:`bpeforge.count`, ``SpanCounts.load``, ...):
         the same ranks as :meth:`train_from_iterator` on the texts they were counted from. The
         options are :meth:`train_from_iterator`'s; ``pattern=None`` and ``doc_cap=None`` take
-        the counts' own, and another than theirs is an :class:`~bpeforge.errors.OptionError`
+        the counts' own, and another than theirs is an :class:`~bpeforge._errors.OptionError`
         naming both. Mixed counts (:func:`bpeforge.mix`) read ``min_frequency`` in occurrences
         of the mixed corpus. The counts are borrowed, not copied. A superword stage
         (``superword_transition``) needs the same texts counted with its pattern as well, as
@@ -363,26 +386,26 @@ class Tokenizer(BaseTokenizer):
     def from_pretrained(cls, tiktoken_name: str) -> "Tokenizer":
         """A tiktoken encoding by name (``"gpt2"``, ``"cl100k_base"``, ...), as nanochat's
         ``from_pretrained``; its ``<|endoftext|>`` serves as the bos token. tiktoken downloads the
-        ranks on first use: offline, this raises :class:`bpeforge.eval.EncodingUnavailable` saying
+        ranks on first use: offline, this raises :class:`bpeforge._eval.EncodingUnavailable` saying
         so (a ``ConnectionError``, and an :class:`bpeforge.EvalError`)."""
         return cls.from_encoding(load_tiktoken_encoding(tiktoken_name))
 
     def decode_single_token_bytes(self, token_id: int) -> bytes:
         """The bytes of token ``token_id`` (a special token's name, UTF-8 encoded), as nanochat's
         and tiktoken's; an id that is no token raises
-        :class:`~bpeforge.errors.UnknownTokenIdError`, as :meth:`decode` does."""
+        :class:`~bpeforge._errors.UnknownTokenIdError`, as :meth:`decode` does."""
         return self.encoding.decode_single_token_bytes(self.checked_ids([token_id])[0])
 
     # --------------------------------------------------------------------------- chat
 
     def render_conversation(self, conversation: object, max_tokens: Optional[int] = 2048) -> tuple[list[int], list[int]]:
         """``(ids, mask)`` of a chat conversation, both cut to ``max_tokens``; see
-        :func:`bpeforge.chat.render_conversation` for the rules."""
+        :func:`bpeforge._chat.render_conversation` for the rules."""
         return chat.render_conversation(self, conversation, max_tokens)
 
     def render_for_completion(self, conversation: object, max_tokens: Optional[int] = 2048) -> list[int]:
         """The ids of ``conversation`` minus its last (assistant) message, ending with
-        ``<|assistant_start|>``; see :func:`bpeforge.chat.render_for_completion`."""
+        ``<|assistant_start|>``; see :func:`bpeforge._chat.render_for_completion`."""
         return chat.render_for_completion(self, conversation, max_tokens)
 
     def visualize_tokenization(self, ids: Sequence[int], mask: Sequence[int], with_token_id: bool = False) -> str:

@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Optional, Union
 
 from . import _core
-from .patterns import resolve_pattern
-from .progress import ConsoleProgress
-from .training import ProgressCallback, ProgressOfRun
+from ._patterns import resolve_pattern
+from ._progress import ConsoleProgress
+from ._training import ProgressCallback, ProgressOfRun
 
 
 class Counted:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ..errors import InputError
+from .._errors import InputError
 
 
 FORMATS = ("text", "jsonl", "parquet")

@@ -24,10 +24,10 @@ import struct
 from pathlib import Path
 from typing import Any, Optional, TypeVar, Union
 
-from . import files
-from .base import BaseTokenizer, check_tiktoken_parts, import_numpy
-from .checks import MAX_TOKEN_ID
-from .errors import TokenizerFileError
+from . import _files as files
+from ._base import BaseTokenizer, check_tiktoken_parts, import_numpy
+from ._checks import MAX_TOKEN_ID
+from ._errors import TokenizerFileError
 
 T = TypeVar("T", bound=BaseTokenizer)
 
@@ -63,7 +63,7 @@ def _sha256(data: bytes) -> str:
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replaces the file ``path`` with ``data`` atomically (:func:`bpeforge.files.write_file`):
+    """Replaces the file ``path`` with ``data`` atomically (:func:`bpeforge._files.write_file`):
     a crash leaves the old file or the new one, never half, and a symlink planted at a
     temporary name is never followed."""
     files.write_file(path, data)
@@ -178,7 +178,7 @@ def saved_files(tokenizer: BaseTokenizer, *, extra_files: Optional[dict] = None)
 def save(tokenizer: BaseTokenizer, directory: Union[str, os.PathLike], *, extra_files: Optional[dict] = None) -> None:
     """Writes the files of ``tokenizer`` (:func:`saved_files`; :meth:`bpeforge.Tokenizer.save`
     adds HuggingFace's through :func:`bpeforge.huggingface.save_folder`) as the folder ``directory``,
-    switched in one step (:func:`bpeforge.files.new_folder`): readers, and a crash, see the
+    switched in one step (:func:`bpeforge._files.new_folder`): readers, and a crash, see the
     whole old folder or the whole new one. A folder that holds anything else (a model's
     weights, notes) keeps it: there each file is replaced atomically, ``bpeforge.json`` last,
     and a crash in between leaves a folder :func:`load` refuses (its checksums) rather than one

@@ -15,9 +15,9 @@ import contextlib
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Optional, Sequence, TypeVar, Union, overload
 
 from . import _core
-from .checks import MAX_TOKEN_ID, as_int, optional_int, special_token_ids
-from .errors import UnknownTokenIdError
-from .patterns import resolve_pattern
+from ._checks import MAX_TOKEN_ID, as_int, optional_int, special_token_ids
+from ._errors import UnknownTokenIdError
+from ._patterns import resolve_pattern
 
 if TYPE_CHECKING:
     import tiktoken
@@ -240,7 +240,7 @@ class BaseTokenizer:
     def decode(self, ids: Sequence[int]) -> str:
         """Decodes ids to text (invalid UTF-8 from partial sequences becomes U+FFFD). An id that
         is no token (unknown, negative, too large) raises
-        :class:`~bpeforge.errors.UnknownTokenIdError`, a ValueError (and a KeyError) naming it
+        :class:`~bpeforge._errors.UnknownTokenIdError`, a ValueError (and a KeyError) naming it
         and the vocabulary's size; one that is not an integer, TypeError.
 
         >>> tok = BaseTokenizer({bytes([i]): i for i in range(256)})
@@ -249,7 +249,7 @@ class BaseTokenizer:
         >>> tok.decode([104, 256])
         Traceback (most recent call last):
         ...
-        bpeforge.errors.UnknownTokenIdError: Unknown token id 256: the vocabulary has 256 ids, 0 to 255
+        bpeforge._errors.UnknownTokenIdError: Unknown token id 256: the vocabulary has 256 ids, 0 to 255
         """
         if isinstance(ids, (str, bytes)):
             raise TypeError(f"decode takes a sequence of token ids, not {type(ids).__name__}")
@@ -263,7 +263,7 @@ class BaseTokenizer:
 
     def checked_ids(self, ids: Sequence[Any]) -> list[int]:
         """``ids`` as plain ints, each a token of this vocabulary. Raises
-        :class:`~bpeforge.errors.UnknownTokenIdError` for the first that is no token, TypeError
+        :class:`~bpeforge._errors.UnknownTokenIdError` for the first that is no token, TypeError
         for one that is not an integer (any integer type is one: a NumPy integer, a 0-d tensor,
         whatever has ``__index__``)."""
         n = self.n_vocab
@@ -328,7 +328,7 @@ class BaseTokenizer:
     def id_to_token(self, id: int) -> str:
         """The text of token ``id`` (U+FFFD where its bytes are not whole UTF-8 characters). The
         id may be any integer type (a NumPy integer, a 0-d tensor: whatever has ``__index__``);
-        one that is no token raises :class:`~bpeforge.errors.UnknownTokenIdError` (a ValueError
+        one that is no token raises :class:`~bpeforge._errors.UnknownTokenIdError` (a ValueError
         and a KeyError), as :meth:`decode` does."""
         return self.decode([as_int(id, "a token id")])  # decode says why a bad id is bad
 

@@ -8,7 +8,7 @@ import time
 from typing import Callable, Iterator, List, Optional, Sequence
 
 from .._core import DocumentReader, JsonlReader, TextReader
-from ..errors import InputError
+from .._errors import InputError
 from .files import BadLines
 from .jsonl import read_jsonl
 from .parquet import read_parquet

@@ -16,15 +16,15 @@ and friends call them. The rules are nanochat's (``RustBPETokenizer`` in ``nanoc
   ``<|assistant_start|>``.
 
 Encoding with ``prepend``/``append``, ``bos_token_id``, ``id_to_token`` and ``token_bytes``
-are methods of the encoding core (:class:`bpeforge.base.BaseTokenizer`); the token-bytes file
+are methods of the encoding core (:class:`bpeforge._base.BaseTokenizer`); the token-bytes file
 helpers (:func:`read_token_bytes`, :func:`write_token_bytes`, :func:`token_bytes_npy`) live in
-:mod:`bpeforge.io` and are re-exported here, where nanochat users look for them.
+:mod:`bpeforge._io` and are re-exported here, where nanochat users look for them.
 
 Message text is always encoded as ordinary text: ``"<|bos|>"`` typed by a user becomes a few text
 tokens, never the special token.
 
 >>> import bpeforge
->>> tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, special_tokens=bpeforge.NANOCHAT_SPECIAL_TOKENS)  # bytes only
+>>> tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, special_tokens=bpeforge._base.NANOCHAT_SPECIAL_TOKENS)  # bytes only
 >>> ids, mask = tok.render_conversation({"messages": [
 ...     {"role": "user", "content": "Hi"},
 ...     {"role": "assistant", "content": "Yo"},
@@ -39,9 +39,9 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional, Sequence, Tuple
 
-from .base import BaseTokenizer
-from .checks import optional_int
-from .io import TOKEN_BYTES_FILE, read_token_bytes, token_bytes_npy, write_token_bytes
+from ._base import BaseTokenizer
+from ._checks import optional_int
+from ._io import TOKEN_BYTES_FILE, read_token_bytes, token_bytes_npy, write_token_bytes
 
 __all__ = [
     "normalize_messages",
@@ -75,7 +75,7 @@ def marker_id(tokenizer: BaseTokenizer, name: str) -> int:
     if name not in specials:
         raise KeyError(
             f"the tokenizer has no special token {name!r}, which conversations need (train with "
-            f"special_tokens=bpeforge.NANOCHAT_SPECIAL_TOKENS); its special tokens: {sorted(specials)}"
+            f"special_tokens=bpeforge._base.NANOCHAT_SPECIAL_TOKENS); its special tokens: {sorted(specials)}"
         )
     return specials[name]
 
@@ -189,7 +189,7 @@ def render_conversation(
     ``max_tokens`` (``None``: no limit). ``mask[k]`` is 1 where the model is trained on ``ids[k]``.
 
     >>> import bpeforge
-    >>> tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, special_tokens=bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    >>> tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, special_tokens=bpeforge._base.NANOCHAT_SPECIAL_TOKENS)
     >>> ids, mask = render_conversation(tok, {"messages": [
     ...     {"role": "user", "content": "2+2?"},
     ...     {"role": "assistant", "content": [
@@ -250,7 +250,7 @@ def render_for_completion(tokenizer: BaseTokenizer, conversation: Any, max_token
     nanochat's. The conversation is not modified.
 
     >>> import bpeforge
-    >>> tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, special_tokens=bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    >>> tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, special_tokens=bpeforge._base.NANOCHAT_SPECIAL_TOKENS)
     >>> ids = render_for_completion(tok, [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Yo"}])
     >>> [tok.id_to_token(i) for i in ids]
     ['<|bos|>', '<|user_start|>', 'H', 'i', '<|user_end|>', '<|assistant_start|>']
@@ -284,7 +284,7 @@ def visualize_tokenization(
     colours), with ``(id)`` in gray after each token when ``with_token_id``, as nanochat does.
 
     >>> import bpeforge
-    >>> tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, special_tokens=bpeforge.NANOCHAT_SPECIAL_TOKENS)
+    >>> tok = bpeforge.Tokenizer({bytes([i]): i for i in range(256)}, special_tokens=bpeforge._base.NANOCHAT_SPECIAL_TOKENS)
     >>> visualize_tokenization(tok, [104, 105], [0, 1], with_token_id=True)
     '\\x1b[91mh\\x1b[0m|\\x1b[90m(104)\\x1b[0m|\\x1b[92mi\\x1b[0m|\\x1b[90m(105)\\x1b[0m'
     """

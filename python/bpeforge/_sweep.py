@@ -1,7 +1,7 @@
 """Choosing the vocabulary size from a curve: compression at several sizes from one training.
 
 BPE merges are greedy, so the first ``k`` merges of a training to the largest size are the
-training to ``k`` merges (:mod:`bpeforge.prefix`; ``tests/test_sweep.py`` checks it). One
+training to ``k`` merges (:mod:`bpeforge._prefix`; ``tests/test_sweep.py`` checks it). One
 training to the largest size therefore gives the tokenizer of every smaller size
 (:meth:`bpeforge.Tokenizer.truncate`), and a sweep costs one training plus one encoding of the
 evaluation text per size.
@@ -13,7 +13,7 @@ size), and writes them (:meth:`Sweep.save`): ``sweep.csv``, ``sweep.json``, ``sw
 matplotlib, ``pip install 'bpeforge[plot]'``), and for each size a tokenizer folder ``N/`` and
 its ranks ``N.tiktoken``. ``bpeforge sweep`` (:mod:`bpeforge.cli.sweep`) is the command line.
 
-An evaluation text is a str or a :class:`bpeforge.eval.TextFile` (counted as
+An evaluation text is a str or a :class:`bpeforge._eval.TextFile` (counted as
 :func:`bpeforge.evaluate` counts it, in pieces whose spans are those of the whole text), or a
 list of documents (each encoded on its own, as the held-out documents of ``bpeforge train``
 are). Tokens are counted by the compiled core's encoder, which gives tiktoken's
@@ -46,14 +46,14 @@ import warnings
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import _core, io
-from .base import NANOCHAT_SPECIAL_TOKENS
-from .checks import MAX_TOKEN_ID, as_int
-from .errors import EvalError
-from .eval import TextFile, evaluate
-from .plot import PlotUnavailable, import_matplotlib, plot_sweep
-from .tokenizer import Tokenizer
-from .training import Recipe, TrainedRanks, Training
+from . import _core, _io as io
+from ._base import NANOCHAT_SPECIAL_TOKENS
+from ._checks import MAX_TOKEN_ID, as_int
+from ._errors import EvalError
+from ._eval import TextFile, evaluate
+from ._plot import PlotUnavailable, import_matplotlib, plot_sweep
+from ._tokenizer import Tokenizer
+from ._training import Recipe, TrainedRanks, Training
 
 __all__ = [
     "CSV_FILE",
@@ -212,7 +212,7 @@ class Sweep:
         self.notes: List[str] = list(notes)
 
     def __repr__(self) -> str:
-        return f"<bpeforge.Sweep vocab_sizes={list(self.tokenizers)} sources={self.sources}>"
+        return f"<bpeforge._sweep.Sweep vocab_sizes={list(self.tokenizers)} sources={self.sources}>"
 
     @classmethod
     def from_tokenizer(
@@ -322,7 +322,7 @@ class Sweep:
 
     def plot(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Draws bytes per token against vocabulary size into the PNG file ``path``, one line per
-        source (:func:`bpeforge.plot.plot_sweep`); :class:`~bpeforge.plot.PlotUnavailable`
+        source (:func:`bpeforge._plot.plot_sweep`); :class:`~bpeforge._plot.PlotUnavailable`
         without matplotlib."""
         plot_sweep(self.rows, path, title=self.title)
 
@@ -330,7 +330,7 @@ class Sweep:
         """Writes the sweep into ``directory`` (made if needed): ``sweep.csv``, ``sweep.json``,
         for each size the tokenizer folder ``N/`` (:meth:`bpeforge.Tokenizer.load` reads it) and
         its ranks ``N.tiktoken``, and ``sweep.png``. ``plot``: None draws the plot when
-        matplotlib is installed, True requires it (:class:`~bpeforge.plot.PlotUnavailable`),
+        matplotlib is installed, True requires it (:class:`~bpeforge._plot.PlotUnavailable`),
         False never draws. Returns the plot's path, or None when none was drawn. Files of these
         names are replaced, each atomically; nothing else in ``directory`` is touched (``bpeforge
         sweep`` builds a fresh folder and switches it whole)."""
@@ -390,7 +390,7 @@ def sweep_vocab_sizes(
     **options: Any,
 ) -> Sweep:
     """Trains once on ``texts`` to the largest of ``vocab_sizes`` (``options``: those of a
-    :class:`~bpeforge.training.Recipe` but its size, as :meth:`bpeforge.Tokenizer.train_from_iterator`
+    :class:`~bpeforge._training.Recipe` but its size, as :meth:`bpeforge.Tokenizer.train_from_iterator`
     takes them: ``pattern``, ``special_tokens``, ``min_frequency``, ``max_token_length``,
     ``doc_cap``, ...) and measures every size on each of
     ``eval_texts`` (source name -> text, kept out of ``texts``). Sizes training did not reach

@@ -37,13 +37,13 @@ Conventions:
   lone surrogate (a ``\\ud800`` escape).
 * Parquet: the ``text_column`` column must hold strings; nulls are skipped.
 
-Modules, in the order they build on each other: :mod:`~bpeforge.inputs.sources` (which files),
-:mod:`~bpeforge.inputs.files` (opening them), :mod:`~bpeforge.inputs.text`,
-:mod:`~bpeforge.inputs.jsonl`, :mod:`~bpeforge.inputs.parquet` (a reader per format), and
-:mod:`~bpeforge.inputs.corpus` (the documents of all the files, held-out ones set aside).
+Modules, in the order they build on each other: :mod:`~bpeforge._inputs.sources` (which files),
+:mod:`~bpeforge._inputs.files` (opening them), :mod:`~bpeforge._inputs.text`,
+:mod:`~bpeforge._inputs.jsonl`, :mod:`~bpeforge._inputs.parquet` (a reader per format), and
+:mod:`~bpeforge._inputs.corpus` (the documents of all the files, held-out ones set aside).
 """
 
-from ..errors import InputError
+from .._errors import InputError
 from .corpus import Corpus
 from .files import BATCH_CHARS, BATCH_DOCS, CHUNK_BYTES, BadLines, open_binary
 from .jsonl import read_jsonl

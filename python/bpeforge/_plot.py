@@ -126,7 +126,7 @@ def plot_curves(
     ax.legend(title="text" if len(curves) > 1 else None, loc="lower right", fontsize=9)
     import io as _io
 
-    from .files import write_file
+    from ._files import write_file
 
     png = _io.BytesIO()
     figure.savefig(png, format="png")
@@ -147,7 +147,7 @@ def text_size(n_bytes: int) -> str:
 
 
 def plot_sweep(rows: Sequence[Any], path: Union[str, "os.PathLike[str]"], *, title: str) -> None:
-    """Draws the rows of a sweep (:class:`bpeforge.sweep.SweepRow`: ``source``, ``vocab_size``,
+    """Draws the rows of a sweep (:class:`bpeforge._sweep.SweepRow`: ``source``, ``vocab_size``,
     ``bytes``, ``bytes_per_token``) into ``path``: one line per source (named with its size),
     the sizes marked on the axis, and, for one or two sources, the tokens each size saves
     against the one before (for one source: the table has them for several)."""
@@ -230,7 +230,7 @@ def plot_parity(
     ax.legend(loc="upper left", fontsize=8)
     import io as _io
 
-    from .files import write_file
+    from ._files import write_file
 
     png = _io.BytesIO()
     figure.savefig(png, format="png")

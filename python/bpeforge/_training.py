@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional, TypeVar, Union
 
 from . import _core
-from .base import BaseTokenizer
-from .errors import NoTextError, OptionError
-from .patterns import pattern_label, resolve_pattern
-from .progress import ConsoleProgress
+from ._base import BaseTokenizer
+from ._errors import NoTextError, OptionError
+from ._patterns import pattern_label, resolve_pattern
+from ._progress import ConsoleProgress
 
 T = TypeVar("T", bound=BaseTokenizer)
 
@@ -47,7 +47,7 @@ def progress_callback(
     progress: Union[bool, ProgressCallback, ConsoleProgress, None],
 ) -> tuple[Optional[ProgressCallback], Optional[ConsoleProgress]]:
     """The trainer's callback for a ``progress`` argument (``True``: progress on stderr, a
-    callable, a :class:`~bpeforge.progress.ConsoleProgress`, or none), and the console to close
+    callable, a :class:`~bpeforge._progress.ConsoleProgress`, or none), and the console to close
     (or abort) when training ends, if it is one.
 
     >>> progress_callback(None)
@@ -93,7 +93,7 @@ class ProgressOfRun:
 def new_trainer(pattern: str, num_threads: Optional[int]) -> _core.Trainer:
     """The compiled trainer on ``num_threads`` threads (None: all cores), splitting by ``pattern``
     where it is not told otherwise. The trainer checks both; its messages name them, and each is
-    raised as an :class:`~bpeforge.errors.OptionError` naming its option."""
+    raised as an :class:`~bpeforge._errors.OptionError` naming its option."""
     try:
         return _core.Trainer(pattern, num_threads=num_threads)
     except ValueError as e:
@@ -206,7 +206,7 @@ class TrainedRanks:
     def build(self, tokenizer_class: type[T]) -> T:
         """The tokenizer of these ranks, pattern and special tokens (numbered after the ranks;
         with a base, at the base's ids), with :attr:`stats` as its ``training_stats``. A run on
-        no text at all (see :attr:`no_text`) raises :class:`~bpeforge.errors.NoTextError`, a
+        no text at all (see :attr:`no_text`) raises :class:`~bpeforge._errors.NoTextError`, a
         ValueError: the command line, which reads its corpus itself, says what it found first.
         Extended ranks above the base's special tokens need a tokenizer that takes ids with
         gaps; ranks that tiktoken cannot encode with raise ValueError."""
@@ -291,9 +291,9 @@ class Training:
         in batches of ``buffer_size`` texts) or on ``counts`` (a :class:`~bpeforge.SpanCounts`
         made with the recipe's pattern and ``doc_cap``, borrowed, not copied; or a mapping of
         spans to counts). ``progress``: ``True`` for progress on stderr, a callable
-        ``progress(phase, info)``, or a :class:`~bpeforge.progress.ConsoleProgress`, which is
+        ``progress(phase, info)``, or a :class:`~bpeforge._progress.ConsoleProgress`, which is
         closed when training ends (aborted if it fails). Span counts with no span, with no base
-        to keep, raise :class:`~bpeforge.errors.NoTextError`. A recipe with a superword stage
+        to keep, raise :class:`~bpeforge._errors.NoTextError`. A recipe with a superword stage
         learning from counts needs ``superword_counts`` too: the same texts counted with its
         superword pattern. A recipe with ``parity`` learns from ``counts``, a list of one
         ``SpanCounts`` per language, measured on ``dev`` (their dev counts, in the same order)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Iterator, List, Optional
 
-from ..errors import InputError
+from .._errors import InputError
 from .files import BATCH_CHARS, BATCH_DOCS, BadLines, decompression_errors, describe_error, open_binary
 from .sources import Source
 

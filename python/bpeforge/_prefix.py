@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Mapping, Tuple
 
-from .checks import MAX_TOKEN_ID, as_int, missing_single_bytes
+from ._checks import MAX_TOKEN_ID, as_int, missing_single_bytes
 
 __all__ = ["first_ranks"]
 

@@ -555,8 +555,8 @@ class TextReader(DocumentReader):
     `heldout` if it fits in what is left of `holdout_max_bytes` bytes; the start of the training
     text is kept in `sample`, up to `sample_max_bytes` bytes. By default every document is taken
     whole. Iterating gives lists of str: `batch_docs` documents, or fewer once they hold
-    `batch_bytes` bytes. `Trainer.train_from_iterator` takes the reader itself as one of its
-    items and reads it in Rust, without a Python str per document.
+    `batch_bytes` bytes. `Trainer.train_from_iterator` takes the reader itself, as the iterable
+    or as one of its items, and reads it in Rust, without a Python str per document.
 
     `byte_range=(start, end)` reads only the documents that start in those bytes of an
     uncompressed file (beginning after the first separator that ends at or past `start`, and

@@ -3,12 +3,14 @@
 //! The pipeline, one module per stage:
 //! 1. [`pretokenize`] splits each text into spans with a regex pattern;
 //! 2. [`count`] counts each distinct span: a [`Counter`] takes texts and counts them in batches
-//!    on a worker thread and a Rayon pool while they come, and gives the [`SpanCounts`];
+//!    on a worker thread and a Rayon pool while they come, and gives the [`CountTables`], joined
+//!    into [`count::Spans`] (or kept as a value, sorted: [`span_counts`], Python's `SpanCounts`,
+//!    added up, packed and saved);
 //! 3. [`merge`] runs the merge loop over the distinct spans and their counts ([`learn`]);
 //! 4. [`vocab`] holds the learned tokens (ranks) and checks tiktoken's invariants.
 //!
 //! Training from Rust: push texts into a [`Counter`], [`Counter::finish`] it, turn the counts
-//! into spans ([`SpanCounts::into_spans`]) and [`learn`] from them:
+//! into spans ([`CountTables::into_spans`]) and [`learn`] from them:
 //!
 //! ```
 //! use std::ops::ControlFlow;
@@ -36,7 +38,8 @@
 //! The Python bindings live alone in `python.rs` (and `python/`): they
 //! convert types, release the GIL and pull texts from Python iterators into the counter;
 //! nothing else knows about Python.
-//! [`sources`] reads texts from Arrow string arrays and Parquet files, before the stages;
+//! [`readers`] read texts from Arrow string arrays, Parquet, text and JSONL files, before the
+//! stages ([`parquet_errors`]: what reading a Parquet file, texts or span counts, fails with);
 //! [`memory`] returns freed memory to the system between stages; [`encode`] encodes text with
 //! learned ranks as tiktoken does, for measuring compression.
 
@@ -45,8 +48,10 @@ pub mod encode;
 pub mod error;
 pub mod memory;
 pub mod merge;
+pub mod parquet_errors;
 pub mod pretokenize;
-pub mod sources;
+pub mod readers;
+pub mod span_counts;
 pub mod vocab;
 
 #[cfg(feature = "python")]
@@ -74,7 +79,7 @@ fn test_random(seed: u64) -> impl FnMut(u64) -> u64 {
     }
 }
 
-pub use count::{CallerLock, Counted, Counter, NoLock, SpanCounts};
+pub use count::{CallerLock, CountTables, Counted, Counter, NoLock};
 pub use error::Error;
 pub use merge::{learn, LearnOptions, Merge, Pair};
 pub use pretokenize::Splitter;

@@ -180,6 +180,26 @@ def test_trainer_reads_the_readers_in_rust_with_the_same_ranks(tmp_path):
     assert got.get_mergeable_ranks() == want.get_mergeable_ranks()
 
 
+def test_a_reader_given_as_the_iterable_is_read_as_an_item(tmp_path):
+    # The trainer and count read it in Rust (not as lists of str): the same ranks and counts as
+    # its lines, and the documents left after some were iterated in Python.
+    lines = [f"line {i} with words {i % 97} and café {i % 13}" for i in range(20000)]
+    (tmp_path / "a.txt").write_text("\n".join(lines) + "\n")
+    want = bpeforge.Trainer()
+    want.train_from_iterator(lines, 600)
+    got = bpeforge.Trainer()
+    reader = TextReader(tmp_path / "a.txt")
+    got.train_from_iterator(reader, 600)
+    assert got.get_mergeable_ranks() == want.get_mergeable_ranks()
+    assert reader.documents == len(lines) and next(reader, None) is None
+    reader = TextReader(tmp_path / "a.txt", batch_docs=1000)
+    assert next(reader) == lines[:1000]
+    assert bpeforge.count(reader).most_common() == bpeforge.count(lines[1000:]).most_common()
+    (tmp_path / "b.txt").write_bytes(b"ok\nbad \xe9\n")
+    with pytest.raises(InputError, match=r"b\.txt:2: not valid UTF-8 \(byte 0xe9\)"):
+        bpeforge.Trainer().train_from_iterator(TextReader(tmp_path / "b.txt"), 300)
+
+
 def test_reader_errors_name_the_file_and_line(tmp_path):
     p = tmp_path / "a.txt"
     p.write_bytes(b"ok\r\n\nfine\nbad \xe9\n")

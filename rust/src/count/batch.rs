@@ -25,7 +25,7 @@ impl Batch {
     /// increase, within the buffer, and the bytes up to the last one are UTF-8 with every offset
     /// on a character boundary. The bytes are checked once copied, not where they are: the
     /// buffer may be foreign memory that someone else writes to meanwhile (see
-    /// `sources/arrow.rs`), and only what was copied is ever read as text.
+    /// `readers/arrow.rs`), and only what was copied is ever read as text.
     pub fn extend_from_buffer(&mut self, data: &[u8], ends: impl IntoIterator<Item = usize>) -> Result<(), BufferError> {
         let base = self.text.len();
         let before = self.ends.len();

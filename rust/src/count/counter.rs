@@ -1,6 +1,6 @@
 //! Counting a stream of texts: a [`Counter`] takes texts from the thread that reads them (the
 //! feeding thread), cuts them into batches and counts each batch on a worker thread while the
-//! feeding thread reads on; [`Counter::finish`] gives the [`SpanCounts`].
+//! feeding thread reads on; [`Counter::finish`] gives the [`CountTables`].
 //!
 //! How the work is shared:
 //! - A batch is full once it holds `batch_texts` texts and at least [`MIN_BATCH_BYTES`] (handing
@@ -36,8 +36,7 @@ use rayon::ThreadPool;
 
 use super::batch::{BatchSize, Batcher, BufferError, TextSink};
 use super::queue::BatchQueue;
-use super::{Batch, SpanCounts};
-use crate::sources::selection::cropped;
+use super::{Batch, CountTables};
 use crate::{Error, Splitter};
 
 /// A batch goes to the worker once it holds `batch_texts` texts and at least this many bytes...
@@ -47,6 +46,15 @@ const MAX_BATCH_BYTES: usize = 2 << 20;
 
 /// How many full batches may wait for the worker (more are counted by the feeding thread).
 const QUEUED_BATCHES: usize = 4;
+
+/// The first `n` characters of `text` (all of it if it has fewer).
+#[inline]
+fn cropped(text: &str, n: u64) -> &str {
+    if (text.len() as u64) <= n {
+        return text; // bytes bound characters from above
+    }
+    text.char_indices().nth(n as usize).map_or(text, |(end, _)| &text[..end])
+}
 
 /// The lock the feeding thread holds while it feeds a [`Counter`], if any (the Python bindings:
 /// the GIL). The counter calls it, on the feeding thread, around work that needs nothing of the
@@ -69,7 +77,7 @@ impl CallerLock for NoLock {
 /// What counting a stream of texts gives.
 #[derive(Debug)]
 pub struct Counted {
-    pub counts: SpanCounts,
+    pub counts: CountTables,
     /// The texts counted, and their bytes.
     pub texts: u64,
     pub bytes: u64,
@@ -95,14 +103,14 @@ struct Shared {
     /// Whether texts may still come (then the worker leaves a core to the feeding thread).
     feeding: AtomicBool,
     /// The table the feeding thread counted into, handed to the worker once feeding is over.
-    feeder_counts: Mutex<Option<SpanCounts>>,
+    feeder_counts: Mutex<Option<CountTables>>,
     /// The size of the worker's largest table: a lower bound of the distinct spans.
     spans_seen: AtomicUsize,
 }
 
 impl Shared {
     /// Puts the feeding thread's table, if it was handed over, first among `counts`' tables.
-    fn take_feeder_counts(&self, counts: &mut SpanCounts) {
+    fn take_feeder_counts(&self, counts: &mut CountTables) {
         if let Some(feeder_counts) = self.feeder_counts.lock().unwrap_or_else(PoisonError::into_inner).take() {
             counts.absorb_first(feeder_counts);
         }
@@ -116,7 +124,7 @@ pub struct Counter<'a> {
     batcher: Batcher<BatchQueue<'a>>,
     shared: Arc<Shared>,
     /// The worker, until it is joined.
-    worker: Option<JoinHandle<Result<SpanCounts, Error>>>,
+    worker: Option<JoinHandle<Result<CountTables, Error>>>,
     caller: &'a dyn CallerLock,
     /// Each text is cropped to its first this many characters (a training's `doc_cap`).
     doc_cap: Option<u64>,
@@ -237,7 +245,7 @@ impl<'a> Counter<'a> {
 
     /// Closes the queue, waits for the worker to count what it holds, and adds what the
     /// feeding thread counted to the worker's counts.
-    fn close(&mut self) -> Result<SpanCounts, Error> {
+    fn close(&mut self) -> Result<CountTables, Error> {
         self.shared.feeding.store(false, Ordering::SeqCst);
         let feeder_counts = self.batcher.receiver.close();
         let mut joined = None;
@@ -291,9 +299,9 @@ impl TextSink for Counter<'_> {
 /// filled again. While texts still come it leaves a core to the feeding thread (see the
 /// module's comment); once they stop, it counts on every thread, into the feeding thread's
 /// table too.
-fn count_queued(shared: &Shared, queued: Receiver<Batch>, to_feeder: Sender<Batch>, threads: usize) -> Result<SpanCounts, Error> {
+fn count_queued(shared: &Shared, queued: Receiver<Batch>, to_feeder: Sender<Batch>, threads: usize) -> Result<CountTables, Error> {
     let (splitter, stop, pool) = (&*shared.splitter, &*shared.stop, &shared.pool);
-    let mut counts = SpanCounts::new();
+    let mut counts = CountTables::new();
     while let Ok(batch) = queued.recv() {
         if !shared.feeding.load(Ordering::SeqCst) {
             shared.take_feeder_counts(&mut counts);

@@ -2,8 +2,8 @@
 //!
 //! - [`Counter`] (`counter.rs`) counts a stream of texts, cut into batches (`batch.rs`) and
 //!   handed to a worker through a queue (`queue.rs`), while the caller feeds it;
-//! - [`SpanCounts`] (here) holds the counts, one table per thread (`table.rs`, `long.rs`),
-//!   joined at the end (`table/join.rs`) into [`Spans`] (`spans.rs`) for the merge loop.
+//! - [`CountTables`] (here) holds the counts, one table per thread (`table.rs`, `long.rs`),
+//!   joined at the end (`table/join.rs`) into [`Spans`] (`distinct_spans.rs`) for the merge loop.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::AtomicBool;
@@ -17,33 +17,30 @@ use crate::{Error, Splitter};
 
 mod batch;
 mod counter;
+mod distinct_spans;
 mod long;
 mod queue;
-mod spans;
 mod table;
-// Span counts as an artifact: sorted (`sorted.rs`), packed into bytes (`packed.rs`), saved as
-// Parquet (`file.rs`).
-pub mod file;
-pub mod packed;
-pub mod sorted;
 
 pub use batch::{Batch, BufferError, TextSink};
 pub use counter::{CallerLock, Counted, Counter, NoLock, Progress};
-pub use sorted::{Overflow, SortedSpans, WeightedOverflow};
-pub use spans::Spans;
+pub(crate) use distinct_spans::{Counts, Ends};
+pub use distinct_spans::Spans;
 use table::Table;
 #[cfg(test)]
 use table::SHORT;
 
-/// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred.
+/// The distinct spans of a corpus (as UTF-8 bytes) and how often each occurred, as counting
+/// holds them: in tables, one per thread, not joined yet (the span counts Python sees are
+/// these joined and sorted, `SortedSpans`).
 ///
 /// While counting, each thread of the pool adds the spans it splits to a table of its own, kept
 /// from batch to batch: a span already in the table costs one lookup of its borrowed bytes, and
 /// only the first occurrence of a span on a thread copies it. The tables are joined once, by
-/// [`SpanCounts::into_spans`]. Counts are sums, so the result does not depend on how texts were
+/// [`CountTables::into_spans`]. Counts are sums, so the result does not depend on how texts were
 /// batched, on how many threads counted them, or on which thread counted what.
 #[derive(Debug, Clone, Default)]
-pub struct SpanCounts {
+pub struct CountTables {
     tables: Vec<Table>,
 }
 
@@ -52,7 +49,7 @@ pub struct SpanCounts {
 /// one text, if longer).
 const TASK_BYTES: usize = 64 << 10;
 
-impl SpanCounts {
+impl CountTables {
     pub fn new() -> Self {
         Self::default()
     }
@@ -66,7 +63,7 @@ impl SpanCounts {
         self.add_batch_on_threads(batch, splitter, stop, usize::MAX)
     }
 
-    /// [`SpanCounts::add_batch`] on at most `threads` threads of the pool at once: the batch is
+    /// [`CountTables::add_batch`] on at most `threads` threads of the pool at once: the batch is
     /// cut into that many tasks or fewer (so that a core is left to whoever feeds the batches).
     fn add_batch_on_threads(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool, threads: usize) -> Result<(), Error> {
         let task_bytes = TASK_BYTES.max(batch.bytes().div_ceil(threads.max(1)));
@@ -99,13 +96,13 @@ impl SpanCounts {
 
     /// Splits every text of a batch and adds its spans on the calling thread alone, leaving the
     /// pool's threads (and cores) to others: for when whoever feeds the batches is slower than
-    /// counting them. The same counts as [`SpanCounts::add_batch`].
+    /// counting them. The same counts as [`CountTables::add_batch`].
     fn add_batch_on_this_thread(&mut self, batch: &Batch, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
         self.count_on_this_thread(batch.text().as_bytes(), (0..batch.len()).map(|i| batch.get(i)), splitter, stop)
     }
 
     /// Splits one text and adds its spans on the calling thread alone, as
-    /// [`SpanCounts::add_batch_on_this_thread`] does for a batch: for a text too long to copy
+    /// [`CountTables::add_batch_on_this_thread`] does for a batch: for a text too long to copy
     /// into a batch of its own for nothing.
     fn add_text_on_this_thread(&mut self, text: &str, splitter: &Splitter, stop: &AtomicBool) -> Result<(), Error> {
         self.count_on_this_thread(text.as_bytes(), std::iter::once(text), splitter, stop)
@@ -119,16 +116,16 @@ impl SpanCounts {
         counted
     }
 
-    /// Adds the counts of `other` (its tables are joined with these by [`SpanCounts::into_spans`]).
-    pub fn absorb(&mut self, other: SpanCounts) {
+    /// Adds the counts of `other` (its tables are joined with these by [`CountTables::into_spans`]).
+    pub fn absorb(&mut self, other: CountTables) {
         self.tables.extend(other.tables.into_iter().filter(|t| t.len() > 0));
     }
 
-    /// [`SpanCounts::absorb`] with `other`'s tables put first, where the pool's first threads
+    /// [`CountTables::absorb`] with `other`'s tables put first, where the pool's first threads
     /// count from then on (thread `i` counts into table `i`): for tables that hold most spans
     /// already, which a batch then adds to rather than a table a thread starts anew (the join
     /// would look up each of its spans in the others).
-    fn absorb_first(&mut self, other: SpanCounts) {
+    fn absorb_first(&mut self, other: CountTables) {
         let before = self.tables.len();
         self.absorb(other);
         let added = self.tables.len() - before;
@@ -143,7 +140,7 @@ impl SpanCounts {
         &mut self.tables[0]
     }
 
-    /// Splits and counts a few texts (see [`SpanCounts::add_batch`]); for tests and small inputs.
+    /// Splits and counts a few texts (see [`CountTables::add_batch`]); for tests and small inputs.
     pub fn add_texts<T: AsRef<str>>(&mut self, texts: &[T], splitter: &Splitter) -> Result<(), Error> {
         let mut batch = Batch::new();
         for t in texts {
@@ -160,7 +157,7 @@ impl SpanCounts {
     }
 
     /// Number of distinct spans. It looks every span up in the other threads' tables; while
-    /// counting, [`SpanCounts::len_at_least`] is the cheap estimate.
+    /// counting, [`CountTables::len_at_least`] is the cheap estimate.
     pub fn len(&self) -> usize {
         let mut len = 0;
         for (i, table) in self.tables.iter().enumerate() {
@@ -172,7 +169,7 @@ impl SpanCounts {
         len
     }
 
-    /// A lower bound of [`SpanCounts::len`] that costs nothing: the size of the largest table.
+    /// A lower bound of [`CountTables::len`] that costs nothing: the size of the largest table.
     pub fn len_at_least(&self) -> usize {
         self.tables.iter().map(Table::len).max().unwrap_or(0)
     }
@@ -227,9 +224,9 @@ mod tests {
     fn counts_do_not_depend_on_batching() {
         let texts = ["hello world", "hello there", "world hello world", ""];
         let splitter = Splitter::new(presets::GPT4).unwrap();
-        let mut all = SpanCounts::new();
+        let mut all = CountTables::new();
         all.add_texts(&texts, &splitter).unwrap();
-        let mut one_by_one = SpanCounts::new();
+        let mut one_by_one = CountTables::new();
         for t in texts {
             one_by_one.add_texts(&[t], &splitter).unwrap();
         }
@@ -248,10 +245,10 @@ mod tests {
     fn tables_absorbed_first_are_where_the_first_threads_count_next() {
         let splitter = Splitter::new(presets::GPT4).unwrap();
         let go = AtomicBool::new(false);
-        let (mut mine, mut theirs) = (SpanCounts::new(), SpanCounts::new());
+        let (mut mine, mut theirs) = (CountTables::new(), CountTables::new());
         mine.add_text_on_this_thread("mine", &splitter, &go).unwrap();
         theirs.add_text_on_this_thread("theirs", &splitter, &go).unwrap();
-        mine.absorb_first(SpanCounts::default()); // no table: nothing comes first
+        mine.absorb_first(CountTables::default()); // no table: nothing comes first
         assert_eq!(mine.tables.len(), 1);
         mine.absorb_first(theirs);
         assert_eq!(mine.tables.len(), 2);
@@ -272,7 +269,7 @@ mod tests {
         let mut next = crate::test_random(11);
         for _ in 0..300 {
             let text: String = (0..next(12)).map(|_| ["a", " bcd", " 7", "\n\n", " averyveryverylongword", "é!", " x"][next(7) as usize]).collect();
-            let (mut in_place, mut batched) = (SpanCounts::new(), SpanCounts::new());
+            let (mut in_place, mut batched) = (CountTables::new(), CountTables::new());
             in_place.add(b" x", 2); // (counted before: the text's spans add to them)
             batched.add(b" x", 2);
             in_place.add_text_on_this_thread(&text, &splitter, &go).unwrap();
@@ -294,11 +291,11 @@ mod tests {
         }
         let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
         let stop = AtomicBool::new(false);
-        let mut all = SpanCounts::new();
+        let mut all = CountTables::new();
         pool.install(|| all.add_batch(&batch, &splitter, &stop)).unwrap();
         let want = sorted(all.into_spans(&stop).unwrap());
         for threads in 1..4 {
-            let mut some = SpanCounts::new();
+            let mut some = CountTables::new();
             pool.install(|| some.add_batch_on_threads(&batch, &splitter, &stop, threads)).unwrap();
             let used = some.tables.iter().filter(|t| t.len() > 0).count();
             assert!(used <= threads, "{used} tables used, at most {threads} threads asked for");
@@ -321,7 +318,7 @@ mod tests {
             }
         }
         assert!(want.keys().any(|k| k.len() == 1) && want.keys().any(|k| k.len() > SHORT));
-        let mut counts = SpanCounts::new();
+        let mut counts = CountTables::new();
         counts.add_texts(&texts, &splitter).unwrap();
         assert_eq!(counts.len(), want.len());
         for (span, &n) in want.iter().step_by(97) {
@@ -359,7 +356,7 @@ mod tests {
                 .collect();
             let expected: Vec<(Vec<u8>, u64)> = reference.into_iter().collect();
             let pool = rayon::ThreadPoolBuilder::new().num_threads(1 + 2 * (round % 2)).build().unwrap();
-            assert_eq!(sorted(pool.install(|| SpanCounts { tables }.into_spans(&AtomicBool::new(false)).unwrap())), expected, "round {round}");
+            assert_eq!(sorted(pool.install(|| CountTables { tables }.into_spans(&AtomicBool::new(false)).unwrap())), expected, "round {round}");
         }
     }
 
@@ -367,7 +364,7 @@ mod tests {
     fn joining_gives_up_when_stopped() {
         // More spans than one stretch between two looks at the flag, in two tables.
         let spans = 3 * STOP_EVERY;
-        let mut counts = SpanCounts::new();
+        let mut counts = CountTables::new();
         counts.tables.resize_with(2, Table::default);
         for i in 0..spans {
             counts.tables[i % 2].add(format!("span{i}").as_bytes(), 1);
@@ -382,7 +379,7 @@ mod tests {
         let splitter = Splitter::new(presets::GPT4).unwrap();
         let count_on = |threads| {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-            let mut counts = SpanCounts::new();
+            let mut counts = CountTables::new();
             pool.install(|| {
                 for (k, chunk) in texts.chunks(700).enumerate() {
                     if k % 3 == 1 {

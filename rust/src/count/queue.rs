@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::batch::BatchReceiver;
 use super::counter::CallerLock;
-use super::{Batch, SpanCounts};
+use super::{Batch, CountTables};
 use crate::{Error, Splitter};
 
 /// The feeding thread's end of the queue of batches to the counting worker. Its heavy work
@@ -24,7 +24,7 @@ pub(super) struct BatchQueue<'a> {
     /// waits for room).
     count_when_full: bool,
     /// What the feeding thread counted.
-    feeder_counts: SpanCounts,
+    feeder_counts: CountTables,
     failed: Option<Error>,
     splitter: Arc<Splitter>,
     stop: Arc<AtomicBool>,
@@ -55,7 +55,7 @@ impl<'a> BatchQueue<'a> {
             to_worker: Some(to_worker),
             returned: Some(returned),
             count_when_full,
-            feeder_counts: SpanCounts::new(),
+            feeder_counts: CountTables::new(),
             failed: None,
             splitter,
             stop,
@@ -136,9 +136,9 @@ impl<'a> BatchQueue<'a> {
 
     /// What the feeding thread counted, once it counts no more (after
     /// [`BatchQueue::wait_when_full`]), for the worker to count into as well (see
-    /// [`SpanCounts::absorb_first`]). `None` if counting failed (then [`BatchQueue::close`]
+    /// [`CountTables::absorb_first`]). `None` if counting failed (then [`BatchQueue::close`]
     /// gives the error) or counted nothing.
-    pub(super) fn take_feeder_counts(&mut self) -> Option<SpanCounts> {
+    pub(super) fn take_feeder_counts(&mut self) -> Option<CountTables> {
         if self.count_when_full || self.failed.is_some() || self.feeder_counts.is_empty() {
             return None;
         }
@@ -157,7 +157,7 @@ impl<'a> BatchQueue<'a> {
     /// Closes the queue (the worker ends once it has counted what is queued) and gives what
     /// the feeding thread counted (to add to the worker's counts), or what counting it failed
     /// with.
-    pub(super) fn close(&mut self) -> Result<SpanCounts, Error> {
+    pub(super) fn close(&mut self) -> Result<CountTables, Error> {
         self.to_worker = None;
         self.returned = None;
         self.closed = true;
@@ -224,7 +224,7 @@ mod tests {
         let texts: Vec<String> =
             (0..400).map(|_| (0..1 + next(30)).map(|_| words[next(words.len() as u64) as usize]).collect()).collect();
         let chunks: Vec<&[String]> = texts.chunks(37).collect();
-        let mut all = SpanCounts::new();
+        let mut all = CountTables::new();
         all.add_texts(&texts, splitter()).unwrap();
 
         // No one takes from a queue of two: the first two batches wait there, the rest are
@@ -240,7 +240,7 @@ mod tests {
         let mut counts = out.close().unwrap();
         let waiting: Vec<Batch> = queued.try_iter().collect();
         assert_eq!(waiting.len(), 2);
-        let mut queued_counts = SpanCounts::new();
+        let mut queued_counts = CountTables::new();
         for b in &waiting {
             queued_counts.add_batch_on_this_thread(b, splitter(), &GO).unwrap();
         }

@@ -27,7 +27,7 @@ use std::sync::atomic::AtomicBool;
 use rayon::prelude::*;
 
 use super::start::token_pair_index;
-use super::spans::{SpanTable, TokenId};
+use super::span_table::{SpanTable, TokenId};
 use super::{check_stop, check_total, run, AlphabetRule, Learned, LearnOptions, Loop, Merge};
 use crate::count::Spans;
 use crate::encode::Encoder;
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn extending_keeps_counts_past_32_bits_exact() {
-        // Spans counted around the span header's 24 bits (see spans.rs) and past 32 bits,
+        // Spans counted around the span header's 24 bits (see span_table.rs) and past 32 bits,
         // encoded by a base.
         let around = [(1 << 24) - 2, (1 << 24) - 1, 1 << 24, u64::from(u32::MAX), 1 << 32, 1 << 40, 1, 2];
         for seed in 0..50 {

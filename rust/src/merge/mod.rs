@@ -32,21 +32,21 @@ use crate::{Error, Vocab};
 
 mod alphabet;
 mod extend;
-mod helper;
 mod lists;
+mod other_half;
 mod pairs;
 mod parity;
-mod spans;
+mod span_table;
 mod start;
 mod sums;
 
 pub use alphabet::{byte_level_order, Alphabet, AlphabetRule};
 pub use extend::{extend, ExtendBase, TokenIds};
 pub use parity::{learn_parity, ParityLearned, ParityOptions, ParityTies, Selection};
-pub use spans::{merge_in_span, Neighbour, TokenId};
-use helper::Helper;
+pub use span_table::{merge_in_span, Neighbour, TokenId};
+use other_half::OtherHalf;
 use pairs::{PairIndex, PairSlot};
-use spans::{Neighbours, SpanTable};
+use span_table::{Neighbours, SpanTable};
 use start::check_stop;
 use sums::Side;
 
@@ -176,7 +176,7 @@ impl PartialOrd for Candidate {
     }
 }
 
-/// Merges of at least this many spans are shared with the helper thread.
+/// Merges of at least this many spans are shared with the other thread ([`OtherHalf`]).
 const SHARED_SPANS: usize = 256;
 
 /// The room for spans kept for the next merge's list: a larger one (a merge of millions of
@@ -198,7 +198,7 @@ struct Loop<T> {
     floor: u64,
     /// The second thread that merges of [`SHARED_SPANS`] spans or more are shared with, if the
     /// pool has two threads or more and there are that many spans.
-    helper: Option<Helper>,
+    other_half: Option<OtherHalf>,
     // Scratch space reused by every merge:
     /// The spans of the merged pair, decoded from its list (at most [`KEPT_SPANS`] kept between
     /// merges).
@@ -246,7 +246,7 @@ impl<T: TokenId> Loop<T> {
             heap,
             floor,
             // No merge can touch SHARED_SPANS spans with fewer than that.
-            helper: if rayon::current_num_threads() > 1 && spans >= SHARED_SPANS { Helper::start() } else { None },
+            other_half: if rayon::current_num_threads() > 1 && spans >= SHARED_SPANS { OtherHalf::start() } else { None },
             merged_spans: Vec::new(),
             neighbours: Default::default(),
             left: Side::default(),
@@ -357,19 +357,20 @@ impl<T: TokenId> Loop<T> {
     }
 
     /// Replaces `pair` by `token` in the spans listed for the pair at `slot`, recording the
-    /// neighbours of the replaced occurrences in `self.neighbours`. Many spans are shared with
-    /// the helper thread, which takes the later half of them; returns whether they were.
+    /// neighbours of the replaced occurrences in `self.neighbours`. Many spans are shared
+    /// with the other thread ([`OtherHalf`]), which takes the later half of them; returns
+    /// whether they were.
     fn replace_in_spans(&mut self, slot: PairSlot, pair: Pair, token: u32) -> bool {
-        let Loop { spans, pairs, helper, merged_spans, neighbours: [first, second], .. } = self;
+        let Loop { spans, pairs, other_half, merged_spans, neighbours: [first, second], .. } = self;
         pairs.spans_of(slot, merged_spans);
         let list = increasing(merged_spans);
-        let helper = helper.as_ref().filter(|_| list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list));
+        let other_half = other_half.as_ref().filter(|_| list.len() >= SHARED_SPANS && !spans.merges_in_parallel(list));
         first.clear();
         second.clear();
-        if let Some(helper) = helper {
+        if let Some(other_half) = other_half {
             let (low, high) = list.split_at(list.len() / 2);
             let (mut below, mut above) = spans.split_at(high[0]);
-            helper.join(|| below.merge(low, pair, token, first), || above.merge(high, pair, token, second));
+            other_half.join(|| below.merge(low, pair, token, first), || above.merge(high, pair, token, second));
         } else {
             spans.merge(list, pair, token, first);
         }
@@ -377,12 +378,12 @@ impl<T: TokenId> Loop<T> {
         if merged_spans.capacity() > KEPT_SPANS {
             *merged_spans = Vec::new();
         }
-        helper.is_some()
+        other_half.is_some()
     }
 
     /// Sums the neighbours found by side, and finds the old pairs they take occurrences from:
     /// a left neighbour `x` takes them from `(x, a)`, a right neighbour `y` from `(b, y)`. The
-    /// two sides are summed at once, the right one on the helper thread, when the merge was
+    /// two sides are summed at once, the right one on the other thread, when the merge was
     /// `shared` with it.
     ///
     /// `x` may be `token` itself (a token made earlier in the same span, as in `abab`): then
@@ -392,13 +393,13 @@ impl<T: TokenId> Loop<T> {
     /// index with at least the occurrences it loses. A right neighbour is never `token` (right
     /// of an occurrence is still the input).
     fn sum_neighbours(&mut self, pair: Pair, token: u32, shared: bool) {
-        let Loop { pairs, neighbours: [first, second], left, right, helper, .. } = self;
+        let Loop { pairs, neighbours: [first, second], left, right, other_half, .. } = self;
         let (pairs, first, second): (&PairIndex, &Neighbours, &Neighbours) = (pairs, first, second);
         let (a, b) = pair;
         let mut sum_left = || left.sum([&first.left, &second.left], pairs, |x| (x != token && (x, a) != pair).then_some((x, a)));
         let mut sum_right = || right.sum([&first.right, &second.right], pairs, |y| ((b, y) != pair).then_some((b, y)));
-        if let Some(helper) = helper.as_ref().filter(|_| shared) {
-            helper.join(sum_left, sum_right);
+        if let Some(other_half) = other_half.as_ref().filter(|_| shared) {
+            other_half.join(sum_left, sum_right);
         } else {
             sum_left();
             sum_right();
@@ -485,7 +486,7 @@ pub(super) fn too_many_words(words: usize) -> Error {
 /// is the way to stop.
 ///
 /// Its parallel parts run on the current Rayon pool (call it inside `ThreadPool::install` to
-/// choose the threads) and, when that pool has two threads or more, on a helper thread of its
+/// choose the threads) and, when that pool has two threads or more, on a second thread of its
 /// own for the duration of the loop.
 ///
 /// `spans` may be owned, and is then freed once the loop's own table of them is built (before
@@ -721,14 +722,14 @@ pub(crate) mod tests {
     #[test]
     fn parallel_merges_equal_the_naive_loop() {
         // Enough distinct spans that the first merges take the parallel paths: on one thread
-        // there is none, on two the helper takes half of each merge of SHARED_SPANS spans or
-        // more, on four the pool takes merges of PARALLEL_SPANS spans in blocks. Every 13th
+        // there is none, on two the other thread takes half of each merge of SHARED_SPANS spans
+        // or more, on four the pool takes merges of PARALLEL_SPANS spans in blocks. Every 13th
         // span is one byte, which the span table leaves out (in each of the groups it is built
         // in, on two threads or more).
-        let spans: Vec<(Vec<u8>, u64)> = (0..3 * spans::PARALLEL_SPANS as u64)
+        let spans: Vec<(Vec<u8>, u64)> = (0..3 * span_table::PARALLEL_SPANS as u64)
             .map(|i| if i % 13 == 5 { (vec![b'a' + (i % 3) as u8], 2) } else { (format!("ab{}a{}", i % 97, i).into_bytes(), 1 + i % 3) })
             .collect();
-        assert!(spans.len() > spans::SPANS_PER_TASK, "spans must cover several parallel blocks");
+        assert!(spans.len() > span_table::SPANS_PER_TASK, "spans must cover several parallel blocks");
         let want = naive(&spans, 290);
         assert!(want.len() > 20, "the test must make merges of many spans and of few");
         for threads in [1, 2, 4] {
@@ -846,7 +847,7 @@ pub(crate) mod tests {
     #[test]
     fn spans_around_the_headers_longest_length_merge_as_the_others() {
         // A header holds lengths below 255 tokens; longer spans keep theirs after it, also
-        // once merges have made them shorter than that (see spans.rs). Random spans of lengths
+        // once merges have made them shorter than that (see span_table.rs). Random spans of lengths
         // around it, beside short ones, on u16 and u32 ids, merged far enough to shorten them.
         let mut next = crate::test_random(11);
         for corpus in 0..40 {
@@ -875,7 +876,7 @@ pub(crate) mod tests {
     #[test]
     fn counts_around_the_headers_24_bits_are_exact() {
         // A span's header holds 24 bits of its count, larger counts being listed apart (see
-        // spans.rs): counts just below, at and past that, and past 32 bits, in spans spread
+        // span_table.rs): counts just below, at and past that, and past 32 bits, in spans spread
         // over the groups the table is built in, on one thread and two.
         let around = [(1 << 24) - 2, (1 << 24) - 1, 1 << 24, u64::from(u32::MAX), 1 << 40];
         let spans: Vec<(Vec<u8>, u64)> = (0..12_000u64)

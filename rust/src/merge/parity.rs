@@ -34,7 +34,7 @@ use dary_heap::OctonaryHeap;
 use rustc_hash::FxHashMap;
 
 use super::alphabet::byte_level_order;
-use super::spans::{merge_in_span, Neighbour};
+use super::span_table::{merge_in_span, Neighbour};
 use super::start::check_stop;
 use super::{key, Alphabet, Learned, LearnOptions, Merge, Pair};
 use crate::count::Spans;

@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap;
 
 use super::lists::{delta_len, put_delta, Lists};
 use super::pairs::PairIndex;
-use super::spans::{SpanTable, TokenId};
+use super::span_table::{SpanTable, TokenId};
 use super::Pair;
 use crate::error::stop_due;
 use crate::Error;

@@ -1,6 +1,6 @@
 //! Arrow string arrays as items of `train_from_iterator`: any object with the Arrow PyCapsule
 //! interface's `__arrow_c_array__` (a pyarrow Array, a chunk of a ChunkedArray, ...). The C
-//! structs are read by [`crate::sources::arrow`]; this file only deals with the capsules.
+//! structs are read by [`crate::readers::arrow`]; this file only deals with the capsules.
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -10,7 +10,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyTuple};
 
-use crate::sources::arrow::{append_strings, ArrowArray, ArrowSchema, ImportError};
+use crate::readers::arrow::{append_strings, ArrowArray, ArrowSchema, ImportError};
 use crate::count::TextSink;
 
 /// Whether `item` offers `__arrow_c_array__`.

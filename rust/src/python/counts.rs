@@ -1,4 +1,4 @@
-//! The `SpanCounts` class: span counts as a value, Rust-backed (see `count/sorted.rs`), with the
+//! The `SpanCounts` class: span counts as a value, Rust-backed (see `span_counts/sorted.rs`), with the
 //! split pattern they were made with and the counting options that change spans; and `count`,
 //! which makes them from an iterable of texts.
 //!
@@ -17,16 +17,17 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
 
 use super::args::{as_int, int_arg, progress_arg, type_name};
-use super::feed::count_iterator;
+use super::feed::{count_iterator, Texts};
 use super::parquet::read_error;
 use super::pool::Pool;
 use super::shutdown;
 use super::splitter_arg;
 use super::trainer::read_counts;
-use crate::count::file;
-use crate::count::packed::{pack, unpack};
-use crate::sources::parquet::ReadError;
-use crate::count::{Counted, SortedSpans, WeightedOverflow};
+use crate::count::Counted;
+use crate::parquet_errors::ReadError;
+use crate::span_counts::file;
+use crate::span_counts::packed::{pack, unpack};
+use crate::span_counts::{SortedSpans, WeightedOverflow};
 use crate::pretokenize::presets;
 
 /// Span counts: the distinct spans of a corpus (as bytes), how often each occurred, the split
@@ -416,7 +417,7 @@ impl PySpanCounts {
 /// Ctrl-C every 50 ms: joining and sorting take seconds on tens of millions of spans. Ctrl-C
 /// stops the join soon (its stop flag), or is raised once the sort under way ends (a second or
 /// two for ten million spans), and what the worker made is dropped.
-fn join_and_sort(py: Python<'_>, pool: &rayon::ThreadPool, counts: crate::count::SpanCounts) -> PyResult<SortedSpans> {
+fn join_and_sort(py: Python<'_>, pool: &rayon::ThreadPool, counts: crate::count::CountTables) -> PyResult<SortedSpans> {
     let stop = AtomicBool::new(false);
     let mut interrupted = None;
     let joined = py.detach(|| {
@@ -473,19 +474,14 @@ pub(super) fn count_texts(
     let buffer_size = buffer_size.map_or(Ok(8192), |b| int_arg(b, "buffer_size", 1, 1 << 40))? as usize;
     let progress = progress_arg(py, progress)?;
     let options = options_arg(py, options)?;
-    if texts.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err(
-            "expected an iterable of texts, got a str (which would be read as one text per character); pass [text]",
-        ));
-    }
-    let iterator = texts.try_iter().map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(texts))))?;
+    let texts = Texts::of(texts)?;
     let pool = match num_threads {
         Some(n) if !n.is_none() => Pool::new(Some(int_arg(n, "num_threads", 1, 1024)? as usize)).get()?,
         _ => Pool::shared().get()?,
     };
     // The counts say what they were counted with: a `doc_cap` recorded crops every text here.
     let doc_cap = PySpanCounts::doc_cap_of(&options);
-    let Counted { counts, texts, bytes } = count_iterator(py, iterator, &splitter, doc_cap, Arc::clone(&pool), buffer_size, progress.as_ref())?;
+    let Counted { counts, texts, bytes } = count_iterator(py, texts, &splitter, doc_cap, Arc::clone(&pool), buffer_size, progress.as_ref())?;
     let sorted = join_and_sort(py, &pool, counts)?;
     crate::memory::release();
     Ok((PySpanCounts::new(sorted, splitter.pattern().to_owned(), options), texts, bytes))

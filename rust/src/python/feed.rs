@@ -1,5 +1,5 @@
 //! Counting the texts of a Python iterator: this thread, holding the GIL, pulls the items (str,
-//! lists of str, Arrow string arrays) into the core's [`Counter`], which counts them on its
+//! lists of str, Arrow string arrays, readers) into the core's [`Counter`], which counts them on its
 //! worker and the pool; the GIL is released around every piece of heavy work the counter does
 //! on this thread (see [`CallerLock`]), and Ctrl-C is looked for after each.
 
@@ -223,17 +223,59 @@ fn report_count(py: Python<'_>, progress: Option<&Py<PyAny>>, texts: u64, bytes:
     ])
 }
 
-/// Pulls the items of `iterator` into the counter, reporting progress after each item that
-/// filled a batch (an item may fill several), until the iterator ends, an error, Ctrl-C, or the
-/// counter stops (on an error of its own, which [`Counter::finish`] gives).
-fn feed(
-    py: Python<'_>,
-    iterator: Bound<'_, PyIterator>,
-    counter: &mut Counters<'_>,
-    gil: &Gil,
-    progress: Option<&Py<PyAny>>,
-) -> PyResult<()> {
+/// What `Trainer.train_from_iterator` (and `learn`, `count`) count the texts of.
+pub(super) enum Texts<'py> {
+    /// An iterable of items: str, lists of str, Arrow string arrays, readers.
+    Items(Bound<'py, PyIterator>),
+    /// A `TextReader` or `JsonlReader` given as the iterable itself: read in Rust as when it is
+    /// an item (iterating it would make a Python str of every document, and cost more than
+    /// Python reading the file).
+    Reader(Bound<'py, DocumentReader>),
+}
+
+impl<'py> Texts<'py> {
+    /// The texts of `texts`, or a TypeError: a str is refused (it would be read as one text
+    /// per character), and so is anything that is not iterable.
+    pub(super) fn of(texts: &Bound<'py, PyAny>) -> PyResult<Self> {
+        if let Ok(reader) = texts.cast::<DocumentReader>() {
+            return Ok(Texts::Reader(reader.clone()));
+        }
+        if texts.is_instance_of::<PyString>() {
+            return Err(PyTypeError::new_err(
+                "expected an iterable of texts, got a str (which would be read as one text per character); pass [text]",
+            ));
+        }
+        let items = texts.try_iter().map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(texts))))?;
+        Ok(Texts::Items(items))
+    }
+}
+
+/// After one item was pushed: whether to go on, or what stopped the feeding. Ctrl-C comes
+/// first (it stops the counter): an error found later in the same item is not what stopped it.
+/// A counter stopped on an error of its own ends the feeding without one (finishing gives it).
+fn after_item(pushed: PyResult<()>, counter: &Counters<'_>, gil: &Gil) -> PyResult<bool> {
+    if counter.is_stopped() {
+        if let Some(e) = gil.take_interrupted() {
+            return Err(e);
+        }
+        pushed?;
+        return Ok(false);
+    }
+    pushed.map(|()| true)
+}
+
+/// Pulls the texts into the counter, reporting progress after each item that filled a batch
+/// (an item may fill several), until they end, an error, Ctrl-C, or the counter stops (on an
+/// error of its own, which [`Counter::finish`] gives).
+fn feed(py: Python<'_>, texts: Texts<'_>, counter: &mut Counters<'_>, gil: &Gil, progress: Option<&Py<PyAny>>) -> PyResult<()> {
     let mut reported = 0;
+    let iterator = match texts {
+        Texts::Reader(reader) => {
+            let pushed = push_reader(py, &reader.borrow(), counter, gil, progress, &mut reported);
+            return after_item(pushed, counter, gil).map(drop);
+        }
+        Texts::Items(iterator) => iterator,
+    };
     for (position, item) in iterator.enumerate() {
         shutdown::pause_point(py); // see shutdown.rs
         let item = item?;
@@ -241,16 +283,9 @@ fn feed(
             Ok(reader) => push_reader(py, &reader.borrow(), counter, gil, progress, &mut reported),
             Err(_) => push_item(&item, position as u64, counter, gil),
         };
-        if counter.is_stopped() {
-            // Ctrl-C first (it stops the counter): an error found later in the same item is not
-            // what stopped it.
-            if let Some(e) = gil.take_interrupted() {
-                return Err(e);
-            }
-            pushed?;
-            return Ok(()); // the counter stopped on an error, which finishing gives
+        if !after_item(pushed, counter, gil)? {
+            return Ok(());
         }
-        pushed?;
         let now = counter.progress();
         if now.batches != reported {
             reported = now.batches;
@@ -261,20 +296,20 @@ fn feed(
     Ok(())
 }
 
-/// Splits and counts the texts of `iterator` (see the module's comment), each cropped to
+/// Splits and counts `texts` (see the module's comment), each cropped to
 /// `doc_cap` characters if given, reporting progress
 /// after each item that filled a batch and once all is counted, and stopping on Ctrl-C or on
 /// the first error.
 pub(super) fn count_iterator(
     py: Python<'_>,
-    iterator: Bound<'_, PyIterator>,
+    texts: Texts<'_>,
     splitter: &Splitter,
     doc_cap: Option<u64>,
     pool: Arc<rayon::ThreadPool>,
     buffer_size: usize,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<Counted> {
-    let mut counted = count_with_patterns(py, iterator, &[splitter], doc_cap, pool, buffer_size, progress)?;
+    let mut counted = count_with_patterns(py, texts, &[splitter], doc_cap, pool, buffer_size, progress)?;
     Ok(counted.remove(0))
 }
 
@@ -282,7 +317,7 @@ pub(super) fn count_iterator(
 /// each, in their order.
 pub(super) fn count_with_patterns(
     py: Python<'_>,
-    iterator: Bound<'_, PyIterator>,
+    texts: Texts<'_>,
     splitters: &[&Splitter],
     doc_cap: Option<u64>,
     pool: Arc<rayon::ThreadPool>,
@@ -301,7 +336,7 @@ pub(super) fn count_with_patterns(
     let mut counters = Counters(counters);
     // On an error the counters are dropped, which stops their workers (nothing they count will
     // be used) and waits for them without the GIL.
-    feed(py, iterator, &mut counters, &gil, progress)?;
+    feed(py, texts, &mut counters, &gil, progress)?;
     let counted = counters.finish();
     if let Some(e) = gil.take_interrupted() {
         return Err(e);

@@ -20,15 +20,16 @@ use pyo3::prelude::*;
 
 use super::progress::{report_merge, Pacer};
 use super::{shutdown, to_py};
-use crate::count::{SortedSpans, Spans};
+use crate::count::Spans;
+use crate::span_counts::SortedSpans;
 use crate::merge::{extend, learn, learn_parity, Alphabet, AlphabetRule, ExtendBase, Learned, LearnOptions, Merge, ParityOptions};
-use crate::{Error, SpanCounts, Vocab};
+use crate::{CountTables, Error, Vocab};
 
 /// The spans the merge loop learns from: counted by a training (its threads' tables, joined and
 /// then freed once the loop holds them), spans given to it (freed alike), or span counts the
 /// caller keeps (borrowed, not copied).
 pub(super) enum SpansToLearn {
-    Counted(SpanCounts),
+    Counted(CountTables),
     /// Spans the loop owns (freed once its table holds them).
     Owned(Spans),
     Sorted(Arc<SortedSpans>),

@@ -1,5 +1,5 @@
 //! `ParquetReader`: a column of strings of a Parquet file as lists of str, one list per batch of
-//! rows. The pages are read and decoded by [`crate::sources::parquet`] without the GIL; only the
+//! rows. The pages are read and decoded by [`crate::readers::parquet`] without the GIL; only the
 //! str objects are made with it.
 
 use std::path::PathBuf;
@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 
 use super::int_arg;
-use crate::sources::parquet::{catch_reader_panics, Failure, ParquetTexts, ReadError};
+use crate::parquet_errors::{catch_reader_panics, Failure, ReadError};
+use crate::readers::parquet::ParquetTexts;
 
 /// A batch's rows, at most...
 const BATCH_ROWS: usize = 1024;

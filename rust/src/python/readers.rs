@@ -1,5 +1,5 @@
 //! `TextReader` and `JsonlReader`: the documents of text and JSONL files, read, split, checked
-//! and selected (crop, stop, hold out) in Rust by [`crate::sources`], without the GIL.
+//! and selected (crop, stop, hold out) in Rust by [`crate::readers`], without the GIL.
 //! Iterating one from Python gives lists of str; `Trainer.train_from_iterator` recognises one
 //! among its items and pushes its documents into the counter itself (see `feed.rs`), without a
 //! Python object per document. Both are a `DocumentReader`, which holds what they share.
@@ -13,12 +13,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 
 use super::int_arg;
-use crate::sources::bad_lines::BadLines;
-use crate::sources::jsonl::{JsonlTexts, Judged};
-use crate::sources::open::{self, Compression, Input};
-use crate::sources::range;
-use crate::sources::selection::{Selection, SelectionOptions};
-use crate::sources::text::TextDocuments;
+use crate::readers::bad_lines::BadLines;
+use crate::readers::jsonl::{JsonlTexts, Judged};
+use crate::readers::open::{self, Compression, Input};
+use crate::readers::range;
+use crate::readers::selection::{Selection, SelectionOptions};
+use crate::readers::text::TextDocuments;
 
 pyo3::create_exception!(
     bpeforge,
@@ -95,7 +95,7 @@ impl Reading {
 }
 
 /// What Python's `json` and the Python package's JSONL reader say a line holds (see
-/// `sources/jsonl.rs`): the same checks, in the same order, with the same messages.
+/// `readers/jsonl.rs`): the same checks, in the same order, with the same messages.
 fn judge_line(py: Python<'_>, line: &[u8], n: u64, field: &str, path: &Path) -> Result<Judged, open::InputError> {
     // Without its line end, as the Python reader reads it (a line cut inside a string is then
     // an "Unterminated string", not an "Invalid control character").
@@ -369,8 +369,8 @@ impl DocumentReader {
 /// `heldout` if it fits in what is left of `holdout_max_bytes` bytes; the start of the training
 /// text is kept in `sample`, up to `sample_max_bytes` bytes. By default every document is taken
 /// whole. Iterating gives lists of str: `batch_docs` documents, or fewer once they hold
-/// `batch_bytes` bytes. `Trainer.train_from_iterator` takes the reader itself as one of its
-/// items and reads it in Rust, without a Python str per document.
+/// `batch_bytes` bytes. `Trainer.train_from_iterator` takes the reader itself, as the iterable
+/// or as one of its items, and reads it in Rust, without a Python str per document.
 ///
 /// `byte_range=(start, end)` reads only the documents that start in those bytes of an
 /// uncompressed file (beginning after the first separator that ends at or past `start`, and
@@ -461,7 +461,7 @@ impl JsonlReader {
 }
 
 /// The input of a reader: the file (decompressed), or with `byte_range=(start, end)` the
-/// documents of an uncompressed file that start in that range (`sources::range`), with the
+/// documents of an uncompressed file that start in that range (`readers::range`), with the
 /// `\n` before them (for line numbers).
 fn open_input(py: Python<'_>, path: &Path, compression: Compression, separator: &str, byte_range: Option<(u64, u64)>) -> PyResult<(Input, u64)> {
     let Some((start, end)) = byte_range else {

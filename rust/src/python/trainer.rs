@@ -10,14 +10,15 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 
 use super::args::{as_int, int_arg, max_token_length_arg, min_frequency_arg, progress_arg, type_name, vocab_size_arg};
-use super::feed::{count_with_patterns, text_of};
+use super::feed::{count_with_patterns, text_of, Texts};
 use super::counts::PySpanCounts;
 use super::learn::{run_loop, Languages, ParityTrace, SpansToLearn};
 use super::recipe::{base_arg, option_error, Base, Recipe};
 use super::pool::Pool;
 use super::shutdown;
 use super::splitter_arg;
-use crate::count::{Counted, SortedSpans, Spans};
+use crate::count::{Counted, Spans};
+use crate::span_counts::SortedSpans;
 use crate::error::STOP_EVERY;
 use crate::merge::{ExtendBase, LearnOptions, Merge, TokenIds};
 use crate::pretokenize::presets;
@@ -519,14 +520,9 @@ fn count_texts(
     buffer_size: usize,
     progress: Option<&Py<PyAny>>,
 ) -> PyResult<(Vec<Counted>, f64)> {
-    if iterator.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err("expected an iterable of texts, got a str (which would be read as one text per character); pass [text]"));
-    }
-    let iterator = iterator
-        .try_iter()
-        .map_err(|_| PyTypeError::new_err(format!("expected an iterable of str, got {}", type_name(iterator))))?;
+    let texts = Texts::of(iterator)?;
     let started = Instant::now();
-    let counted = count_with_patterns(py, iterator, splitters, doc_cap, Arc::clone(pool), buffer_size, progress)?;
+    let counted = count_with_patterns(py, texts, splitters, doc_cap, Arc::clone(pool), buffer_size, progress)?;
     Ok((counted, started.elapsed().as_secs_f64()))
 }
 

@@ -1,15 +1,17 @@
-//! A second thread for the merge loop: `join` runs two closures at once, one on this thread and
-//! one on the helper, and returns when both are done, like `rayon::join`. Merges come one after
-//! the other, tens of thousands of them, most a few microseconds long, so the helper does not
-//! sleep between them as a pool's threads do (waking one takes longer than such a merge): it
-//! watches for the next job, spinning at first, then yielding its core, and napping only once
-//! none came for a millisecond (the loop is making small merges alone, or calling back into
-//! Python).
+//! The other half of a shared merge: the merge loop's second thread. A merge of many spans is
+//! shared, this thread merging one half of its spans and the other thread the other half (and
+//! likewise the sums of the pairs on its two sides). `join` runs two closures at once, one on
+//! this thread and one on the other, and returns when both are done, like `rayon::join`. Merges
+//! come one after the other, tens of thousands of them, most a few microseconds long, so the
+//! other thread does not sleep between them as a pool's threads do (waking one takes longer than
+//! such a merge): it watches for the next job, spinning at first, then yielding its core, and
+//! napping only once none came for a millisecond (the loop is making small merges alone, or
+//! calling back into Python).
 //!
-//! As with `rayon::join`, the job is the helper's only once it claims it: if this thread is done
-//! with its own part first and the helper has not started, this thread takes the job back and
-//! runs it too. So a helper that the system has not given a core (another process is busy on
-//! it) never holds the loop up, as waiting for it at every shared merge would.
+//! As with `rayon::join`, the job is the other thread's only once it claims it: if this thread
+//! is done with its own part first and the other has not started, this thread takes the job
+//! back and runs it too. So when the system has not given the other thread a core (another
+//! process is busy on it), that thread never holds the loop up, as waiting for it at every shared merge would.
 //!
 //! Why a thread of our own rather than `rayon::join` on the pool (or crossbeam, whose scoped
 //! threads and channels would also start or wake a thread per job): with `rayon::join` in its
@@ -28,7 +30,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The round that tells the helper to leave.
+/// The round that tells the other thread to leave.
 const LEAVE: u64 = u64::MAX;
 
 type Job = dyn FnMut() + Send;
@@ -36,40 +38,41 @@ type Job = dyn FnMut() + Send;
 struct Shared {
     /// Bumped by `join` for each job (then `LEAVE`).
     round: AtomicU64,
-    /// The last round claimed, by the helper (to run its job) or by `join` (to take it back).
+    /// The last round claimed, by the other thread (to run its job) or by `join` (to take it back).
     claimed: AtomicU64,
-    /// The last round the helper finished.
+    /// The last round the other thread finished.
     done: AtomicU64,
     /// The job of the current round, written by `join` before it publishes the round and read
-    /// by the helper after it sees it.
+    /// by the other thread after it sees it.
     job: UnsafeCell<Option<*mut Job>>,
-    /// Set by the helper when the job panicked: `join` then panics too.
+    /// Set by the other thread when the job panicked: `join` then panics too.
     panic: UnsafeCell<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 impl Shared {
-    /// Claims `round` for the caller, if no one has: each round is claimed once, by the helper
-    /// (to run its job) or by `join` (to take the job back).
+    /// Claims `round` for the caller, if no one has: each round is claimed once, by the
+    /// other thread (to run its job) or by `join` (to take the job back).
     fn claim(&self, round: u64) -> bool {
         self.claimed.compare_exchange(round - 1, round, Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 }
 
 // SAFETY: `job` and `panic` are written by one side and read by the other only across the
-// release/acquire pair of `round` (job: join -> helper) or `done` (panic: helper -> join), and
-// `join` does not return, nor touch them again, before `done` says the helper is finished.
+// release/acquire pair of `round` (job: join -> other thread) or `done` (panic: other thread ->
+// join), and `join` does not return, nor touch them again, before `done` says the other thread
+// is finished.
 unsafe impl Sync for Shared {}
 // SAFETY: as above; the job it points to is `Send`.
 unsafe impl Send for Shared {}
 
-pub(super) struct Helper {
+pub(super) struct OtherHalf {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<()>>,
     /// Not `Sync`: `join` must be called by one thread at a time (rounds are numbered by it).
     _one_caller: std::marker::PhantomData<std::cell::Cell<()>>,
 }
 
-// Checked when compiling: were `Helper` `Sync`, both impls below would apply to it and the
+// Checked when compiling: were `OtherHalf` `Sync`, both impls below would apply to it and the
 // trait's type parameter could not be inferred (the test of static_assertions'
 // assert_not_impl_any).
 const _: fn() = || {
@@ -78,7 +81,7 @@ const _: fn() = || {
     }
     impl<T: ?Sized> AmbiguousIfSync<()> for T {}
     impl<T: ?Sized + Sync> AmbiguousIfSync<u8> for T {}
-    <Helper as AmbiguousIfSync<_>>::check();
+    <OtherHalf as AmbiguousIfSync<_>>::check();
 };
 
 /// Waits until `ready()`: spinning for a while, then yielding the core, then napping.
@@ -99,9 +102,9 @@ fn wait_until(ready: impl Fn() -> bool) {
     }
 }
 
-impl Helper {
-    /// Starts the helper thread; `None` if the system refuses one (the loop then works alone).
-    pub(super) fn start() -> Option<Helper> {
+impl OtherHalf {
+    /// Starts the other thread; `None` if the system refuses one (the loop then works alone).
+    pub(super) fn start() -> Option<OtherHalf> {
         let shared = Arc::new(Shared {
             round: AtomicU64::new(0),
             claimed: AtomicU64::new(0),
@@ -111,12 +114,13 @@ impl Helper {
         });
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new().name("bpeforge-merge".into()).spawn(move || serve(&theirs)).ok()?;
-        Some(Helper { shared, thread: Some(thread), _one_caller: std::marker::PhantomData })
+        Some(OtherHalf { shared, thread: Some(thread), _one_caller: std::marker::PhantomData })
     }
 
-    /// Runs `first` on this thread and `second` on the helper at the same time (or `second` on
-    /// this thread after `first`, if the helper has not started it by then); returns `first`'s
-    /// result once both are done. A panic in either is raised here, after both are done.
+    /// Runs `first` on this thread and `second` on the other thread at the same time (or
+    /// `second` on this thread after `first`, if the other thread has not started it by
+    /// then); returns `first`'s result once both are done. A panic in either is raised
+    /// here, after both are done.
     pub(super) fn join<R>(&self, first: impl FnOnce() -> R, second: impl FnOnce() + Send) -> R {
         let mut second = Some(second);
         let mut run_second = move || {
@@ -125,27 +129,28 @@ impl Helper {
             }
         };
         let job: &mut (dyn FnMut() + Send + '_) = &mut run_second;
-        // SAFETY: only the lifetime is erased. The helper calls the job only once it has
+        // SAFETY: only the lifetime is erased. The other thread calls the job only once it has
         // claimed the round, and before it stores the round in `done`; this function either
-        // claims the round itself (then the helper never calls the job) or waits for `done`
+        // claims the round itself (then the other thread never calls the job) or waits for `done`
         // (in `Finish`, even if `first` panics) before `run_second` goes out of scope.
         let job: *mut Job = unsafe { std::mem::transmute::<*mut (dyn FnMut() + Send + '_), *mut Job>(job) };
         let round = self.shared.round.load(Ordering::Relaxed) + 1;
-        // SAFETY: the helper is done with the previous round (every `join` claims it or waits
+        // SAFETY: the other thread is done with the previous round (every `join` claims it or waits
         // for it), and reads `job` only after the store below.
         unsafe { *self.shared.job.get() = Some(job) };
         self.shared.round.store(round, Ordering::Release);
         let mut finish = Finish { shared: &self.shared, round, settled: false };
         let result = first();
         if finish.take_back() {
-            // The helper has not started: the job is this thread's (a panic in it unwinds
+            // The other thread has not started: the job is this thread's (a panic in it unwinds
             // from here, with nothing to wait for).
             finish.settled = true;
             run_second();
             return result;
         }
         drop(finish);
-        // SAFETY: the helper is done with this round (`finish` waited), so it no longer writes.
+        // SAFETY: the other thread is done with this round (`finish` waited), so it no
+        // longer writes.
         if let Some(payload) = unsafe { (*self.shared.panic.get()).take() } {
             resume_unwind(payload);
         }
@@ -153,9 +158,9 @@ impl Helper {
     }
 }
 
-/// Settles `round` when dropped, unless `join` did: takes the job back if the helper has not
-/// claimed it, else waits for the helper to finish it. `join` must not return (or unwind)
-/// while the helper may still run a job that borrows from its caller.
+/// Settles `round` when dropped, unless `join` did: takes the job back if the other thread has not
+/// claimed it, else waits for the other thread to finish it. `join` must not return (or unwind)
+/// while the other thread may still run a job that borrows from its caller.
 struct Finish<'a> {
     shared: &'a Shared,
     round: u64,
@@ -164,8 +169,8 @@ struct Finish<'a> {
 }
 
 impl Finish<'_> {
-    /// Claims the round for this thread, if the helper has not: then the helper will not run
-    /// its job.
+    /// Claims the round for this thread, if the other thread has not: then the other thread
+    /// will not run its job.
     fn take_back(&self) -> bool {
         self.shared.claim(self.round)
     }
@@ -176,16 +181,17 @@ impl Drop for Finish<'_> {
         if !self.settled && !self.take_back() {
             wait_until(|| self.shared.done.load(Ordering::Acquire) == self.round);
             if std::thread::panicking() {
-                // `first` panicked and that panic goes on; a panic of the helper's job in this
-                // round is dropped with it, not left for a later round to raise.
-                // SAFETY: the helper is done with this round (waited above), so it no longer writes.
+                // `first` panicked and that panic goes on; a panic of the other
+                // thread's job in this round is dropped with it, not left for a
+                // later round to raise. SAFETY: the other thread is done with
+                // this round (waited above), so it no longer writes.
                 drop(unsafe { (*self.shared.panic.get()).take() });
             }
         }
     }
 }
 
-/// The helper thread: runs each round's job until told to leave.
+/// The other thread: runs each round's job until told to leave.
 fn serve(shared: &Shared) {
     let mut seen = 0;
     loop {
@@ -196,12 +202,12 @@ fn serve(shared: &Shared) {
         }
         seen = round;
         // Each round is claimed once, by whichever side comes first: `join` takes its job back
-        // if it is done with its own part before the helper gets here.
+        // if it is done with its own part before the other thread gets here.
         if !shared.claim(round) {
             continue;
         }
         // SAFETY: `join` wrote the job before publishing this round (acquired above) and keeps
-        // it alive until `done` says this round is finished, since the helper claimed it.
+        // it alive until `done` says this round is finished, since the other thread claimed it.
         if let Some(job) = unsafe { (*shared.job.get()).take() } {
             // SAFETY: as above: the job is alive, and only this thread calls it.
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| unsafe { (*job)() })) {
@@ -213,11 +219,11 @@ fn serve(shared: &Shared) {
     }
 }
 
-impl Drop for Helper {
+impl Drop for OtherHalf {
     fn drop(&mut self) {
         self.shared.round.store(LEAVE, Ordering::Release);
         if let Some(thread) = self.thread.take() {
-            let _ = thread.join(); // the helper catches its jobs' panics, so it never panics
+            let _ = thread.join(); // the other thread catches its jobs' panics, so it never panics
         }
     }
 }
@@ -228,11 +234,11 @@ mod tests {
 
     #[test]
     fn both_sides_run_and_see_their_borrows() {
-        let helper = Helper::start().unwrap();
+        let other_half = OtherHalf::start().unwrap();
         let mut theirs = vec![0u64; 1000];
         for round in 1..=3000u64 {
             let (mine, done) = (round * 2, &mut theirs);
-            let got = helper.join(|| mine + 1, || done[(round % 1000) as usize] += round);
+            let got = other_half.join(|| mine + 1, || done[(round % 1000) as usize] += round);
             assert_eq!(got, round * 2 + 1);
         }
         assert_eq!(theirs.iter().sum::<u64>(), 3000 * 3001 / 2);
@@ -241,15 +247,15 @@ mod tests {
     #[test]
     fn each_job_runs_once_on_whichever_side_claims_it() {
         // `first` takes from nothing to a few microseconds, so some jobs are claimed by the
-        // helper and some taken back by `join`; each must run exactly once either way.
-        let helper = Helper::start().unwrap();
+        // other thread and some taken back by `join`; each must run exactly once either way.
+        let other_half = OtherHalf::start().unwrap();
         let ran: Vec<AtomicU64> = (0..20_000).map(|_| AtomicU64::new(0)).collect();
         let this_thread = std::thread::current().id();
         let mut taken_back = 0;
         for round in 0..ran.len() {
             let spin = round % 7 * 200;
             let side = std::sync::Mutex::new(None);
-            helper.join(
+            other_half.join(
                 || (0..spin).fold(0u64, |a, i| std::hint::black_box(a ^ i as u64)),
                 || {
                     ran[round].fetch_add(1, Ordering::Relaxed);
@@ -264,13 +270,13 @@ mod tests {
 
     #[test]
     fn panics_on_both_sides_leave_nothing_for_the_next_round() {
-        let helper = Helper::start().unwrap();
+        let other_half = OtherHalf::start().unwrap();
         for _ in 0..200 {
             let started = std::sync::atomic::AtomicBool::new(false);
             let caught = catch_unwind(AssertUnwindSafe(|| {
-                helper.join(
+                other_half.join(
                     || {
-                        // Give the helper time to claim its job, so that both sides panic.
+                        // Give the other thread time to claim its job, so that both sides panic.
                         let since = Instant::now();
                         while !started.load(Ordering::SeqCst) && since.elapsed() < Duration::from_millis(50) {}
                         panic!("first")
@@ -283,19 +289,19 @@ mod tests {
             }));
             assert!(caught.is_err());
             let mut ran = false;
-            helper.join(|| (), || ran = true); // must not raise the earlier "second"
+            other_half.join(|| (), || ran = true); // must not raise the earlier "second"
             assert!(ran);
         }
     }
 
     #[test]
-    fn a_panic_on_the_helper_is_raised_by_join() {
-        let helper = Helper::start().unwrap();
-        let caught = catch_unwind(AssertUnwindSafe(|| helper.join(|| 1, || panic!("on the helper"))));
+    fn a_panic_on_the_other_thread_is_raised_by_join() {
+        let other_half = OtherHalf::start().unwrap();
+        let caught = catch_unwind(AssertUnwindSafe(|| other_half.join(|| 1, || panic!("on the other thread"))));
         assert!(caught.is_err());
-        // The helper keeps serving.
+        // The other thread keeps serving.
         let mut x = 0;
-        assert_eq!(helper.join(|| 2, || x = 5), 2);
+        assert_eq!(other_half.join(|| 2, || x = 5), 2);
         assert_eq!(x, 5);
     }
 }

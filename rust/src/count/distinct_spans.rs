@@ -14,7 +14,7 @@ use crate::memory::{try_reserve, try_reserve_exact};
 use crate::Error;
 
 /// Distinct spans and their counts, stored end to end in one buffer (as
-/// [`SpanCounts::into_spans`](super::SpanCounts::into_spans) gives them: in no particular order,
+/// [`CountTables::into_spans`](super::CountTables::into_spans) gives them: in no particular order,
 /// no empty span, no zero count).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Spans {
@@ -26,7 +26,7 @@ pub struct Spans {
 /// Where each span ends in the bytes (increasing): the low 32 bits of each end, and the spans
 /// from which on the high 32 bits are each value they take past 0.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Ends {
+pub(crate) struct Ends {
     low: Vec<u32>,
     /// `(i, high)`: the ends of spans `i..` (up to the next step) have `high` as their high
     /// half; before the first step, 0. Increasing in both.
@@ -34,12 +34,12 @@ pub(super) struct Ends {
 }
 
 impl Ends {
-    pub(super) fn with_capacity(spans: usize) -> Self {
+    pub(crate) fn with_capacity(spans: usize) -> Self {
         Ends { low: Vec::with_capacity(spans), steps: Vec::new() }
     }
 
     /// Appends an end, at least the last one.
-    pub(super) fn push(&mut self, end: usize) {
+    pub(crate) fn push(&mut self, end: usize) {
         let high = end >> 32;
         if high != self.steps.last().map_or(0, |&(_, high)| high) {
             self.steps.push((self.low.len(), high));
@@ -78,19 +78,19 @@ impl Ends {
 /// The spans' counts: the low 32 bits of each, `u32::MAX` for a count of at least that, which
 /// is then in `large` by span.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Counts {
+pub(crate) struct Counts {
     low: Vec<u32>,
     /// `(i, count)` for each span `i` counted at least `u32::MAX` times, increasing in `i`.
     large: Vec<(usize, u64)>,
 }
 
 impl Counts {
-    pub(super) fn with_capacity(spans: usize) -> Self {
+    pub(crate) fn with_capacity(spans: usize) -> Self {
         Counts { low: Vec::with_capacity(spans), large: Vec::new() }
     }
 
     /// Appends a count.
-    pub(super) fn push(&mut self, n: u64) {
+    pub(crate) fn push(&mut self, n: u64) {
         match u32::try_from(n) {
             Ok(n) if n != u32::MAX => self.low.push(n),
             _ => {
@@ -100,7 +100,7 @@ impl Counts {
         }
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.low.len()
     }
 
@@ -128,20 +128,20 @@ impl FromIterator<u64> for Counts {
 
 impl Spans {
     /// Room for `spans` spans of `bytes` bytes in all.
-    pub(super) fn with_capacity(spans: usize, bytes: usize) -> Self {
+    pub(crate) fn with_capacity(spans: usize, bytes: usize) -> Self {
         Spans { bytes: Vec::with_capacity(bytes), ends: Ends::with_capacity(spans), counts: Counts::with_capacity(spans) }
     }
 
     /// Spans from their parts: `ends` (increasing, the last one `bytes.len()`) cut `bytes` into
     /// spans, `counts` gives each its count (one each). For readers that build the parts apart.
-    pub(super) fn from_parts(bytes: Vec<u8>, ends: Ends, counts: Counts) -> Self {
+    pub(crate) fn from_parts(bytes: Vec<u8>, ends: Ends, counts: Counts) -> Self {
         debug_assert_eq!(ends.len(), counts.len());
         debug_assert_eq!(if ends.len() == 0 { 0 } else { ends.get(ends.len() - 1) }, bytes.len());
         Spans { bytes, ends, counts }
     }
 
     /// These spans with `counts` instead of their counts (one per span).
-    pub(super) fn with_counts(self, counts: Counts) -> Self {
+    pub(crate) fn with_counts(self, counts: Counts) -> Self {
         debug_assert_eq!(counts.len(), self.len());
         Spans { counts, ..self }
     }
@@ -172,14 +172,14 @@ impl Spans {
 
     /// Appends a span with no count yet (for a reader that reads the counts apart, see
     /// [`Spans::with_counts`]).
-    pub(super) fn push_bytes(&mut self, span: &[u8]) {
+    pub(crate) fn push_bytes(&mut self, span: &[u8]) {
         self.bytes.extend_from_slice(span);
         self.ends.push(self.bytes.len());
     }
 
     /// Appends the span a short key packs (see `table.rs`): its 16 bytes in one store, then cut
     /// to its length.
-    pub(super) fn push_short(&mut self, key: u128, count: u64, stage: &'static str) -> Result<(), Error> {
+    pub(crate) fn push_short(&mut self, key: u128, count: u64, stage: &'static str) -> Result<(), Error> {
         self.try_reserve(1, 16, false, stage)?;
         let end = self.bytes.len() + super::table::short_len(key);
         self.bytes.extend_from_slice(&key.to_le_bytes());
@@ -192,7 +192,7 @@ impl Spans {
     /// The spans of `parts`, one part after the other: the first part grown in place (a large
     /// buffer is remapped, not copied) and each later one appended, then freed, so that the
     /// spans are held once plus the part being appended, not twice.
-    pub(super) fn concat(parts: Vec<Spans>) -> Result<Spans, Error> {
+    pub(crate) fn concat(parts: Vec<Spans>) -> Result<Spans, Error> {
         let (spans, bytes) = parts.iter().fold((0, 0), |(n, b), part| (n + part.len(), b + part.bytes.len()));
         let mut parts = parts.into_iter();
         let mut all = parts.next().unwrap_or_default();
@@ -251,7 +251,7 @@ impl Spans {
     }
 
     /// These spans with every count mapped by `f`.
-    pub(super) fn map_counts(&self, f: impl Fn(u64) -> u64) -> Spans {
+    pub(crate) fn map_counts(&self, f: impl Fn(u64) -> u64) -> Spans {
         Spans { bytes: self.bytes.clone(), ends: self.ends.clone(), counts: (0..self.len()).map(|i| f(self.count(i))).collect() }
     }
 }

@@ -11,7 +11,7 @@ use crate::Error;
 const SPAN_TABLE: &str = "building the span table (the spans as token ids, for the merge loop)";
 
 /// Merges that touch at least this many spans are applied in parallel blocks on the Rayon pool,
-/// if it has more than two threads (with two, the merge loop's helper thread takes half).
+/// if it has more than two threads (with two, the merge loop's other thread takes half).
 pub(super) const PARALLEL_SPANS: usize = 8192;
 /// Spans per parallel task.
 pub(super) const SPANS_PER_TASK: usize = 4096;
@@ -393,10 +393,10 @@ impl<T: TokenId> SpanTable<T> {
     }
 
     /// Merges `pair` into `token` in the spans `ids` (increasing, no repeats), recording the
-    /// neighbours of the replaced occurrences in `neighbours`. Many spans, on a pool of more than two
-    /// threads, are merged in parallel, in blocks of consecutive spans whose events are joined in
-    /// block order, so the result is the same (with two, the loop shares merges with its helper
-    /// thread through [`SpanTable::split_at`] instead).
+    /// neighbours of the replaced occurrences in `neighbours`. Many spans, on a pool of more than
+    /// two threads, are merged in parallel, in blocks of consecutive spans whose events are
+    /// joined in block order, so the result is the same (with two, the loop shares merges with
+    /// its other thread through [`SpanTable::split_at`] instead).
     pub(super) fn merge(&mut self, ids: &[u32], pair: Pair, token: u32, neighbours: &mut Neighbours) {
         if !self.merges_in_parallel(ids) {
             merge_block(&mut self.words, 0, self.shift, &self.big, ids, pair, token, neighbours);

@@ -14,7 +14,7 @@ use std::fmt;
 
 use rayon::prelude::*;
 
-use super::Spans;
+use crate::count::Spans;
 
 /// Distinct spans sorted by their bytes, with counts above zero (see the module's comment).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

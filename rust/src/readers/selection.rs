@@ -43,15 +43,6 @@ pub struct Selection {
     pub stopped: bool,
 }
 
-/// The first `n` characters of `text` (all of it if it has fewer).
-#[inline]
-pub fn cropped(text: &str, n: u64) -> &str {
-    if (text.len() as u64) <= n {
-        return text; // bytes bound characters from above
-    }
-    text.char_indices().nth(n as usize).map_or(text, |(end, _)| &text[..end])
-}
-
 /// The first `n` characters of `text` (all of it if it has fewer), and how many that is.
 pub fn crop_chars(text: &str, n: u64) -> (&str, u64) {
     if (text.len() as u64) <= n {

@@ -70,7 +70,7 @@ impl JsonlTexts {
         }
     }
 
-    /// Reads a range of a file (`sources::range`): `lines_before` lines come before the input,
+    /// Reads a range of a file (`readers::range`): `lines_before` lines come before the input,
     /// so line numbers stay those of the whole file (and a byte-order mark is only looked for
     /// on the file's first line).
     pub fn in_range(mut self, lines_before: u64) -> Self {

@@ -56,7 +56,7 @@ impl TextDocuments {
         }
     }
 
-    /// Reads a range of a file (`sources::range`): `lines_before` `\n` come before the input
+    /// Reads a range of a file (`readers::range`): `lines_before` `\n` come before the input
     /// (line numbers stay those of the whole file), and `inside` says it starts past the
     /// file's first byte (where no byte-order mark is looked for).
     pub fn in_range(mut self, lines_before: u64, inside: bool) -> Self {

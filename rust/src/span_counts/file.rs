@@ -28,9 +28,8 @@ use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
 
 use super::sorted::SortedSpans;
-use super::spans::Counts;
-use super::Spans;
-use crate::sources::parquet::{catch_reader_panics, Failure, ReadError};
+use crate::count::{Counts, Spans};
+use crate::parquet_errors::{catch_reader_panics, Failure, ReadError};
 
 /// The format version this code writes and reads.
 pub const FORMAT_VERSION: u32 = 1;

@@ -1,4 +1,4 @@
-//! Sources: where texts come from before they are split and counted.
+//! Readers: where texts come from before they are split and counted, read from each format.
 //!
 //! [`arrow`] reads Arrow string arrays through the Arrow C Data Interface; [`parquet`] reads a
 //! column of strings of a Parquet file, a few rows at a time.

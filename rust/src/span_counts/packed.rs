@@ -10,8 +10,7 @@
 //! span.
 
 use super::sorted::SortedSpans;
-use super::spans::{Counts, Ends};
-use super::Spans;
+use crate::count::{Counts, Ends, Spans};
 
 const MAGIC: &[u8; 4] = b"BPSC";
 const VERSION: u8 = 1;

@@ -33,7 +33,10 @@ def child(mode: str, files: list, vocab_size: int, threads) -> dict:
     from bpeforge.cli.train import sized_stream
     from bpeforge._inputs import Corpus, expand_inputs
 
-    corpus = Corpus(expand_inputs(files), holdout_every=0, readers=mode == "rust", python_readers=mode == "python")
+    if mode == "python":  # the Python readers: the tests' oracle
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+        from inputs.python_readers import PythonCorpus as Corpus  # noqa: F811
+    corpus = Corpus(expand_inputs(files), holdout_every=0, readers=mode == "rust")
     trainer = bpeforge.Trainer(num_threads=threads)
     r0, t0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     stream, buffer_size = sized_stream(corpus)

@@ -12,7 +12,9 @@ import random
 import pytest
 
 from bpeforge import InputError, JsonlReader, ParquetReader, TextReader
-from bpeforge._inputs import Source, read_jsonl, read_parquet, read_text
+from bpeforge._inputs import Source, read_parquet
+
+from .python_readers import read_jsonl, read_text
 
 zstandard = pytest.importorskip("zstandard")
 pa = pytest.importorskip("pyarrow")

@@ -1,4 +1,4 @@
-"""bpeforge._inputs.files: opening inputs (standard input, .gz and .zst, truncated or corrupt
+"""the Python readers opening inputs (the oracle, python_readers.py) (standard input, .gz and .zst, truncated or corrupt
 files, files that cannot be opened)."""
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 
 from bpeforge import _inputs as inputs
-from bpeforge._inputs import InputError, expand_inputs, read_jsonl, read_text
+from bpeforge._inputs import InputError, expand_inputs
+
+from . import python_readers
+from .python_readers import read_jsonl, read_text
 
 from .helpers import docs_of, text_source
 
@@ -24,13 +27,13 @@ def test_a_file_that_cannot_be_opened_for_another_reason_is_an_input_error(tmp_p
     loop = tmp_path / "loop.txt"
     loop.symlink_to(loop)  # opening it: "Too many levels of symbolic links"
     with pytest.raises(InputError, match=re.escape(f"{loop}: cannot read it (Too many levels of symbolic links)")):
-        inputs.open_binary(text_source(loop))
+        python_readers.open_binary(text_source(loop))
 
 
 def test_closed_standard_input_is_an_input_error(monkeypatch):
     monkeypatch.setattr(sys, "stdin", None)  # what Python sets when started with fd 0 closed
     with pytest.raises(InputError, match="-: standard input is closed"):
-        inputs.open_binary(inputs.Source(Path("-"), "text"))
+        python_readers.open_binary(inputs.Source(Path("-"), "text"))
 
 
 def test_text_gz_and_zst(tmp_path):
@@ -81,6 +84,6 @@ def test_an_empty_compressed_file_is_an_input_error(tmp_path, name):
     (tmp_path / name).write_bytes(b"")
     (source,) = expand_inputs([str(tmp_path / name)])
     with pytest.raises(InputError, match=re.escape(f"{tmp_path / name}: an empty file, not {source.compression} data (cut short?)")):
-        inputs.open_binary(source)
+        python_readers.open_binary(source)
     (tmp_path / "e.txt").write_bytes(b"")
     assert docs_of(read_text(text_source(tmp_path / "e.txt"))) == []  # an empty text file is no documents

@@ -1,4 +1,4 @@
-"""bpeforge._inputs.jsonl: documents of JSONL files (the text field; bad lines named or skipped;
+"""the Python JSONL reader (the oracle, python_readers.py): documents of JSONL files (the text field; bad lines named or skipped;
 byte-order marks; .zst)."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import re
 import pytest
 
 from bpeforge import JsonlReader, _inputs as inputs
-from bpeforge._inputs import InputError, read_jsonl
+from bpeforge._inputs import InputError
+
+from .python_readers import read_jsonl
 
 from .helpers import docs_of, text_source, write_jsonl
 

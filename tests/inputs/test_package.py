@@ -3,7 +3,7 @@
 import pytest
 
 
-@pytest.mark.parametrize("module", ["sources", "files", "text", "jsonl", "parquet", "corpus"])
+@pytest.mark.parametrize("module", ["sources", "files", "parquet", "corpus"])
 def test_public_names_have_docstrings(module):
     import importlib
     import inspect

@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import InputError, JsonlReader, TextReader
-from bpeforge._inputs import Corpus, Source, read_jsonl, read_text
+from bpeforge._inputs import Corpus, Source
+
+from .python_readers import PythonCorpus, read_jsonl, read_text
 from strategies import examples
 
 zstandard = pytest.importorskip("zstandard")
@@ -157,8 +159,8 @@ def test_corpus_selects_the_same_documents_with_either_reader(tmp_path, files, o
             path.write_bytes(data)
         sources.append(Source(path, "jsonl" if as_jsonl else "text"))
     results = []
-    for python_readers in (True, False):
-        corpus = Corpus(sources, doc_separator=separator, skip_bad_lines=True, python_readers=python_readers, **options)
+    for make in (PythonCorpus, Corpus):
+        corpus = make(sources, doc_separator=separator, skip_bad_lines=True, **options)
         docs = [d for batch in corpus for d in batch]
         results.append((docs, corpus.documents, corpus.chars, corpus.bytes, corpus.heldout, corpus.heldout_chars,
                         corpus.heldout_bytes, corpus.sample, corpus.sample_bytes, corpus.sample_cropped, corpus.stopped_early,

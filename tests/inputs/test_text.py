@@ -1,4 +1,4 @@
-"""bpeforge._inputs.text: documents of text files (lines, separators, whole files; bytes that are
+"""the Python text reader (the oracle, python_readers.py): documents of text files (lines, separators, whole files; bytes that are
 not UTF-8), against references on random bytes and chunk sizes."""
 
 from __future__ import annotations
@@ -10,7 +10,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from bpeforge import _inputs as inputs
-from bpeforge._inputs import InputError, read_text
+from bpeforge._inputs import InputError
+
+from . import python_readers
+from .python_readers import read_text
 from strategies import examples
 
 from .helpers import docs_of, text_source
@@ -157,7 +160,7 @@ def test_text_reader_matches_a_reference_on_bytes(scratch_file, case, chunk_byte
 )
 def test_split_stream_matches_str_split(text, sep, chunk):
     chunks = [text[i : i + chunk] for i in range(0, len(text), chunk)]
-    got = docs_of(inputs.text._split_stream(iter(chunks), sep))
+    got = docs_of(python_readers._split_stream(iter(chunks), sep))
     assert got == [d for d in text.split(sep) if d]
 
 
@@ -165,11 +168,11 @@ def test_separator_straddling_chunks_after_a_short_document(tmp_path):
     # The first 1 MiB chunk ends with "<|endoftext|>abc<|endo": the unfinished document "abc<|endo"
     # is shorter than the separator, which the next chunk completes.
     sep = "<|endoftext|>"
-    head = "x" * (inputs.CHUNK_BYTES - len(sep + "abc<|endo")) + sep + "abc<|endo"
-    assert len(head) == inputs.CHUNK_BYTES
+    head = "x" * (python_readers.CHUNK_BYTES - len(sep + "abc<|endo")) + sep + "abc<|endo"
+    assert len(head) == python_readers.CHUNK_BYTES
     p = tmp_path / "a.txt"
     p.write_text(head + "ftext|>def")
-    assert docs_of(read_text(text_source(p), sep)) == ["x" * (inputs.CHUNK_BYTES - 22), "abc", "def"]
+    assert docs_of(read_text(text_source(p), sep)) == ["x" * (python_readers.CHUNK_BYTES - 22), "abc", "def"]
 
 
 @st.composite
@@ -204,7 +207,7 @@ def test_chunked_reader_matches_str_split(scratch_file, case, chunk_bytes):
 
 
 def test_long_document_across_many_chunks(tmp_path, monkeypatch):
-    monkeypatch.setattr(inputs.text, "CHUNK_BYTES", 16)  # where read_text reads it
+    monkeypatch.setattr(python_readers, "CHUNK_BYTES", 16)  # where read_text reads it
     p = tmp_path / "a.txt"
     p.write_text("x" * 1000 + "\n" + "y" * 10)
     assert docs_of(read_text(text_source(p))) == ["x" * 1000, "y" * 10]

@@ -2,7 +2,7 @@
 
 Everything streams: text is read in 1 MiB chunks, JSONL line by line (both in Rust, by
 :class:`bpeforge.TextReader` and :class:`bpeforge.JsonlReader`, which :class:`Corpus` uses;
-:func:`read_text` and :func:`read_jsonl` are the Python readers they agree with), Parquet page by page
+checked against plain Python readers that the tests keep as the oracle), Parquet page by page
 (by :class:`bpeforge.ParquetReader`, or by record batches through pyarrow with ``arrow=True``),
 so memory stays bounded whatever the size of the corpus. Readers yield *batches* (lists of str,
 or for Parquet with ``arrow=True`` pyarrow string arrays), which
@@ -38,23 +38,19 @@ Conventions:
 * Parquet: the ``text_column`` column must hold strings; nulls are skipped.
 
 Modules, in the order they build on each other: :mod:`~bpeforge._inputs.sources` (which files),
-:mod:`~bpeforge._inputs.files` (opening them), :mod:`~bpeforge._inputs.text`,
-:mod:`~bpeforge._inputs.jsonl`, :mod:`~bpeforge._inputs.parquet` (a reader per format), and
+:mod:`~bpeforge._inputs.files` (what the readers share), :mod:`~bpeforge._inputs.parquet` (the
+Parquet reader through pyarrow; text and JSONL are read in Rust), and
 :mod:`~bpeforge._inputs.corpus` (the documents of all the files, held-out ones set aside).
 """
 
 from .._errors import InputError
 from .corpus import Corpus
-from .files import BATCH_CHARS, BATCH_DOCS, CHUNK_BYTES, BadLines, open_binary
-from .jsonl import read_jsonl
+from .files import BATCH_DOCS, BadLines
 from .parquet import check_parquet, read_parquet
 from .sources import COMPRESSIONS, EXTENSIONS, FORMATS, Source, detect, expand_inputs, stdlib_sources, unique_sources
-from .text import read_text
 
 __all__ = [
-    "BATCH_CHARS",
     "BATCH_DOCS",
-    "CHUNK_BYTES",
     "COMPRESSIONS",
     "EXTENSIONS",
     "FORMATS",
@@ -65,10 +61,7 @@ __all__ = [
     "check_parquet",
     "detect",
     "expand_inputs",
-    "open_binary",
-    "read_jsonl",
     "read_parquet",
-    "read_text",
     "stdlib_sources",
     "unique_sources",
 ]

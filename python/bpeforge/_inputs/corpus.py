@@ -10,10 +10,8 @@ from typing import Callable, Iterator, List, Optional, Sequence
 from .._core import DocumentReader, JsonlReader, TextReader
 from .._errors import InputError
 from .files import BadLines
-from .jsonl import read_jsonl
 from .parquet import read_parquet
 from .sources import Source
-from .text import read_text
 
 
 def _utf8_len(docs: List[str]) -> int:
@@ -54,7 +52,6 @@ class Corpus:
         on_read: Optional[Callable[["Corpus", Source], None]] = None,
         arrow: bool = False,
         readers: bool = False,
-        python_readers: bool = False,
     ) -> None:
         self.sources = list(sources)
         self.text_column = text_column
@@ -67,7 +64,6 @@ class Corpus:
         self.on_read = on_read
         self.arrow = arrow
         self.readers = readers
-        self.python_readers = python_readers
         self.bad_lines = BadLines()
         self.documents = 0  # training documents
         self.chars = 0
@@ -94,10 +90,6 @@ class Corpus:
         return self.bytes + self.heldout_bytes
 
     def _read(self, source: Source) -> Iterator[List[str]]:
-        if source.format == "text":
-            return read_text(source, self.doc_separator, skip_bad_lines=self.skip_bad_lines, bad_lines=self.bad_lines)
-        if source.format == "jsonl":
-            return read_jsonl(source, self.text_column, self.skip_bad_lines, self.bad_lines)
         if source.format == "parquet":
             return read_parquet(source, self.text_column, arrow=self.arrow)
         raise InputError(f"{source.path}: unknown format {source.format!r}")
@@ -108,7 +100,7 @@ class Corpus:
             if self.stopped_early:
                 break
             self.files_started += 1
-            if source.format in ("text", "jsonl") and not self.python_readers:
+            if source.format in ("text", "jsonl"):
                 yield from self._read_in_rust(source)
                 continue
             if self.on_read is not None:

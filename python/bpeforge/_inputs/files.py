@@ -1,6 +1,7 @@
-"""Opening an input file: standard input, ``.gz`` and ``.zst`` decompressed on the fly, errors
-as :class:`~bpeforge._errors.InputError`, a file changed while it is read an error at its end;
-the sizes readers read and hand on in; and the count of the bad lines skipped."""
+"""What the readers share: a file changed while it is read is an error at its end, the batch
+size the Parquet reader hands on, an error described in one line, and the count of the bad lines
+skipped. (The text and JSONL files are read in Rust: ``bpeforge.TextReader`` and
+``bpeforge.JsonlReader``.)"""
 
 from __future__ import annotations
 
@@ -15,38 +16,7 @@ from typing import List, Optional
 
 from .._errors import InputError
 from .sources import Source
-
-
-CHUNK_BYTES = 1 << 20  # text is read this many bytes at a time
 BATCH_DOCS = 1024  # documents per batch handed on (JSONL lines, Parquet rows)
-BATCH_CHARS = 4 << 20  # ... or fewer, once a batch holds this many characters
-
-
-def open_binary(source: Source):
-    """A binary file object for ``source``, decompressing ``.gz`` and ``.zst`` on the fly."""
-    path = source.path
-    if str(path) == "-":
-        if sys.stdin is None:
-            raise InputError("-: standard input is closed")
-        return open(sys.stdin.fileno(), "rb", closefd=False)
-    try:
-        if source.compression is not None and _is_empty_file(path):
-            # gzip and zstandard read an empty file as no data; a compressed file is never empty
-            # (a header at least), so this one was cut short: an error, as `gzip -d` says.
-            raise InputError(f"{path}: an empty file, not {source.compression} data (cut short?)")
-        if source.compression == "gzip":
-            return _ClosingGzipFile(_open_watched(path))
-        if source.compression == "zstd":
-            return _open_zstd(path)
-        return _open_watched(path)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder") from None
-    except OSError as e:  # a link loop, a socket, an I/O error...
-        raise InputError(f"{path}: cannot read it ({e.strerror or e})") from None
 
 
 class FileChangedError(OSError):
@@ -71,129 +41,6 @@ def check_unchanged(opened: os.stat_result, now: os.stat_result, read: Optional[
     # (A pseudo-file of /proc says 0 bytes whatever it holds.)
     if read is not None and opened.st_size and read != opened.st_size:
         raise FileChangedError(f"the file changed while it was read: {opened.st_size} bytes when it was opened, {read} read")
-
-
-class _WatchedFile(io.RawIOBase):
-    """A file read to its end, checked there against its size and modification time when it was
-    opened (:func:`check_unchanged`)."""
-
-    def __init__(self, path: Path) -> None:
-        self._file = open(path, "rb", buffering=0)
-        self._opened = os.fstat(self._file.fileno())
-        self._read = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        n = self._file.readinto(buffer)
-        self._read += n
-        if n == 0 and len(buffer):
-            check_unchanged(self._opened, os.fstat(self._file.fileno()), self._read)
-        return n
-
-    def close(self) -> None:
-        if not self.closed:
-            self._file.close()
-        super().close()
-
-
-def _open_watched(path: Path):
-    return io.BufferedReader(_WatchedFile(path), buffer_size=1 << 18)
-
-
-class _ClosingGzipFile(gzip.GzipFile):
-    """A GzipFile reading a file object, which it closes with itself."""
-
-    def __init__(self, raw) -> None:
-        super().__init__(fileobj=raw, mode="rb")
-        self._raw = raw
-
-    def close(self) -> None:
-        try:
-            super().close()
-        finally:
-            self._raw.close()
-
-
-def _is_empty_file(path: Path) -> bool:
-    """Whether ``path`` is a regular file of 0 bytes (a pipe's size says nothing)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return False  # opening it says why
-    return stat.S_ISREG(st.st_mode) and st.st_size == 0
-
-
-def _open_zstd(path: Path):
-    try:
-        import zstandard
-    except ImportError:
-        try:  # Python 3.14+
-            from compression import zstd  # type: ignore[import-not-found]
-        except ImportError:
-            raise InputError(f"{path}: reading .zst files needs the zstandard package (pip install 'bpeforge[zstd]')") from None
-        return zstd.open(path, "rb")
-    return io.BufferedReader(_ZstdReader(path, zstandard), buffer_size=1 << 20)
-
-
-class _ZstdReader(io.RawIOBase):
-    """Decompresses a .zst file frame after frame. Unlike zstandard's stream_reader, which
-    returns nothing more at the end of a truncated file, a frame cut short is an EOFError."""
-
-    def __init__(self, path: Path, zstandard) -> None:
-        self._file = _open_watched(path)
-        self._dctx = zstandard.ZstdDecompressor()
-        self._obj = self._dctx.decompressobj()
-        self._in_frame = False
-        self._out = b""
-        self._pos = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        while self._pos >= len(self._out):
-            data = self._file.read(1 << 18)
-            if not data:
-                if self._in_frame:
-                    raise EOFError("the file ends in the middle of a zstd frame (truncated?)")
-                return 0
-            self._out, self._pos = self._decompress(data), 0
-        n = min(len(buffer), len(self._out) - self._pos)
-        buffer[:n] = self._out[self._pos : self._pos + n]
-        self._pos += n
-        return n
-
-    def _decompress(self, data: bytes) -> bytes:
-        out = []
-        while data:
-            self._in_frame = True
-            out.append(self._obj.decompress(data))
-            if not self._obj.eof:
-                break
-            data = self._obj.unused_data  # the next frame starts here
-            self._obj = self._dctx.decompressobj()
-            self._in_frame = False
-        return b"".join(out)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._file.close()
-        super().close()
-
-
-def decompression_errors() -> tuple:
-    """The exceptions reading a (compressed) file may raise for bad data: a truncated or corrupt
-    ``.gz`` or ``.zst``, an I/O error."""
-    errors: list = [EOFError, gzip.BadGzipFile, OSError, zlib.error]
-    try:
-        import zstandard
-
-        errors.append(zstandard.ZstdError)
-    except ImportError:
-        pass
-    return tuple(errors)
 
 
 def describe_error(e: BaseException) -> str:

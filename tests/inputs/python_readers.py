@@ -16,13 +16,12 @@ import os
 import re
 import stat
 import sys
-import time
 import zlib
 from pathlib import Path
 from typing import Deque, Iterator, List, Optional
 
 from bpeforge._errors import InputError
-from bpeforge._inputs.files import BATCH_DOCS, BadLines, check_unchanged, describe_error, file_state
+from bpeforge._inputs.files import BATCH_DOCS, BadLines, check_unchanged, describe_error
 from bpeforge._inputs.corpus import Corpus
 from bpeforge._inputs.sources import Source
 
@@ -487,20 +486,5 @@ class PythonCorpus(Corpus):
             return read_jsonl(source, self.text_column, self.skip_bad_lines, self.bad_lines)
         return super()._read(source)
 
-    def __iter__(self) -> Iterator:
-        self.start_time = time.perf_counter()
-        for source in self.sources:
-            if self.stopped_early:
-                break
-            self.files_started += 1
-            if self.on_read is not None:
-                self.on_read(self, source)
-            for docs in self._read(source):
-                docs = self._take(docs) if isinstance(docs, list) else self._take_arrow(docs)
-                if self.on_read is not None:
-                    self.on_read(self, source)
-                for part in getattr(docs, "chunks", [docs]):
-                    if len(part):
-                        yield part
-                if self.stopped_early:
-                    break
+    def _read_in_rust(self, source: Source) -> Iterator:
+        return self._read_in_python(source)  # text and JSONL too, by the readers here

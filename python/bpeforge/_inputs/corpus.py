@@ -102,20 +102,25 @@ class Corpus:
             self.files_started += 1
             if source.format in ("text", "jsonl"):
                 yield from self._read_in_rust(source)
-                continue
+            else:
+                yield from self._read_in_python(source)
+
+    def _read_in_python(self, source: Source) -> Iterator:
+        """The batches of ``source`` read by :meth:`_read`, each through the selection
+        (:meth:`_take`): Parquet through pyarrow."""
+        if self.on_read is not None:
+            self.on_read(self, source)
+        for docs in self._read(source):
+            docs = self._take(docs) if isinstance(docs, list) else self._take_arrow(docs)
             if self.on_read is not None:
                 self.on_read(self, source)
-            for docs in self._read(source):
-                docs = self._take(docs) if isinstance(docs, list) else self._take_arrow(docs)
-                if self.on_read is not None:
-                    self.on_read(self, source)
-                # A ChunkedArray (slices left by the held-out documents) goes chunk by chunk:
-                # the trainer takes arrays and lists, not streams.
-                for part in getattr(docs, "chunks", [docs]):
-                    if len(part):
-                        yield part
-                if self.stopped_early:
-                    break
+            # A ChunkedArray (slices left by the held-out documents) goes chunk by chunk:
+            # the trainer takes arrays and lists, not streams.
+            for part in getattr(docs, "chunks", [docs]):
+                if len(part):
+                    yield part
+            if self.stopped_early:
+                break
 
     def _reader(self, source: Source) -> DocumentReader:
         """A Rust reader of ``source`` that goes on from where the files before it left off."""

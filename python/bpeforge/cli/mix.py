@@ -22,6 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .._core import SpanCounts
 from .._errors import SPLIT_FAILED, InputError
 from .._inputs import Corpus
+from .._training import TrainedRanks
 from .._mixing import MixRecord, checked_alpha, mix
 from .._progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
@@ -271,12 +272,7 @@ def run_mixed(args: argparse.Namespace) -> int:
     def report(t_save: float) -> int:
         warnings: List[str] = stopped_early_warnings(trained, tokenizer)
         t_eval = time.perf_counter()
-        compressions = {
-            s.name: measure_compression(trained.ranks, trained.pattern, s.corpus, args.holdout, warnings)
-            if s.corpus is not None
-            else Compression("texts", "", 0, 0, 0, failure="span counts: no text")
-            for s in sources
-        }
+        compressions = heldout_compressions(sources, trained, args.holdout, warnings)
         t_eval = time.perf_counter() - t_eval
         for w in warnings:
             stderr_line(f"{PROG}: warning: {w}")
@@ -293,13 +289,20 @@ def run_mixed(args: argparse.Namespace) -> int:
     return save_then_report(args, tokenizer, hf_json, report)
 
 
-def mix_rows(sources: List[MixedSource], mixed: SpanCounts, alpha: Optional[float], compressions: Dict[str, Compression]) -> List[Row]:
-    """The report's rows on the sources: what each is, and a table of each one's bytes, share
-    before and after weighting, weight, and bytes per token on its held-out documents."""
-    record = MixRecord.of(mixed)
-    assert record is not None  # mix() always records
-    how = f"alpha {alpha:g}: source i weighted to p_i ∝ n_i^{alpha:g} of the bytes" if alpha is not None else "the weights given"
-    rows: List[Row] = [("sources", f"{len(sources)}, mixed with {how} (integer weights, exact; docs/mixing.md)")]
+def heldout_compressions(sources: List[MixedSource], trained: TrainedRanks, holdout: int, warnings: List[str]) -> Dict[str, Compression]:
+    """Each source's compression on its held-out documents by the trained ranks (none for span
+    counts given as a source: no text)."""
+    return {
+        s.name: measure_compression(trained.ranks, trained.pattern, s.corpus, holdout, warnings)
+        if s.corpus is not None
+        else Compression("texts", "", 0, 0, 0, failure="span counts: no text")
+        for s in sources
+    }
+
+
+def source_rows(sources: List[MixedSource]) -> List[Row]:
+    """A report row per source: its paths and documents (and held-out ones), or its span counts."""
+    rows: List[Row] = []
     for s in sources:
         corpus = s.corpus
         held = f" (+ {len(corpus.heldout):,} held out)" if corpus is not None and corpus.heldout else ""
@@ -307,6 +310,17 @@ def mix_rows(sources: List[MixedSource], mixed: SpanCounts, alpha: Optional[floa
             rows.append((f"source {s.name}", f"{s.paths[0]}: span counts, {len(s.counts or ()):,} distinct spans"))
         else:
             rows.append((f"source {s.name}", f"{', '.join(s.paths)}: {s.found.label}, {corpus.documents if corpus else 0:,} documents{held}"))
+    return rows
+
+
+def mix_rows(sources: List[MixedSource], mixed: SpanCounts, alpha: Optional[float], compressions: Dict[str, Compression]) -> List[Row]:
+    """The report's rows on the sources: what each is, and a table of each one's bytes, share
+    before and after weighting, weight, and bytes per token on its held-out documents."""
+    record = MixRecord.of(mixed)
+    assert record is not None  # mix() always records
+    how = f"alpha {alpha:g}: source i weighted to p_i ∝ n_i^{alpha:g} of the bytes" if alpha is not None else "the weights given"
+    rows: List[Row] = [("sources", f"{len(sources)}, mixed with {how} (integer weights, exact; docs/mixing.md)")]
+    rows += source_rows(sources)
     before, after = record.shares_before(), record.shares_after()
     table = [("source", "bytes", "share", "weight", "weighted share", "bytes/token (held out)")]
     for s in sources:

@@ -22,17 +22,27 @@ from ..parity import ParityReport, train_counts
 from .._plot import INSTALL_HINT, PlotUnavailable
 from .._progress import ConsoleProgress
 from .arguments import EXIT_USAGE, PROG, CLIError, one_line, stderr_line
-from .mix import MixedSource, compression_cell, count_source, find_source, loaded_pattern, parse_sources, run_train_or_mix
-from .outputs import check_output, output_paths, save_outputs
-from .report import Compression, Row, Timings, aligned, measure_compression, saved_as, time_rows, vocabulary_rows
-from .signals import after_saving, ctrl_c_ends_the_process
+from .mix import (
+    MixedSource,
+    compression_cell,
+    count_source,
+    find_source,
+    heldout_compressions,
+    loaded_pattern,
+    parse_sources,
+    run_train_or_mix,
+    source_rows,
+)
+from .outputs import check_output, output_paths
+from .report import Compression, Row, Timings, aligned, saved_as, time_rows, vocabulary_rows
+from .signals import ctrl_c_ends_the_process
 from .train import (
     build_tokenizer,
     describe_pattern,
     huggingface_outputs,
     name_the_flag,
     save_huggingface_only,
-    saved_message,
+    save_then_report,
     set_up_training,
     stopped_early_warnings,
     training_progress,
@@ -179,20 +189,15 @@ def run_parity(args: argparse.Namespace) -> int:
         if no_tiktoken is not None:
             return save_huggingface_only(args, trained, hf_json, no_tiktoken)
         tokenizer, t_build = build_tokenizer(trained)
-    t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
+    plotted: List[bool] = []
 
-    def report_and_plot() -> int:  # the tokenizer is saved: Ctrl-C skips the rest (after_saving)
-        plotted = draw_plot(report, folder / PLOT_FILE)
-        if args.quiet:
-            return 0
+    def plot() -> None:
+        plotted.append(draw_plot(report, folder / PLOT_FILE))
+
+    def print_report(t_save: float) -> int:
         warnings: List[str] = stopped_early_warnings(trained, tokenizer)
         t_eval = time.perf_counter()
-        heldout = {
-            s.name: measure_compression(trained.ranks, trained.pattern, s.corpus, args.holdout, warnings)
-            if s.corpus is not None
-            else Compression("texts", "", 0, 0, 0, failure="span counts: no text")
-            for s in sources
-        }
+        heldout = heldout_compressions(sources, trained, args.holdout, warnings)
         t_eval = time.perf_counter() - t_eval
         for w in warnings:
             stderr_line(f"{PROG}: warning: {w}")
@@ -200,12 +205,12 @@ def run_parity(args: argparse.Namespace) -> int:
         rows = parity_rows(sources, report, heldout, training.recipe.parity, ratio)
         rows += vocabulary_rows(describe_pattern(args.pattern, tokenizer.pattern), len(trained.merges()), len(trained.ranks), tokenizer)
         rows += time_rows(stats, stats["bytes"], len(trained.merges()), Timings(t_build, t_eval, t_save, time.perf_counter() - t_start))
-        rows.append(("saved", saved_as(folder, tiktoken_file) + (f"; plot: {folder / PLOT_FILE}" if plotted else "")))
+        rows.append(("saved", saved_as(folder, tiktoken_file) + (f"; plot: {folder / PLOT_FILE}" if plotted[0] else "")))
         sys.stdout.write(aligned(rows))
         sys.stdout.flush()
         return 0
 
-    return after_saving(saved_message(folder, tiktoken_file), report_and_plot)
+    return save_then_report(args, tokenizer, hf_json, print_report, extra_outputs=plot)
 
 
 def draw_plot(report: ParityReport, path: Path) -> bool:
@@ -227,13 +232,7 @@ def parity_rows(
     documents; then the spread of compression across languages."""
     measured = "its dev text" if report.on_dev else ("target ratios " + ", ".join(f"{n} {r:g}" for n, r in ratio.items()) if ratio else "its training text")
     rows: List[Row] = [("languages", f"{len(sources)}, parity-aware ({variant}): each merge for the language compressed worst, on {measured}")]
-    for s in sources:
-        corpus = s.corpus
-        held = f" (+ {len(corpus.heldout):,} held out)" if corpus is not None and corpus.heldout else ""
-        if s.found is None:
-            rows.append((f"source {s.name}", f"{s.paths[0]}: span counts, {len(s.counts or ()):,} distinct spans"))
-        else:
-            rows.append((f"source {s.name}", f"{', '.join(s.paths)}: {s.found.label}, {corpus.documents if corpus else 0:,} documents{held}"))
+    rows += source_rows(sources)
     where = "dev" if report.on_dev else "training"
     table = [("language", f"{where} bytes", "merges for it", "bytes/token without parity", "with parity", "held out")]
     for (name, n, made, plain, parity), s in zip(report.rows(), sources):

@@ -537,15 +537,28 @@ def run_train(args: argparse.Namespace) -> int:
     )
 
 
-def save_then_report(args: argparse.Namespace, tokenizer: Tokenizer, hf_json: Optional[dict], report: Callable[[float], int]) -> int:
-    """The end of a training (on INPUTs, on span counts, on a mix): saves ``tokenizer`` (with
-    HuggingFace's ``tokenizer.json`` if ``hf_json``) as ``-o`` says, then runs ``report`` (given
-    the seconds saving took; it prints the warnings and the report, returns the exit code)
-    unless ``--quiet``. The tokenizer is saved: from there on everything is only the report,
-    which Ctrl-C skips (:func:`after_saving`)."""
+def save_then_report(
+    args: argparse.Namespace,
+    tokenizer: Tokenizer,
+    hf_json: Optional[dict],
+    report: Callable[[float], int],
+    extra_outputs: Optional[Callable[[], None]] = None,
+) -> int:
+    """The end of a training (on INPUTs, on span counts, on a mix, parity-aware): saves
+    ``tokenizer`` (with HuggingFace's ``tokenizer.json`` if ``hf_json``) as ``-o`` says, then
+    writes ``extra_outputs`` (``--quiet`` or not: parity's plot) and runs ``report`` (given the
+    seconds saving took; it prints the warnings and the report, returns the exit code) unless
+    ``--quiet``. The tokenizer is saved: from there on everything is only the extras and the
+    report, which Ctrl-C skips (:func:`after_saving`)."""
     folder, tiktoken_file = output_paths(args.output)
     t_save = save_outputs(tokenizer, folder, tiktoken_file, args.force, output=args.output, huggingface_json=hf_json)
-    return after_saving(saved_message(folder, tiktoken_file), lambda: 0 if args.quiet else report(t_save))
+
+    def rest() -> int:
+        if extra_outputs is not None:
+            extra_outputs()
+        return 0 if args.quiet else report(t_save)
+
+    return after_saving(saved_message(folder, tiktoken_file), rest)
 
 
 def saved_message(folder: Path, tiktoken_file: Path) -> str:

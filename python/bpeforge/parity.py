@@ -55,6 +55,8 @@ class ParityReport:
         self.first_merge_size = first_merge_size
 
     def bytes_per_token(self, lengths: list[int]) -> float:
+        """A language's bytes per token at the end of ``lengths`` (its bytes, the first length,
+        over its last length; NaN for a text of no tokens)."""
         return lengths[0] / lengths[-1] if lengths[-1] else float("nan")
 
     def rows(self) -> list[tuple[str, int, int, Optional[float], float]]:

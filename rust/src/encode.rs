@@ -17,7 +17,19 @@ use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{stop_due, Error};
+use crate::memory::{try_reserve, try_reserve_exact};
 use crate::Splitter;
+
+/// What [`Error::OutOfMemory`] says encoding was doing.
+const STAGE: &str = "encoding a long span (its parts as they merge)";
+
+/// The `len` items of `items` in a new vector reserved fallibly (see [`crate::memory::try_reserve`]).
+fn try_collect<T>(len: usize, items: impl Iterator<Item = T>) -> Result<Vec<T>, Error> {
+    let mut v = Vec::new();
+    try_reserve_exact(&mut v, len, STAGE)?;
+    v.extend(items);
+    Ok(v)
+}
 
 /// Spans at least this long are merged with a heap; shorter ones by tiktoken's own loop (a scan
 /// over the parts per merge), which is faster on the short spans that make up most text.
@@ -71,37 +83,48 @@ impl Encoder {
         self.ranks.get(bytes).copied()
     }
 
-    /// Appends the tokens of one span to `out`.
-    pub fn encode_span(&self, span: &[u8], out: &mut Vec<u32>) {
+    /// Appends the tokens of one span to `out`. A long span needs memory in proportion to its
+    /// bytes (see [`Encoder::encode_by_merges`]): [`Error::OutOfMemory`] if it cannot be had.
+    pub fn encode_span(&self, span: &[u8], out: &mut Vec<u32>) -> Result<(), Error> {
         if span.is_empty() {
-            return;
+            return Ok(());
         }
         if let Some(rank) = self.rank(span) {
+            try_reserve(out, 1, STAGE)?;
             out.push(rank);
-            return;
+            return Ok(());
         }
-        self.encode_by_merges(span, out);
+        self.encode_by_merges(span, out)
     }
 
     /// Appends the tokens that merging pairs makes of `span` (not empty), without tiktoken's
     /// first step (a span that is a token is that token). The two agree on every token of
     /// ranks that BPE training made; a token they disagree on cannot be reached by merging
     /// pairs (see `merge/extend.rs`, which refuses to extend such ranks).
-    pub fn encode_by_merges(&self, span: &[u8], out: &mut Vec<u32>) {
-        let ends = if span.len() < HEAP_FROM { self.merge_by_scan(span) } else { self.merge_by_heap(span) };
+    /// The parts of a long span take tens of bytes per byte while they merge, reserved fallibly:
+    /// [`Error::OutOfMemory`] if they cannot be had.
+    pub fn encode_by_merges(&self, span: &[u8], out: &mut Vec<u32>) -> Result<(), Error> {
+        let ends = if span.len() < HEAP_FROM { self.merge_by_scan(span) } else { self.merge_by_heap(span)? };
+        try_reserve(out, ends.len(), STAGE)?;
         let mut start = 0;
         for end in ends {
             // panic-free: a part is a single byte (each has a rank) or two parts that had one.
             out.push(self.rank(&span[start..end]).expect("every part of a merged span is a token"));
             start = end;
         }
+        Ok(())
     }
 
     /// The tokens of `text`, split by `splitter`: tiktoken's `encode_ordinary`.
     pub fn encode(&self, text: &str, splitter: &Splitter) -> Result<Vec<u32>, Error> {
         let mut out = Vec::new();
-        splitter.for_each_span(text, |span| self.encode_span(span.as_bytes(), &mut out))?;
-        Ok(out)
+        let mut failed = Ok(());
+        splitter.for_each_span(text, |span| {
+            if failed.is_ok() {
+                failed = self.encode_span(span.as_bytes(), &mut out);
+            }
+        })?;
+        failed.map(|()| out)
     }
 
     /// How many tokens `text` becomes, and the bytes they cover, without keeping the tokens.
@@ -109,22 +132,22 @@ impl Encoder {
         let mut count = TokenCount::default();
         let mut tokens = Vec::new();
         let mut seen = 0usize;
-        let mut stopped = false;
+        let mut failed = Ok(());
         splitter.for_each_span(text, |span| {
             seen += 1;
-            if stopped || stop_due(seen, stop) {
-                stopped = true;
+            if failed.is_err() {
+                return;
+            }
+            if stop_due(seen, stop) {
+                failed = Err(Error::Interrupted);
                 return;
             }
             tokens.clear();
-            self.encode_span(span.as_bytes(), &mut tokens);
+            failed = self.encode_span(span.as_bytes(), &mut tokens);
             count.tokens += tokens.len() as u64;
             count.bytes += span.len() as u64;
         })?;
-        if stopped {
-            return Err(Error::Interrupted);
-        }
-        Ok(count)
+        failed.map(|()| count)
     }
 
     /// [`Encoder::count`] over many texts, in parallel.
@@ -173,24 +196,29 @@ impl Encoder {
     /// the left part lives and its right neighbour ends there (parts only grow, so a pair with
     /// those two ends is the same pair). What two tokens make is remembered by their ranks, so
     /// a long span of few distinct tokens (a run of spaces) hashes each pair's bytes once.
-    fn merge_by_heap(&self, piece: &[u8]) -> Vec<usize> {
+    fn merge_by_heap(&self, piece: &[u8]) -> Result<Vec<usize>, Error> {
         const NONE: u32 = u32::MAX;
         let n = piece.len();
-        let mut next: Vec<usize> = (1..=n).collect();
-        let mut prev: Vec<usize> = (0..n).map(|i| i.wrapping_sub(1)).collect();
+        let mut next: Vec<usize> = try_collect(n, 1..=n)?;
+        let mut prev: Vec<usize> = try_collect(n, (0..n).map(|i| i.wrapping_sub(1)))?;
         // The rank of the part starting at each byte (NONE once the part is merged away).
-        let mut part: Vec<u32> = piece.iter().map(|&b| self.rank(&[b]).unwrap_or(NONE)).collect();
+        let mut part: Vec<u32> = try_collect(n, piece.iter().map(|&b| self.rank(&[b]).unwrap_or(NONE)))?;
         let mut joined: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut pairs = BinaryHeap::new();
         let mut offer = |pairs: &mut BinaryHeap<_>, part: &[u32], start: usize, middle: usize, end: usize| {
             let key = (part[start], part[middle]);
             let rank = *joined.entry(key).or_insert_with(|| self.rank(&piece[start..end]).unwrap_or(NONE));
             if rank != NONE {
+                if pairs.len() == pairs.capacity() {
+                    let more = pairs.len().max(64);
+                    pairs.try_reserve(more).map_err(|_| Error::OutOfMemory { stage: STAGE, bytes: (pairs.len() + more) * std::mem::size_of::<Reverse<(u32, usize, usize)>>() })?;
+                }
                 pairs.push(Reverse((rank, start, end)));
             }
+            Ok::<(), Error>(())
         };
         for i in 0..n - 1 {
-            offer(&mut pairs, &part, i, i + 1, i + 2);
+            offer(&mut pairs, &part, i, i + 1, i + 2)?;
         }
         while let Some(Reverse((rank, start, end))) = pairs.pop() {
             let middle = next[start];
@@ -202,19 +230,21 @@ impl Encoder {
             next[start] = end;
             if end < n {
                 prev[end] = start;
-                offer(&mut pairs, &part, start, end, next[end]);
+                offer(&mut pairs, &part, start, end, next[end])?;
             }
             if start > 0 {
-                offer(&mut pairs, &part, prev[start], start, end);
+                offer(&mut pairs, &part, prev[start], start, end)?;
             }
         }
+        drop(pairs);
         let mut ends = Vec::new();
         let mut at = 0;
         while at < n {
             at = next[at];
+            try_reserve(&mut ends, 1, STAGE)?;
             ends.push(at);
         }
-        ends
+        Ok(ends)
     }
 }
 
@@ -247,12 +277,12 @@ mod tests {
         // "aaa": "aa" (256) merges at the left first, leaving "aa" "a".
         let e = Encoder::new(ranks_with(&[(97, 97)])).unwrap();
         let mut out = Vec::new();
-        e.encode_span(b"aaa", &mut out);
+        e.encode_span(b"aaa", &mut out).unwrap();
         assert_eq!(out, vec![256, 97]);
         // "abc" with "bc" ranked below "ab": "a" "bc".
         let e = Encoder::new(ranks_with(&[(98, 99), (97, 98)])).unwrap();
         out.clear();
-        e.encode_span(b"abc", &mut out);
+        e.encode_span(b"abc", &mut out).unwrap();
         assert_eq!(out, vec![97, 256]);
     }
 
@@ -277,7 +307,7 @@ mod tests {
             let e = Encoder::new(distinct).unwrap();
             let len = 1 + next(200) as usize;
             let piece: Vec<u8> = (0..len).map(|_| 97 + next(alphabet as u64) as u8).collect();
-            assert_eq!(e.merge_by_scan(&piece), e.merge_by_heap(&piece), "round {round}: {piece:?}");
+            assert_eq!(e.merge_by_scan(&piece), e.merge_by_heap(&piece).unwrap(), "round {round}: {piece:?}");
         }
     }
 

@@ -47,3 +47,89 @@ def test_out_of_memory_is_a_memory_error_naming_the_stage(room_mb, stage):
     message = child.stdout.strip()
     assert message.startswith(f"out of memory while {stage}"), message
     assert "a block of" in message and "bytes) could not be allocated" in message, message
+
+
+# The same limit around other work: the child sets it once `setup` (run before) has what it needs.
+LIMITED = r"""
+import resource, sys
+import bpeforge, bpeforge.cli, bpeforge._core as core
+
+room = int(sys.argv[1]) << 20
+path = sys.argv[2]
+bpeforge.Trainer().train_from_iterator(["hello world"] * 3, 260)  # the pool's threads started
+{setup}
+size = int([l for l in open("/proc/self/status") if l.startswith("VmSize")][0].split()[1]) << 10
+resource.setrlimit(resource.RLIMIT_AS, (size + room, resource.RLIM_INFINITY))
+{work}
+"""
+
+
+def limited(room_mb: int, path, work: str, setup: str = "") -> subprocess.CompletedProcess:
+    code = LIMITED.format(setup=setup, work=work)
+    return subprocess.run([sys.executable, "-c", code, str(room_mb), str(path)], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def one_long_document(tmp_path_factory):
+    """A text file and a JSONL file each holding one document of 20 MB, one span."""
+    folder = tmp_path_factory.mktemp("long")
+    text = "ab" * (10 << 20)
+    (folder / "long.txt").write_text(text)
+    (folder / "long.jsonl").write_text('{"text": "' + text + '"}\n')
+    return folder
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status")
+@pytest.mark.parametrize("name", ["long.txt", "long.jsonl"])
+def test_the_command_line_reading_a_long_document_out_of_memory_says_so_in_one_line(one_long_document, name, tmp_path):
+    """The reader's buffer holds a document whole: it grows by fallible reservation, so a
+    document larger than the memory left is one line naming the file and the block, exit 1,
+    nothing written."""
+    out = tmp_path / "out"
+    work = f"sys.exit(bpeforge.cli.main(['train', path, '--vocab-size', '300', '-o', {str(out)!r}]))"
+    child = limited(5, one_long_document / name, work)
+    assert child.returncode == 1, child.stderr[-2000:]
+    lines = child.stderr.strip().splitlines()
+    assert len(lines) == 1, child.stderr[-2000:]
+    assert lines[0].startswith(f"bpeforge: error: out of memory while reading {one_long_document / name}: a block of"), lines[0]
+    assert not out.exists() and not out.with_suffix(".tiktoken").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status")
+def test_a_reader_iterated_out_of_memory_raises_memory_error(one_long_document):
+    """Iterating a reader from Python: its buffer, or the batch handed over, cannot grow."""
+    work = """
+try:
+    batches = list(bpeforge.TextReader(path))
+    print("read", len(batches))
+except MemoryError as e:
+    print(e)
+"""
+    child = limited(5, one_long_document / "long.txt", work)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.startswith(f"out of memory while reading {one_long_document / 'long.txt'}: a "), child.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status")
+def test_encoding_a_long_span_out_of_memory_is_a_memory_error(tmp_path):
+    """Measuring compression (the report, eval) merges a long span's parts in arrays of its
+    length: reserved fallibly, so the report says it could not measure instead of the process
+    ending after the tokenizer was saved."""
+    setup = """
+ranks = [(bytes([i]), i) for i in range(256)] + [(b"ab", 256)]
+encoder = core.Encoder(ranks, "gpt4")
+text = "abc" * (2 << 20)  # 6 MB, one span: 48 MB of parts
+before = encoder.count(["abab, it still works"])
+"""
+    work = """
+try:
+    print(encoder.count([text]))
+except MemoryError as e:
+    print(e)
+print(encoder.count(["abab, it still works"]) == before == (18, 20))
+"""
+    child = limited(10, tmp_path, work, setup)
+    assert child.returncode == 0, child.stderr[-2000:]
+    first, second = child.stdout.strip().splitlines()
+    assert first.startswith("out of memory while encoding a long span"), first
+    assert second == "True", second

@@ -109,14 +109,12 @@ impl ExtendBase {
         let unreachable = (0..self.len() as u32).into_par_iter().find_first(|&dense| {
             let bytes = self.vocab.token(dense);
             let mut parts = Vec::new();
-            bytes.len() > 1 && {
-                self.encoder.encode_by_merges(bytes, &mut parts);
-                parts != [dense]
-            }
+            // A token that cannot be encoded (out of memory) is found again below, which says so.
+            bytes.len() > 1 && (self.encoder.encode_by_merges(bytes, &mut parts).is_err() || parts != [dense])
         });
         let Some(dense) = unreachable else { return Ok(()) };
         let mut parts = Vec::new();
-        self.encoder.encode_by_merges(self.vocab.token(dense), &mut parts);
+        self.encoder.encode_by_merges(self.vocab.token(dense), &mut parts)?;
         let shown: Vec<String> = parts.iter().map(|&p| format!("{} {:?}", self.ids.get(p), String::from_utf8_lossy(self.vocab.token(p)))).collect();
         Err(Error::InvalidRanks(format!(
             "token {} {:?} is not what merging its bytes makes ({}): these ranks were not made by BPE \
@@ -141,13 +139,13 @@ impl ExtendBase {
                         break; // the caller gives up
                     }
                     let (bytes, n) = spans.get(i);
-                    self.encoder.encode_span(bytes, &mut encoded.tokens);
+                    self.encoder.encode_span(bytes, &mut encoded.tokens)?;
                     encoded.ends.push(encoded.tokens.len());
                     encoded.counts.push(n);
                 }
-                encoded
+                Ok(encoded)
             })
-            .collect();
+            .collect::<Result<_, Error>>()?;
         check_stop(stop)?;
         let mut all = EncodedSpans::default();
         for part in parts {
@@ -243,7 +241,7 @@ mod tests {
             .iter()
             .map(|(b, n)| {
                 let mut w = Vec::new();
-                encoder.encode_span(b, &mut w);
+                encoder.encode_span(b, &mut w).unwrap();
                 (w, *n)
             })
             .collect();

@@ -309,7 +309,7 @@ impl<T: TokenId> SpanTable<T> {
             })
             .collect();
         let blocks = ids.iter().step_by(SPANS_PER_TASK).copied().collect();
-        let starts = span_starts(&ids, words.len(), shift);
+        let starts = span_starts(&ids, words.len(), shift)?;
         Ok((SpanTable { words, big: big.concat(), blocks, starts, shift }, ids))
     }
 
@@ -345,7 +345,7 @@ impl<T: TokenId> SpanTable<T> {
         }
         let ids: Vec<u32> = starts.iter().map(|&(_, at)| (at >> shift) as u32).collect();
         let blocks = ids.iter().step_by(SPANS_PER_TASK).copied().collect();
-        let starts = span_starts(&ids, words.len(), shift);
+        let starts = span_starts(&ids, words.len(), shift)?;
         Ok((SpanTable { words, big, blocks, starts, shift }, ids))
     }
 
@@ -451,12 +451,12 @@ impl<T: TokenId> SpanView<'_, T> {
 
 /// The bitmap of span starts of [`SpanTable::starts`]: bit `id` set for each of `ids`, in a
 /// table of `words` words whose ids are offsets divided by `1 << shift`.
-fn span_starts(ids: &[u32], words: usize, shift: u32) -> Vec<u64> {
-    let mut starts = vec![0u64; (words >> shift).div_ceil(64)];
+fn span_starts(ids: &[u32], words: usize, shift: u32) -> Result<Vec<u64>, Error> {
+    let mut starts = try_filled((words >> shift).div_ceil(64), 0u64, SPAN_TABLE)?;
     for &id in ids {
         starts[id as usize / 64] |= 1 << (id % 64);
     }
-    starts
+    Ok(starts)
 }
 
 /// `n` rounded up to a multiple of `1 << shift`.

@@ -4,11 +4,13 @@
 use std::sync::atomic::AtomicBool;
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use rayon::prelude::*;
 
 use super::pool::Pool;
 use super::{splitter_arg, to_py};
 use crate::encode::Encoder as CoreEncoder;
+use crate::memory::try_reserve_exact;
 use crate::Splitter;
 
 /// Encodes as tiktoken's `encode_ordinary` does with the same ranks and pattern, in time that
@@ -25,9 +27,18 @@ impl Encoder {
     /// `mergeable_ranks`: (token bytes, rank) pairs, every single byte among them; `pattern`: a
     /// preset's name or a regex that never matches an empty string.
     #[new]
-    fn new(py: Python<'_>, mergeable_ranks: Vec<(Vec<u8>, u32)>, pattern: &str) -> PyResult<Self> {
+    fn new(py: Python<'_>, mergeable_ranks: Vec<(Bound<'_, PyBytes>, u32)>, pattern: &str) -> PyResult<Self> {
         let splitter = splitter_arg(pattern)?;
-        let ranks = py.detach(|| CoreEncoder::new(mergeable_ranks)).map_err(to_py)?;
+        // Copied by fallible reservation: a run of one character trains tokens of megabytes.
+        let copy = |token: &Bound<'_, PyBytes>| -> Result<Vec<u8>, crate::Error> {
+            let mut bytes = Vec::new();
+            try_reserve_exact(&mut bytes, token.as_bytes().len(), "copying the ranks to encode with")?;
+            bytes.extend_from_slice(token.as_bytes());
+            Ok(bytes)
+        };
+        let ranks: Vec<(Vec<u8>, u32)> =
+            mergeable_ranks.iter().map(|(token, rank)| Ok((copy(token)?, *rank))).collect::<Result<_, crate::Error>>().map_err(to_py)?;
+        let ranks = py.detach(|| CoreEncoder::new(ranks)).map_err(to_py)?;
         Ok(Self { ranks, splitter })
     }
 

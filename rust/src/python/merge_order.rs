@@ -30,22 +30,23 @@ pub(super) fn first_merge_disagreement(
         for (place, (left, right)) in merges.iter().enumerate() {
             priority.entry((&left[..], &right[..])).or_insert(place);
         }
-        let splits = |context: &[u8]| {
+        let splits = |context: &[u8]| -> Result<_, crate::Error> {
             let mut ids = Vec::new();
-            encoder.encode_span(context, &mut ids);
+            encoder.encode_span(context, &mut ids)?;
             // Every id the encoder gives is one of the ranks it was made with.
             let ours: Vec<Vec<u8>> = ids.iter().map(|id| token_of.get(id).map_or_else(Vec::new, |t| t.to_vec())).collect();
             let theirs = if whole.contains_key(context) { vec![context.to_vec()] } else { merged_by_list(context, &priority) };
-            (theirs, ours)
+            Ok((theirs, ours))
         };
-        let first = contexts.par_iter().position_first(|context| {
-            let (theirs, ours) = splits(context);
-            theirs != ours
-        });
-        Ok(first.map(|k| {
-            let (theirs, ours) = splits(&contexts[k]);
-            (contexts[k].clone(), theirs, ours)
-        }))
+        // A context that cannot be encoded (out of memory) is found again below, which says so.
+        let first = contexts.par_iter().position_first(|context| splits(context).map_or(true, |(theirs, ours)| theirs != ours));
+        first
+            .map(|k| {
+                let (theirs, ours) = splits(&contexts[k])?;
+                Ok((contexts[k].clone(), theirs, ours))
+            })
+            .transpose()
+            .map_err(to_py)
     })
 }
 

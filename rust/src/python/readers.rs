@@ -144,7 +144,7 @@ fn judge_line(py: Python<'_>, line: &[u8], n: u64, field: &str, path: &Path) -> 
             Err(e) => Err(e),
         }
     };
-    judged().map_err(|e| open::InputError(format!("{}:{n}: cannot read the line ({})", path.display(), e.value(py))))
+    judged().map_err(|e| open::InputError::Bad(format!("{}:{n}: cannot read the line ({})", path.display(), e.value(py))))
 }
 
 /// What `TextReader` and `JsonlReader` share: iterating gives lists of str, and the counts,
@@ -159,7 +159,10 @@ pub struct DocumentReader {
 }
 
 fn input_error(e: open::InputError) -> PyErr {
-    InputError::new_err(e.0)
+    match e {
+        open::InputError::Bad(message) => InputError::new_err(message),
+        open::InputError::OutOfMemory(message) => pyo3::exceptions::PyMemoryError::new_err(message),
+    }
 }
 
 /// The compression of `path`: `compression` if given (`"gzip"`, `"zstd"`, `"none"`), else
@@ -245,8 +248,13 @@ impl DocumentReader {
         let (max_docs, max_bytes) = (self.batch_docs, self.batch_bytes);
         let mut text = String::new();
         let mut ends: Vec<usize> = Vec::new();
+        let mut short = None; // the size `text` could not grow to
         let read = py.detach(|| {
             let read = reading.read(&mut |doc| {
+                if text.try_reserve(doc.len()).is_err() {
+                    short = Some(text.len().saturating_add(doc.len()));
+                    return false;
+                }
                 text.push_str(doc);
                 ends.push(text.len());
                 ends.len() < max_docs && text.len() < max_bytes
@@ -255,6 +263,11 @@ impl DocumentReader {
             read
         });
         read.map_err(input_error)?;
+        if let Some(bytes) = short {
+            let size = crate::memory::describe_size(bytes);
+            let message = format!("out of memory while reading {}: a batch of {size} could not be allocated", self.path.display());
+            return Err(pyo3::exceptions::PyMemoryError::new_err(message));
+        }
         if ends.is_empty() {
             return Ok(None);
         }

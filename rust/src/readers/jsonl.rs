@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 
 use super::bad_lines::BadLines;
-use super::open::{describe, Input, InputError};
+use super::open::{describe, out_of_memory, read_more, Input, InputError};
 
 const CHUNK_BYTES: usize = 1 << 20;
 const BOM: &[u8] = b"\xef\xbb\xbf";
@@ -94,13 +94,14 @@ impl JsonlTexts {
             self.searched -= self.pos;
             self.pos = 0;
         }
-        let len = self.buf.len();
-        match (&mut self.input).take(CHUNK_BYTES as u64).read_to_end(&mut self.buf) {
+        match read_more(&mut self.input, &mut self.buf, CHUNK_BYTES) {
             Ok(n) => self.eof = n == 0,
             Err(e) => {
-                self.buf.truncate(len);
+                if let Some(e) = out_of_memory(&self.path, &e) {
+                    return Err(e);
+                }
                 let after = if self.lines > 0 { format!(" after line {}", self.lines) } else { String::new() };
-                return Err(InputError(format!("{}: cannot read{after} ({})", self.path.display(), describe(&e))));
+                return Err(InputError::Bad(format!("{}: cannot read{after} ({})", self.path.display(), describe(&e))));
             }
         }
         Ok(())
@@ -157,7 +158,7 @@ impl JsonlTexts {
                     Judged::Bad(problem) => {
                         let message = format!("{}:{}: {problem}", self.path.display(), self.lines);
                         if !self.skip_bad {
-                            return Err(InputError(message + " (skip such lines with --skip-bad-lines, or skip_bad_lines=True in Python)"));
+                            return Err(InputError::Bad(message + " (skip such lines with --skip-bad-lines, or skip_bad_lines=True in Python)"));
                         }
                         self.bad.add(|| message);
                         true
@@ -291,6 +292,6 @@ mod tests {
         assert_eq!(judged, [5, 6, 7, 8, 9]);
         assert_eq!(bad, 5);
         let e = texts(b"{\"text\": \"ok\"}\n{bad\n", false).unwrap_err();
-        assert_eq!(e.0, "t.jsonl:2: judged (skip such lines with --skip-bad-lines, or skip_bad_lines=True in Python)");
+        assert_eq!(e.to_string(), "t.jsonl:2: judged (skip such lines with --skip-bad-lines, or skip_bad_lines=True in Python)");
     }
 }

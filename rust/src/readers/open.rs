@@ -38,13 +38,20 @@ impl Compression {
     }
 }
 
-/// A problem with an input: the message names the file (and line, where there is one).
+/// Why an input could not be read; the message names the file (and line, where there is one).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InputError(pub String);
+pub enum InputError {
+    /// A problem with the input itself (or the system's): missing, unreadable, not UTF-8, ...
+    Bad(String),
+    /// The reader's buffer could not grow (the bindings raise MemoryError).
+    OutOfMemory(String),
+}
 
 impl std::fmt::Display for InputError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            InputError::Bad(message) | InputError::OutOfMemory(message) => f.write_str(message),
+        }
     }
 }
 
@@ -65,11 +72,11 @@ pub fn open(path: &Path, compression: Compression) -> Result<Input, InputError> 
     let file = File::open(path).map_err(|e| open_error(path, &e))?;
     let meta = file.metadata().map_err(|e| open_error(path, &e))?;
     if meta.is_dir() {
-        return Err(InputError(format!("{shown}: is a folder")));
+        return Err(InputError::Bad(format!("{shown}: is a folder")));
     }
     if compression != Compression::None && meta.is_file() && meta.len() == 0 {
         // A compressed file is never empty (a header at least): this one was cut short.
-        return Err(InputError(format!("{shown}: an empty file, not {} data (cut short?)", compression.name())));
+        return Err(InputError::Bad(format!("{shown}: an empty file, not {} data (cut short?)", compression.name())));
     }
     let file = WatchedFile::new(file, &meta);
     let read: Box<dyn Read + Send> = match compression {
@@ -148,7 +155,7 @@ impl Read for WatchedFile {
 /// The message for a file that cannot be opened, as the Python package words it.
 fn open_error(path: &Path, e: &io::Error) -> InputError {
     let shown = path.display();
-    InputError(match e.kind() {
+    InputError::Bad(match e.kind() {
         io::ErrorKind::NotFound => format!("{shown}: no such file"),
         io::ErrorKind::PermissionDenied => format!("{shown}: permission denied"),
         io::ErrorKind::IsADirectory => format!("{shown}: is a folder"),
@@ -165,9 +172,51 @@ fn os_message(e: &io::Error) -> String {
     }
 }
 
-/// The message for a read that failed (bad compressed data, an I/O error).
+/// The error for a read that failed (bad compressed data, an I/O error, a buffer that could not
+/// grow: see [`read_more`]).
 pub fn read_error(path: &Path, e: &io::Error) -> InputError {
-    InputError(format!("{}: cannot read ({})", path.display(), describe(e)))
+    out_of_memory(path, e).unwrap_or_else(|| InputError::Bad(format!("{}: cannot read ({})", path.display(), describe(e))))
+}
+
+/// [`InputError::OutOfMemory`] if `e` says memory ran out (see [`read_more`]).
+pub fn out_of_memory(path: &Path, e: &io::Error) -> Option<InputError> {
+    if e.kind() != io::ErrorKind::OutOfMemory {
+        return None;
+    }
+    let asked = e.get_ref().and_then(|inner| inner.downcast_ref::<Asked>());
+    let block = asked.map_or_else(String::new, |a| format!(": a block of {} could not be allocated", crate::memory::describe_size(a.0)));
+    Some(InputError::OutOfMemory(format!("out of memory while reading {}{block}", path.display())))
+}
+
+/// The size of the block a reader's buffer asked for, carried by the error of [`read_more`].
+#[derive(Debug)]
+struct Asked(usize);
+
+impl std::fmt::Display for Asked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "a block of {} bytes could not be allocated", self.0)
+    }
+}
+
+impl std::error::Error for Asked {}
+
+/// Reads up to `chunk` more bytes of `input` onto the end of `buf`; returns how many (0: the
+/// input's end). Rust aborts the process on an allocation that fails, and `read_to_end` grows
+/// its buffer that way, so `buf` grows here by a fallible reservation first (doubling, as a
+/// `Vec` does) and `read_to_end` reads only into that room: a buffer that cannot grow (one long
+/// document under a memory limit) is an [`io::ErrorKind::OutOfMemory`] error, which
+/// [`read_error`] turns into [`InputError::OutOfMemory`].
+pub fn read_more(input: &mut dyn Read, buf: &mut Vec<u8>, chunk: usize) -> io::Result<usize> {
+    if let Err(e) = crate::memory::try_reserve(buf, chunk, "reading") {
+        let bytes = match e {
+            crate::Error::OutOfMemory { bytes, .. } => bytes,
+            _ => 0,
+        };
+        return Err(io::Error::new(io::ErrorKind::OutOfMemory, Asked(bytes)));
+    }
+    let len = buf.len();
+    // `chunk` bytes fit in the room reserved: read_to_end fills it without growing `buf`.
+    input.take(chunk as u64).read_to_end(buf).inspect_err(|_| buf.truncate(len))
 }
 
 /// `e`'s message on one line, at most 200 characters.
@@ -258,12 +307,12 @@ mod tests {
             assert_eq!(read_all(&path, c).unwrap(), body);
             std::fs::write(&path, &data[..data.len() - 7]).unwrap();
             let e = read_all(&path, c).unwrap_err();
-            assert!(e.0.starts_with(&format!("{}: cannot read (", path.display())), "{e}");
+            assert!(e.to_string().starts_with(&format!("{}: cannot read (", path.display())), "{e}");
             std::fs::write(&path, b"").unwrap();
-            assert!(read_all(&path, c).unwrap_err().0.ends_with("data (cut short?)"));
+            assert!(read_all(&path, c).unwrap_err().to_string().ends_with("data (cut short?)"));
         }
         let e = read_all(&dir.join("missing.txt"), Compression::None).unwrap_err();
-        assert_eq!(e.0, format!("{}: no such file", dir.join("missing.txt").display()));
+        assert_eq!(e.to_string(), format!("{}: no such file", dir.join("missing.txt").display()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -289,7 +338,7 @@ mod tests {
             std::fs::write(&path, &data).unwrap();
             read_changed(&path, c, || ()).unwrap();
             let cut = || std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(n as u64 / 2).unwrap();
-            let e = read_changed(&path, c, cut).unwrap_err().0;
+            let e = read_changed(&path, c, cut).unwrap_err().to_string();
             let prefix = format!("{}: cannot read (", path.display());
             assert!(e.starts_with(&prefix) && e.contains("the file changed while it was read"), "{e}");
             std::fs::write(&path, &data).unwrap();
@@ -297,11 +346,11 @@ mod tests {
                 let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
                 f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1)).unwrap();
             };
-            let e = read_changed(&path, c, touch).unwrap_err().0;
+            let e = read_changed(&path, c, touch).unwrap_err().to_string();
             assert!(e.contains("the file changed while it was read: its modification time changed"), "{e}");
         }
         let e = read_all(&dir.join("missing.txt"), Compression::None).unwrap_err();
-        assert_eq!(e.0, format!("{}: no such file", dir.join("missing.txt").display()));
+        assert_eq!(e.to_string(), format!("{}: no such file", dir.join("missing.txt").display()));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -32,7 +32,7 @@ pub fn splittable(separator: &[u8]) -> bool {
 /// numbers). `separator` must be [`splittable`]; the file is read as it is (no decompression).
 pub fn open_range(path: &Path, separator: &[u8], start: u64, end: u64) -> Result<(Input, u64), InputError> {
     if !splittable(separator) {
-        return Err(InputError(format!("{}: a separator of {separator:?} cannot cut a file into ranges", path.display())));
+        return Err(InputError::Bad(format!("{}: a separator of {separator:?} cannot cut a file into ranges", path.display())));
     }
     let mut file = File::open(path).map_err(|e| read_error(path, &e))?;
     let len = file.metadata().map_err(|e| read_error(path, &e))?.len();

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::path::PathBuf;
 
 use super::bad_lines::BadLines;
-use super::open::{read_error, Input, InputError};
+use super::open::{read_error, read_more, Input, InputError};
 
 /// Bytes read at a time.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -80,17 +80,8 @@ impl TextDocuments {
             self.searched -= self.pos;
             self.pos = 0;
         }
-        let len = self.buf.len();
-        // Read straight into the buffer's spare room (read_to_end through `take`: no zeroing
-        // first), a chunk or what is left of the input.
-        let read = (&mut self.input).take(CHUNK_BYTES as u64).read_to_end(&mut self.buf);
-        let n = match read {
-            Ok(n) => n,
-            Err(e) => {
-                self.buf.truncate(len);
-                return Err(read_error(&self.path, &e));
-            }
-        };
+        // Straight into the buffer's spare room (no zeroing first), a chunk or what is left.
+        let n = read_more(&mut self.input, &mut self.buf, CHUNK_BYTES).map_err(|e| read_error(&self.path, &e))?;
         self.eof = n == 0;
         if !self.started && (self.buf.len() >= BOM.len() || self.eof) {
             self.started = true;
@@ -156,7 +147,7 @@ impl TextDocuments {
                         false => lines_before + memchr::memchr_iter(b'\n', &self.buf[start..at]).count() as u64 + 1,
                     };
                     if !self.skip_bad {
-                        return Err(InputError(format!(
+                        return Err(InputError::Bad(format!(
                             "{}:{}: not valid UTF-8 (byte 0x{byte:02x}); convert the file to UTF-8, \
                              or skip the documents that hold such bytes with --skip-bad-lines (skip_bad_lines=True in Python)",
                             self.path.display(),
@@ -213,9 +204,9 @@ mod tests {
     fn bytes_that_are_not_utf8_name_the_line_or_are_skipped() {
         let data = b"ok\nfine\r\nbad \xe9 here\nok again\n";
         let e = docs(data, "\n", false).unwrap_err();
-        assert!(e.0.starts_with("t.txt:3: not valid UTF-8 (byte 0xe9); convert"), "{e}");
+        assert!(e.to_string().starts_with("t.txt:3: not valid UTF-8 (byte 0xe9); convert"), "{e}");
         assert_eq!(docs(data, "\n", true).unwrap(), (vec!["ok".into(), "fine".into(), "ok again".into()], 1));
         let e = docs(b"a\nb\n\nc \xff", "\n\n", false).unwrap_err();
-        assert!(e.0.starts_with("t.txt:4: not valid UTF-8 (byte 0xff)"), "{e}");
+        assert!(e.to_string().starts_with("t.txt:4: not valid UTF-8 (byte 0xff)"), "{e}");
     }
 }

@@ -8,6 +8,8 @@ import tempfile
 
 import pytest
 import tiktoken.load
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bpeforge
 from bpeforge import _io as io
@@ -425,3 +427,30 @@ def test_npy_header_alignment():
 def test_save_writes_token_bytes(tok, tmp_path):
     tok.save(tmp_path)
     assert io.read_token_bytes(tmp_path) == tok.token_bytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.binary(min_size=1, max_size=40), st.integers(0, 2**31 - 1), max_size=30))
+def test_the_tiktoken_text_is_base64_lines_by_rank_that_tiktoken_reads_back(extra):
+    """The ``.tiktoken`` text, made in place in Rust: one ``base64(token) rank`` line per token,
+    by rank (Python's base64 as the reference), and tiktoken's own loader reads the ranks back."""
+    import base64
+
+    ranks = {**{bytes([i]): i + 2**31 for i in range(256)}, **extra}  # distinct ranks, apart from `extra`'s
+    by_rank = sorted(ranks.items(), key=lambda item: item[1])
+    expected = b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in by_rank)
+    text = io.ranks_to_tiktoken(ranks)
+    assert text == expected
+    assert io.ranks_to_tiktoken(by_rank) == text  # pairs as well as a dict
+    if len(set(ranks.values())) == len(ranks):
+        path = os.path.join(tempfile.mkdtemp(), "r.tiktoken")
+        with open(path, "wb") as f:
+            f.write(text)
+        assert tiktoken.load.load_tiktoken_bpe(path) == ranks
+
+
+def test_the_tiktoken_text_of_a_bad_ranks_argument_is_a_type_error():
+    with pytest.raises(TypeError, match="ranks must be a dict of bytes to int rank"):
+        io.ranks_to_tiktoken({"a": 1})
+    with pytest.raises(ValueError, match="rank -1 of .* is out of range"):
+        io.ranks_to_tiktoken({b"a": -1})

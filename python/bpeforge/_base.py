@@ -106,14 +106,9 @@ class BaseTokenizer:
         self._special_tokens = special_token_ids(special_tokens, set(ranks.values()))
         #: Figures of the training run that made this tokenizer (empty if it was loaded).
         self.training_stats: dict = {}
-        import tiktoken
-
-        self._encoding = tiktoken.Encoding(
-            name=name,
-            pat_str=self._pattern,
-            mergeable_ranks=ranks,
-            special_tokens=self._special_tokens,
-        )
+        self._ranks = ranks
+        self._name = name
+        self._built: Optional[tiktoken.Encoding] = None
 
     @classmethod
     def from_encoding(cls: type[T], encoding: tiktoken.Encoding) -> T:
@@ -134,9 +129,28 @@ class BaseTokenizer:
         tok = cls.__new__(cls)
         tok._pattern = encoding._pat_str
         tok._special_tokens = dict(encoding._special_tokens)
-        tok._encoding = encoding
+        tok._ranks = encoding._mergeable_ranks
+        tok._name = encoding.name
+        tok._built = encoding
         tok.training_stats = {}
         return tok
+
+    @property
+    def _encoding(self) -> tiktoken.Encoding:
+        """The ``tiktoken.Encoding``, made at its first use: it holds two more copies of every
+        token's bytes (tiktoken's maps each way), which saving a tokenizer, or reporting on it,
+        does not need; a tokenizer of long tokens (a run of one character makes tokens of
+        megabytes) would otherwise hold three copies of them from the start."""
+        if self._built is None:
+            import tiktoken
+
+            self._built = tiktoken.Encoding(
+                name=self._name,
+                pat_str=self._pattern,
+                mergeable_ranks=self._ranks,
+                special_tokens=self._special_tokens,
+            )
+        return self._built
 
     @property
     def encoding(self) -> tiktoken.Encoding:
@@ -151,7 +165,7 @@ class BaseTokenizer:
     @property
     def mergeable_ranks(self) -> dict[bytes, int]:
         """A copy of the ranks: token bytes -> rank."""
-        return dict(self._encoding._mergeable_ranks)
+        return dict(self._ranks)
 
     @property
     def special_tokens(self) -> dict[str, int]:
@@ -161,7 +175,9 @@ class BaseTokenizer:
     @property
     def n_vocab(self) -> int:
         """Number of token ids: ranks plus special tokens."""
-        return self._encoding.n_vocab
+        if self._built is not None:
+            return self._built.n_vocab
+        return max(max(self._ranks.values(), default=-1), max(self._special_tokens.values(), default=-1)) + 1
 
     def __repr__(self) -> str:
         return f"<bpeforge.{type(self).__name__} n_vocab={self.n_vocab} special_tokens={len(self._special_tokens)}>"
@@ -348,7 +364,7 @@ class BaseTokenizer:
         (True, [1, 1], 0)
         """
         values = [0] * self.n_vocab
-        for token, rank in self._encoding._mergeable_ranks.items():
+        for token, rank in self._ranks.items():
             values[rank] = len(token)
         if as_numpy:
             np = import_numpy("as_numpy=True")

@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 
 from typing_extensions import disjoint_base
 
-__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "split", "check_pattern", "first_merge_disagreement", "huggingface_merges", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
+__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "ranks_to_tiktoken", "split", "check_pattern", "first_merge_disagreement", "huggingface_merges", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -345,6 +345,12 @@ def check_ranks(ranks: Union[Mapping[bytes, int], Iterable[tuple[bytes, int]]]) 
     satisfies tiktoken's model of ids: distinct non-negative ranks, gaps allowed; every single
     byte a token, at any rank; distinct, non-empty bytes; every longer token the concatenation of
     two tokens of lower rank.
+    """
+
+def ranks_to_tiktoken(ranks: Union[Mapping[bytes, int], Iterable[tuple[bytes, int]]]) -> bytes:
+    """The text of a `.tiktoken` file of `ranks` (as `check_ranks` takes them): one `base64(token)
+    rank` line per token, by rank. Made in place in the `bytes` returned (the text is a third
+    larger than the tokens: it is held once, and the tokens are not copied).
     """
 
 def split(text: str, pattern: str, *, fast: bool = True) -> list[str]:

@@ -24,6 +24,7 @@ import struct
 from pathlib import Path
 from typing import Any, Optional, TypeVar, Union
 
+from . import _core
 from . import _files as files
 from ._base import BaseTokenizer, check_tiktoken_parts, import_numpy
 from ._checks import MAX_TOKEN_ID
@@ -93,13 +94,10 @@ def holds_only_saved_files(folder: Path) -> bool:
 
 
 def ranks_to_tiktoken(ranks: dict) -> bytes:
-    """The ``.tiktoken`` text of ``ranks``: one ``base64(token) rank`` line per token, by rank."""
-    # Joined from the pieces, not from lines made first: a long token's base64 (a run of one
-    # character can make tokens of megabytes) is then held once, and the text once more.
-    parts: list[bytes] = []
-    for token, rank in sorted(ranks.items(), key=lambda x: x[1]):
-        parts += (base64.b64encode(token), b" %d\n" % rank)
-    return b"".join(parts)
+    """The ``.tiktoken`` text of ``ranks``: one ``base64(token) rank`` line per token, by rank.
+    Made in Rust, in place in the bytes returned: the text is held once, the tokens not copied
+    (a run of one character can make tokens of megabytes)."""
+    return _core.ranks_to_tiktoken(ranks)
 
 
 def read_tiktoken(path: Union[str, os.PathLike], data: Optional[bytes] = None) -> dict:

@@ -9,6 +9,7 @@
 //! - `args.rs`: arguments checked; `pool.rs`: the thread pools; `shutdown.rs`: interpreter exit;
 //! - `parquet.rs`: the `ParquetReader` class; `encode.rs`: the `Encoder` class (counting tokens);
 //! - `counts.rs`: the `SpanCounts` class and `count_texts`;
+//! - `ranks.rs`: mergeable ranks checked, and written as a `.tiktoken` file's text;
 //! - `readers.rs`: the `TextReader` and `JsonlReader` classes (and `InputError`).
 
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
@@ -24,13 +25,13 @@ mod merge_order;
 mod parquet;
 mod pool;
 mod progress;
+mod ranks;
 mod readers;
 mod recipe;
 mod shutdown;
 mod trainer;
 
 use crate::pretokenize::presets;
-use crate::vocab::check_ranks as check_ranks_core;
 use crate::{Error, Splitter};
 
 use args::{int_arg, type_name};
@@ -41,36 +42,6 @@ fn to_py(e: Error) -> PyErr {
         Error::OutOfMemory { .. } => PyMemoryError::new_err(e.to_string()),
         _ => PyValueError::new_err(e.to_string()),
     }
-}
-
-/// Raises ValueError unless `ranks` (a dict of bytes to rank, or a list of `(bytes, rank)`)
-/// satisfies tiktoken's model of ids: distinct non-negative ranks, gaps allowed; every single
-/// byte a token, at any rank; distinct, non-empty bytes; every longer token the concatenation of
-/// two tokens of lower rank.
-#[pyfunction]
-fn check_ranks(py: Python<'_>, ranks: &Bound<'_, PyAny>) -> PyResult<()> {
-    let pairs = ranks_arg(ranks)?;
-    py.detach(|| check_ranks_core(&pairs)).map_err(to_py)
-}
-
-/// The `(bytes, rank)` pairs of a `ranks` argument: a mapping's items, or any iterable of pairs.
-fn ranks_arg(ranks: &Bound<'_, PyAny>) -> PyResult<Vec<(Vec<u8>, u64)>> {
-    use pyo3::exceptions::PyTypeError;
-    use pyo3::types::{PyBytes, PyMapping};
-    let items = if ranks.cast::<PyMapping>().is_ok() { ranks.call_method0("items")? } else { ranks.clone() };
-    let shape = || PyTypeError::new_err("ranks must be a dict of bytes to int rank, or a list of (bytes, rank) pairs");
-    let mut pairs = Vec::new();
-    for item in items.try_iter().map_err(|_| shape())? {
-        let (token, rank): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item?.extract().map_err(|_| shape())?;
-        let token = token.cast::<PyBytes>().map_err(|_| shape())?.as_bytes().to_vec();
-        let Some(rank) = args::as_int(&rank) else { return Err(shape()) };
-        let rank: u64 = match rank.extract::<i64>() {
-            Ok(r) if r >= 0 => r as u64,
-            _ => return Err(PyValueError::new_err(format!("invalid mergeable ranks: rank {rank} of {} is out of range: ranks must be non-negative and below {}", crate::vocab::shown(&token), crate::vocab::MAX_RANK))),
-        };
-        pairs.push((token, rank));
-    }
-    Ok(pairs)
 }
 
 /// The regex of a `pattern` argument: a preset's name (see `PRESETS`), `superword` (see
@@ -146,7 +117,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<readers::TextReader>()?;
     m.add_class::<readers::JsonlReader>()?;
     m.add("InputError", m.py().get_type::<readers::InputError>())?;
-    m.add_function(wrap_pyfunction!(check_ranks, m)?)?;
+    m.add_function(wrap_pyfunction!(ranks::check_ranks, m)?)?;
+    m.add_function(wrap_pyfunction!(ranks::ranks_to_tiktoken, m)?)?;
     m.add_function(wrap_pyfunction!(split, m)?)?;
     m.add_function(wrap_pyfunction!(check_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order::first_merge_disagreement, m)?)?;

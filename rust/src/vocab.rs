@@ -95,9 +95,10 @@ pub const MAX_RANK: u64 = 1 << 31;
 /// The trainer's canonical layout (bytes 0..=255, merges from 256 on) is one such layout.
 ///
 /// `ranks` are (token bytes, rank) pairs in any order.
-pub fn check_ranks(ranks: &[(Vec<u8>, u64)]) -> Result<(), Error> {
+pub fn check_ranks<T: AsRef<[u8]>>(ranks: &[(T, u64)]) -> Result<(), Error> {
     let mut tokens: Vec<(u64, &[u8])> = Vec::with_capacity(ranks.len());
     for (bytes, rank) in ranks {
+        let bytes = bytes.as_ref();
         if *rank >= MAX_RANK {
             return Err(Error::InvalidRanks(format!("rank {rank} of {} is out of range: ranks must be below {MAX_RANK}", shown(bytes))));
         }

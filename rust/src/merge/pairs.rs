@@ -56,6 +56,23 @@ pub(super) struct PairIndex {
 }
 
 impl PairIndex {
+    /// Every pair by slot, with its count and its spans, block after block: the index as a
+    /// value to compare.
+    #[cfg(test)]
+    pub(super) fn pairs_for_tests(&self) -> Vec<(Pair, i64, Vec<u32>)> {
+        let mut pairs = Vec::new();
+        for (t, block) in (0u32..).zip(&self.blocks) {
+            for k in 0..block.left + block.right {
+                let slot = block.start + k as usize;
+                let other = self.others[slot];
+                let mut spans = Vec::new();
+                self.spans_of(slot, &mut spans);
+                pairs.push((if k < block.left { (other, t) } else { (t, other) }, self.count(slot), spans));
+            }
+        }
+        pairs
+    }
+
     /// Makes room for `pairs` more pairs with `bytes` bytes of span lists in all (see
     /// [`Lists::room`]).
     pub(super) fn reserve(&mut self, pairs: usize, bytes: usize) -> Result<(), Error> {

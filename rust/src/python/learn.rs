@@ -167,8 +167,12 @@ impl Run<'_> {
                         Cow::Borrowed(sorted.spans())
                     }
                 };
-                // What joining or sorting freed goes back to the system before the loop's tables.
-                crate::memory::release();
+                // What joining or sorting freed goes back to the system before the loop's tables
+                // (not after a small count, which freed little: the release walks every arena).
+                let large = spans.len() >= RELEASE_FROM;
+                if large {
+                    crate::memory::release();
+                }
                 self.distinct_spans.store(spans.len(), Ordering::Relaxed);
                 // HuggingFace's alphabet (the bytes the spans hold) fills the vocabulary first:
                 // found here once, it is given to the loop, and the merges to make are known.
@@ -186,7 +190,9 @@ impl Run<'_> {
                     None => learn(spans, &options, &self.stop.requested, on_merge),
                     Some(base) => extend(spans, base, &options, &self.stop.requested, on_merge),
                 };
-                crate::memory::release();
+                if large {
+                    crate::memory::release();
+                }
                 learned
             })
         }));
@@ -263,6 +269,10 @@ impl Run<'_> {
         Ok(())
     }
 }
+
+/// A run of this many distinct spans or more gives freed memory back to the system (see
+/// `memory::release`) before and after its merge loop; a smaller one has little to give.
+const RELEASE_FROM: usize = 1 << 14;
 
 /// The merge loop on counted, given or sorted spans, from the single bytes or from `base` (the
 /// loop goes on from the spans encoded with its ranks); see the module's comment.

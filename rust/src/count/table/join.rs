@@ -135,9 +135,14 @@ impl Joiner<'_> {
                 }
                 self.out.push_short(key, n, COUNTING)?;
             }
-            // SAFETY: zero bytes make a valid (free) slot, and slots `..end` of this part are
-            // never read again: no span is looked up in a table while it is joined.
-            unsafe { crate::memory::discard(&mut slots[..end], &mut discarded) };
+            // A part of less than DISCARD_EVERY bytes (a small table's) keeps its pages: giving
+            // them back (a system call, and a flush of the other threads' address caches) would
+            // cost more than the little it holds, freed with the table right after.
+            if slots.len() >= step {
+                // SAFETY: zero bytes make a valid (free) slot, and slots `..end` of this part
+                // are never read again: no span is looked up in a table while it is joined.
+                unsafe { crate::memory::discard(&mut slots[..end], &mut discarded) };
+            }
         }
         Ok(())
     }

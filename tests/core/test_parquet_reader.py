@@ -1,4 +1,5 @@
-"""bpeforge.ParquetReader against pyarrow, its slow twin: the same strings in the same order,
+"""bpeforge.ParquetReader against pyarrow, its slow twin: the same strings in the same order
+(empty ones left out, as every reader leaves out empty documents),
 whatever the file's layout (row groups, page sizes, a dictionary and its fallback to plain pages,
 other encodings, codecs, page format, nulls, other columns) and the batch limits; batches within
 their limits; and clear errors for what it cannot read."""
@@ -88,9 +89,10 @@ def test_the_reader_gives_the_strings_pyarrow_reads(tmp_path_factory, docs, layo
     batches, reader = read_all(path, batch_rows=batch_rows, batch_bytes=batch_bytes)
     expected = [d for d in pq.read_table(path, columns=["text"]).column(0).to_pylist() if d is not None]
     assert expected == [d for d in docs if d is not None]  # (the slow twin reads what was written)
-    assert [s for b in batches for s in b] == expected
+    assert [s for b in batches for s in b] == [d for d in expected if d]  # empty strings left out too
     assert reader.num_rows == reader.rows_read == len(docs)
     assert reader.bytes_read == sum(len(d.encode()) for d in expected)
+    assert reader.documents == len([d for d in expected if d]) and reader.heldout == []
 
 
 def test_a_batch_of_long_rows_ends_at_the_row_that_takes_it_past_its_byte_limit(tmp_path):

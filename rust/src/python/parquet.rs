@@ -92,7 +92,7 @@ fn open(
     let texts = py.detach(|| catch_reader_panics(|| ParquetTexts::open(&path, column))).map_err(|e| failure_to_py(&path, e))?;
     let num_rows = texts.num_rows();
     let repr = format!("ParquetReader('{}', column='{column}', batch_rows={batch_rows}, batch_bytes={batch_bytes})", path.display());
-    let documents = Documents::Parquet(ParquetDocuments::new(texts, column, batch_rows, batch_bytes));
+    let documents = Documents::Parquet(Box::new(ParquetDocuments::new(texts, column, batch_rows, batch_bytes)));
     // The documents' reading returns at the end of each batch of rows, which keeps both limits:
     // a batch handed to Python is that of the rows (less what the selection left out).
     let base = reader(path, repr, batch_rows, usize::MAX, documents, options);

@@ -46,7 +46,7 @@ const PUSH_BYTES: usize = 8 << 20;
 pub(super) enum Documents {
     Text(TextDocuments),
     Jsonl(JsonlTexts),
-    Parquet(ParquetDocuments),
+    Parquet(Box<ParquetDocuments>), // (boxed: the largest by far)
     Arrow(ArrowDocuments),
 }
 

@@ -88,16 +88,16 @@ PARQUET_READERS = ("bpeforge", "pyarrow")
 
 def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", reader: str = "bpeforge"):
     """The `text` column, one document per row; the first `fraction` of the rows. `feed` says
-    what the iterator yields: "str" one str per non-null row (what every trainer takes), "list"
-    one list of str per batch of rows (nulls dropped), "arrow" the record batch's pyarrow string
+    what the iterator yields: "str" one str per non-null, non-empty row (what every trainer takes), "list"
+    one list of str per batch of rows (nulls and empty strings dropped), "arrow" the record batch's pyarrow string
     array itself (with the pyarrow reader, and for bpeforge only: it reads the array through the
     Arrow C Data Interface and skips nulls).
 
     `reader` reads the file: "bpeforge" with bpeforge.ParquetReader (page by page, in Rust,
     batches of up to 1024 rows or 1 MB), "pyarrow" with pyarrow's ParquetFile.iter_batches (record
     batches of 1024 rows),
-    as a training script would. The same texts either way: the fraction counts texts (non-null
-    rows) of the file's rows, `round(rows * fraction)` of them.
+    as a training script would. The same texts either way: the fraction counts texts (non-null,
+    non-empty rows) of the file's rows, `round(rows * fraction)` of them.
 
     The reader is made and the file opened here, before the first text is asked for: a training
     script has its reader ready before it trains, and importing pyarrow (about 0.1 s) inside the
@@ -122,6 +122,9 @@ def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", read
             if st.texts >= limit:
                 break
             col = pc.drop_null(batch.column(0))
+            lengths = pc.binary_length(col)
+            if len(col) and pc.min(lengths).as_py() == 0:  # empty strings left out, as bpeforge's reader does
+                col = col.filter(pc.greater(lengths, 0))
             if st.texts + len(col) > limit:
                 col = col.slice(0, limit - st.texts)
             st.texts += len(col)
@@ -137,7 +140,7 @@ def _iter_parquet(path: str, fraction: float, st: Stats, feed: str = "str", read
 
 
 def _iter_parquet_bpeforge(path: str, fraction: float, st: Stats, feed: str):
-    """_iter_parquet with bpeforge's reader (which skips null rows); the bytes are counted in
+    """_iter_parquet with bpeforge's reader (which skips null rows and empty strings); the bytes are counted in
     Rust."""
     from bpeforge import ParquetReader
 

@@ -52,13 +52,13 @@ def test_the_file_reader_gives_the_lines_decoded_one_by_one(tmp_path_factory, pi
        feed=st.sampled_from(["str", "list"]))
 def test_the_parquet_readers_give_the_same_texts_and_counts(tmp_path_factory, docs, fraction, row_group_size, feed):
     """The benchmarks read a .parquet corpus with bpeforge.ParquetReader or with pyarrow: the
-    same texts (nulls skipped; `round(rows * fraction)` of them), and the same counts of texts
+    same texts (nulls and empty strings skipped; `round(rows * fraction)` of them), and the same counts of texts
     and bytes."""
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     path = tmp_path_factory.mktemp("pq") / "corpus.parquet"
     pq.write_table(pa.table({"text": pa.array(docs, pa.string())}), path, row_group_size=row_group_size)
-    texts = [d for d in docs if d is not None]
+    texts = [d for d in docs if d]
     limit = round(len(docs) * fraction) if fraction < 1 else len(texts)
     got = {}
     for reader in benchlib.PARQUET_READERS:

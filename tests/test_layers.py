@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("compression at several vocabulary sizes of one training", ("bpeforge._sweep",)),
     ("superword transitions compared at one size (on the sweep's measuring)", ("bpeforge._superword_sweep",)),
     ("what the readers share: a file changed while read, errors in one line, the bad lines skipped", ("bpeforge._inputs.files",)),
-    ("the Parquet reader through pyarrow (text and JSONL are read in Rust; the tests keep Python ones as the oracle)",
+    ("the Parquet readers: bpeforge's, or pyarrow's record batches handed to Rust (every format is read and selected in Rust; the tests keep Python readers as the oracle)",
      ("bpeforge._inputs.parquet",)),
     ("the training documents of the input files, as batches, with the held-out ones", ("bpeforge._inputs.corpus",)),
     ("the readers' package: their public names", ("bpeforge._inputs",)),

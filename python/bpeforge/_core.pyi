@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 
 from typing_extensions import disjoint_base
 
-__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "InputError", "check_ranks", "ranks_to_tiktoken", "split", "check_pattern", "first_merge_disagreement", "huggingface_merges", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
+__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "arrow_documents", "parquet_documents", "InputError", "check_ranks", "ranks_to_tiktoken", "split", "check_pattern", "first_merge_disagreement", "huggingface_merges", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -268,16 +268,21 @@ NANOCHAT_SPECIAL_TOKENS: list[str]
 SUPERWORD_PATTERN: str
 
 @final
-class ParquetReader:
-    """Reads the strings of one column of a Parquet file, batch by batch, with little memory.
+class ParquetReader(DocumentReader):
+    """Reads the documents of one column of strings of a Parquet file, batch by batch, with little
+    memory.
 
-    `ParquetReader(path, column="text", *, batch_rows=1024, batch_bytes=1 << 20)` opens `path`
-    (reading only its footer) and checks that its top-level column `column` holds strings.
-    Iterating gives lists of str in file order, null rows left out: `batch_rows` rows each, or
-    fewer once their strings reach `batch_bytes` bytes, so that a batch of long documents stays
-    small. Hand it to `Trainer.train_from_iterator` as it is (lists of str are batches), or
-    chain the lists for one str per row. Only the pages of the batch being read are held in
-    memory (and the row group's dictionary), whatever the file's size.
+    `ParquetReader(path, column="text", *, batch_rows=1024, batch_bytes=1 << 20, doc_cap=None,
+    max_chars=None, holdout_every=0, holdout_max_bytes=1_000_000, documents_before=0,
+    sample_max_bytes=0)` opens `path` (reading only its footer) and checks that its top-level
+    column `column` holds strings. Iterating gives lists of str in file order, null rows and empty
+    strings left out: the documents of `batch_rows` rows each, or fewer once their strings reach
+    `batch_bytes` bytes, so that a batch of long documents stays small. Hand it to
+    `Trainer.train_from_iterator` as it is (it is read in Rust, without a Python str per
+    document), or chain the lists for one str per document. Only the pages of the batch being
+    read are held in memory (and the row group's dictionary), whatever the file's size. The
+    documents are selected on the way as `TextReader`'s keyword arguments say (crop, budget of
+    characters, hold-out, sample; by default every document whole), with its counts.
 
     Raises OSError (FileNotFoundError, ...) for a file that cannot be opened or read, and
     ValueError for one that is not Parquet, has no such column of strings, is damaged, or
@@ -293,9 +298,13 @@ class ParquetReader:
         *,
         batch_rows: Optional[int] = None,
         batch_bytes: Optional[int] = None,
+        doc_cap: Optional[int] = None,
+        max_chars: Optional[int] = None,
+        holdout_every: Optional[int] = None,
+        holdout_max_bytes: Optional[int] = None,
+        documents_before: Optional[int] = None,
+        sample_max_bytes: Optional[int] = None,
     ) -> ParquetReader: ...
-    def __iter__(self) -> ParquetReader: ...
-    def __next__(self) -> list[str]: ...
     @property
     def num_rows(self) -> int:
         """The number of rows the file declares, null ones included."""
@@ -304,10 +313,9 @@ class ParquetReader:
         """Rows read so far, null ones included."""
     @property
     def bytes_read(self) -> int:
-        """UTF-8 bytes of the strings read so far (those of a batch count once it is read)."""
-    @property
-    def path(self) -> pathlib.Path:
-        """The file read."""
+        """UTF-8 bytes of the strings read so far (those of a batch count once it is read), held-out
+        and cropped ones whole.
+        """
     @property
     def column(self) -> str:
         """The column read."""
@@ -493,8 +501,8 @@ class InputError(Exception):
 
 @disjoint_base
 class DocumentReader:
-    """What `TextReader` and `JsonlReader` share: iterating gives lists of str, and the counts,
-    held-out documents and sample of what was read so far (see `TextReader`).
+    """What `TextReader`, `JsonlReader` and `ParquetReader` share: iterating gives lists of str,
+    and the counts, held-out documents and sample of what was read so far (see `TextReader`).
     """
 
     def __iter__(self) -> DocumentReader: ...
@@ -521,7 +529,9 @@ class DocumentReader:
         """
     @property
     def bad_lines(self) -> int:
-        """Bad lines (JSONL) or documents that are not UTF-8 (text) skipped so far."""
+        """Bad lines (JSONL) or documents that are not UTF-8 (text) skipped so far (none for
+        Parquet, whose strings that are not UTF-8 are an error).
+        """
     @property
     def bad_line_examples(self) -> list[str]:
         """The messages of the first few of them."""
@@ -621,6 +631,43 @@ class JsonlReader(DocumentReader):
         batch_bytes: Optional[int] = None,
         byte_range: Optional[Tuple[int, int]] = None,
     ) -> JsonlReader: ...
+
+def arrow_documents(
+    arrays: Iterable[Any],
+    path: Union[str, os.PathLike[str]],
+    *,
+    doc_cap: Optional[int] = None,
+    max_chars: Optional[int] = None,
+    holdout_every: Optional[int] = None,
+    holdout_max_bytes: Optional[int] = None,
+    documents_before: Optional[int] = None,
+    sample_max_bytes: Optional[int] = None,
+    batch_docs: Optional[int] = None,
+    batch_bytes: Optional[int] = None,
+) -> DocumentReader:
+    """The documents of the Arrow string arrays `arrays` yields (objects with `__arrow_c_array__`:
+    the column of pyarrow's record batches of the Parquet file `path`), selected as `TextReader`'s
+    keyword arguments say; a `DocumentReader`. Nulls and empty strings are skipped; strings that
+    are not UTF-8 raise `InputError` naming `path`, and what the iterator raises goes through.
+    For the command line's reading of Parquet with pyarrow (`bpeforge._inputs`).
+    """
+
+def parquet_documents(
+    path: Union[str, os.PathLike[str]],
+    column: str = "text",
+    *,
+    batch_rows: Optional[int] = None,
+    doc_cap: Optional[int] = None,
+    max_chars: Optional[int] = None,
+    holdout_every: Optional[int] = None,
+    holdout_max_bytes: Optional[int] = None,
+    documents_before: Optional[int] = None,
+    sample_max_bytes: Optional[int] = None,
+) -> ParquetReader:
+    """A `ParquetReader` for the command line's corpus (`bpeforge._inputs`): the same reader, which
+    raises bpeforge's `InputError` naming the file for a file that cannot be opened or read,
+    instead of OSError or ValueError (a bug is still a RuntimeError).
+    """
 
 def first_merge_disagreement(
     ranks: Sequence[tuple[bytes, int]], merges: Sequence[tuple[bytes, bytes]], contexts: Sequence[bytes]

@@ -103,6 +103,7 @@ def read_file(source: Source, reading: Reading) -> Corpus:
         doc_cap=reading.doc_cap,
         skip_bad_lines=reading.skip_bad_lines,
         arrow=reading.arrow,
+        readers=True,  # counted in Rust, without a Python str per document
     )
 
 
@@ -137,6 +138,8 @@ def batches_and_size(documents: Iterable[Any]) -> Tuple[Iterable[Any], int]:
     first = next(stream, None)
     if first is None:
         return [], MIN_BUFFER
+    if isinstance(first, _core.DocumentReader):  # not read yet: the counter's batches end at 2 MiB anyway
+        return _chain(first, stream), MAX_BUFFER
     sizes = [len(d) for d in first] if isinstance(first, list) else [first.nbytes / max(len(first), 1)]
     average = sum(sizes) / max(len(sizes), 1)
     size = max(MIN_BUFFER, min(MAX_BUFFER, int(BUFFER_BYTES / max(average, 1.0))))

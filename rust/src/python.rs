@@ -116,6 +116,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<readers::DocumentReader>()?;
     m.add_class::<readers::TextReader>()?;
     m.add_class::<readers::JsonlReader>()?;
+    m.add_function(wrap_pyfunction!(readers::arrow_documents, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet::parquet_documents, m)?)?;
     m.add("InputError", m.py().get_type::<readers::InputError>())?;
     m.add_function(wrap_pyfunction!(ranks::check_ranks, m)?)?;
     m.add_function(wrap_pyfunction!(ranks::ranks_to_tiktoken, m)?)?;

@@ -1,4 +1,5 @@
-"""bpeforge.ParquetReader against pyarrow, its slow twin: the same strings in the same order,
+"""bpeforge.ParquetReader against pyarrow, its slow twin: the same strings in the same order
+(empty ones left out, as every reader leaves out empty documents),
 whatever the file's layout (row groups, page sizes, a dictionary and its fallback to plain pages,
 other encodings, codecs, page format, nulls, other columns) and the batch limits; batches within
 their limits; and clear errors for what it cannot read."""
@@ -88,9 +89,10 @@ def test_the_reader_gives_the_strings_pyarrow_reads(tmp_path_factory, docs, layo
     batches, reader = read_all(path, batch_rows=batch_rows, batch_bytes=batch_bytes)
     expected = [d for d in pq.read_table(path, columns=["text"]).column(0).to_pylist() if d is not None]
     assert expected == [d for d in docs if d is not None]  # (the slow twin reads what was written)
-    assert [s for b in batches for s in b] == expected
+    assert [s for b in batches for s in b] == [d for d in expected if d]  # empty strings left out too
     assert reader.num_rows == reader.rows_read == len(docs)
     assert reader.bytes_read == sum(len(d.encode()) for d in expected)
+    assert reader.documents == len([d for d in expected if d]) and reader.heldout == []
 
 
 def test_a_batch_of_long_rows_ends_at_the_row_that_takes_it_past_its_byte_limit(tmp_path):
@@ -246,3 +248,29 @@ def test_one_reader_read_from_two_threads_at_once_is_refused_or_read_once(tmp_pa
         t.join()
     assert sorted(s for b in got for s in b) == sorted(docs)  # every row once, none lost
     assert all("read it from one thread at a time" in r for r in refused)
+
+
+def test_the_reader_selects_its_documents_and_the_trainer_reads_them_in_rust(tmp_path):
+    """The selection keyword arguments (as TextReader's): cropped, every 3rd held out within the
+    budget, stopped at the budget of characters; the trainer, given the reader itself, learns
+    from the documents iterating an identical reader gives."""
+    docs = [f"row {i}: " + "naïve words " * (i % 11) for i in range(400)]
+    path = tmp_path / "sel.parquet"
+    pq.write_table(pa.table({"text": docs}), path, row_group_size=64)
+    kw = dict(doc_cap=40, max_chars=9_000, holdout_every=3, holdout_max_bytes=600, sample_max_bytes=100, batch_rows=25)
+    iterated = bpeforge.ParquetReader(path, **kw)
+    got = [d for b in iterated for d in b]
+    held, room = [], 600  # every 3rd document that fits in what is left of the 600 bytes
+    for i, d in enumerate(d[:40] for d in docs[: iterated.documents + len(iterated.heldout)]):
+        if i % 3 == 2 and len(d.encode()) <= room:
+            held.append(d)
+            room -= len(d.encode())
+    assert iterated.heldout == held and iterated.heldout_bytes == 600 - room and iterated.stopped_early
+    assert iterated.chars + iterated.heldout_chars == 9_000 and iterated.documents == len(got)
+    sample = "".join(iterated.sample).encode()  # the start of the training text, cut at a character
+    assert "".join(got).encode().startswith(sample) and len(sample) == iterated.sample_bytes in (99, 100)
+    read = bpeforge.ParquetReader(path, **kw)
+    a, b = bpeforge.Trainer(), bpeforge.Trainer()
+    a.train_from_iterator(read, 400)
+    b.train_from_iterator(got, 400)
+    assert a.get_mergeable_ranks() == b.get_mergeable_ranks() and a.stats["texts"] == read.documents == len(got)

@@ -9,8 +9,8 @@ from bpeforge._inputs import Source, detect
 
 
 def docs_of(batches) -> list:
-    """The documents of batches of str, or of pyarrow arrays (``read_parquet(..., arrow=True)``)."""
-    return [d for batch in batches for d in (batch.to_pylist() if hasattr(batch, "to_pylist") else batch)]
+    """The documents of batches of str."""
+    return [d for batch in batches for d in batch]
 
 
 def text_source(path: Path) -> Source:

@@ -3,7 +3,8 @@
 line, split on a separator, or whole files, bytes that are not UTF-8 named by line or skipped and
 counted; documents of JSONL files: a field of each line's object; the files opened here
 (standard input, ``.gz`` and ``.zst`` decompressed on the fly, a file changed while it is read an
-error at its end)."""
+error at its end). And :class:`PythonCorpus`, the oracle of the corpus's selection of documents
+(crop, budget of characters, hold-out, sample), which the Rust readers of every format do."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ from typing import Deque, Iterator, List, Optional
 
 from bpeforge._errors import InputError
 from bpeforge._inputs.files import BATCH_DOCS, BadLines, check_unchanged, describe_error
-from bpeforge._inputs.corpus import Corpus
 from bpeforge._inputs.sources import Source
 
 
@@ -474,17 +474,128 @@ def read_jsonl(
         yield batch
 
 
-class PythonCorpus(Corpus):
-    """A :class:`Corpus` whose text and JSONL files are read by the readers here, each batch
-    through the corpus's own selection (cropping, the budget of characters, the hold-out and the
-    sample), as the Rust readers' documents are: the oracle of that selection."""
+def read_parquet(source: Source, text_column: str = "text") -> Iterator[List[str]]:
+    """The strings of a Parquet file's column (of ``source.row_groups``), by pyarrow, in batches:
+    nulls and empty strings left out."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(source.path)
+    groups = list(source.row_groups) if source.row_groups is not None else None
+    for batch in pf.iter_batches(batch_size=BATCH_DOCS, columns=[text_column], row_groups=groups):
+        docs = [d for d in batch.column(0).to_pylist() if d]
+        if docs:
+            yield docs
+
+
+def _utf8_len(docs: List[str]) -> int:
+    return sum(len(d.encode("utf-8", "surrogatepass")) for d in docs)
+
+
+class PythonCorpus:
+    """The oracle of :class:`bpeforge._inputs.Corpus`'s selection, which its Rust readers do: the
+    documents of the files, read by the readers here (Parquet by pyarrow), each batch cropped,
+    stopped at the budget of characters, every ``holdout_every``-th document held out within
+    the budget of bytes, the start of the training text kept as the sample; with the same
+    attributes, counted in plain Python."""
+
+    def __init__(self, sources, *, text_column: str = "text", doc_separator: str = "\n", doc_cap: Optional[int] = None,
+                 max_chars: Optional[int] = None, holdout_every: int = 0, holdout_max_bytes: int = 1_000_000,
+                 skip_bad_lines: bool = False) -> None:
+        self.sources = list(sources)
+        self.text_column = text_column
+        self.doc_separator = doc_separator
+        self.doc_cap = doc_cap
+        self.max_chars = max_chars
+        self.holdout_every = holdout_every
+        self.holdout_max_bytes = holdout_max_bytes
+        self.skip_bad_lines = skip_bad_lines
+        self.bad_lines = BadLines()
+        self.documents = self.chars = self.bytes = 0  # training documents, their characters and bytes
+        self.heldout: List[str] = []
+        self.heldout_chars = self.heldout_bytes = 0
+        self.sample: List[str] = []
+        self.sample_bytes = 0
+        self.sample_cropped = False
+        self.stopped_early = False
+        self._seen = 0  # documents taken, training and held out
+
+    @property
+    def total_chars(self) -> int:
+        return self.chars + self.heldout_chars
+
+    @property
+    def total_bytes(self) -> int:
+        return self.bytes + self.heldout_bytes
+
+    @property
+    def sample_full(self) -> bool:
+        return self.sample_cropped or self.sample_bytes >= self.holdout_max_bytes
 
     def _read(self, source: Source) -> Iterator[List[str]]:
         if source.format == "text":
             return read_text(source, self.doc_separator, skip_bad_lines=self.skip_bad_lines, bad_lines=self.bad_lines)
         if source.format == "jsonl":
             return read_jsonl(source, self.text_column, self.skip_bad_lines, self.bad_lines)
-        return super()._read(source)
+        return read_parquet(source, self.text_column)
 
-    def _read_in_rust(self, source: Source) -> Iterator:
-        return self._read_in_python(source)  # text and JSONL too, by the readers here
+    def __iter__(self) -> Iterator[List[str]]:
+        for source in self.sources:
+            if self.stopped_early:
+                break
+            for docs in self._read(source):
+                docs = self._take(docs)
+                if docs:
+                    yield docs
+                if self.stopped_early:
+                    break
+
+    def _take(self, docs: List[str]) -> List[str]:
+        """The training documents of a batch, the others set aside and everything counted."""
+        if self.doc_cap is not None:
+            docs = [d[: self.doc_cap] for d in docs]
+        if self.max_chars is not None:
+            room = self.max_chars - self.total_chars
+            if sum(map(len, docs)) >= room:
+                self.stopped_early = True
+                kept = []
+                for d in docs:
+                    if room <= 0:
+                        break
+                    kept.append(d[:room])
+                    room -= len(kept[-1])
+                docs = kept
+        training = []
+        for d in docs:
+            self._seen += 1
+            nbytes = _utf8_len([d])
+            every = self.holdout_every
+            if every and self._seen % every == 0 and self.heldout_bytes + nbytes <= self.holdout_max_bytes:
+                # Every Nth document, if it fits in what is left of the budget; a larger one
+                # is trained on, so training sees all the text but the budget.
+                self.heldout.append(d)
+                self.heldout_chars += len(d)
+                self.heldout_bytes += nbytes
+                continue
+            training.append(d)
+            self.documents += 1
+            self.chars += len(d)
+            self.bytes += nbytes
+            if not self.sample_full:
+                self._keep_in_sample(d)
+        return training
+
+    def _keep_in_sample(self, doc: str) -> None:
+        """Keeps ``doc`` in the sample, or as much of it as fits in what is left of its budget of
+        ``holdout_max_bytes`` bytes, cropped at a character boundary."""
+        room = self.holdout_max_bytes - self.sample_bytes
+        data = doc.encode("utf-8", "surrogatepass")
+        if len(data) > room:
+            cut = room
+            while cut and data[cut] & 0xC0 == 0x80:  # inside a character: back to its start
+                cut -= 1
+            data = data[:cut]
+            doc = data.decode("utf-8", "surrogatepass")
+            self.sample_cropped = True
+        if doc:
+            self.sample.append(doc)
+            self.sample_bytes += len(data)

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from bpeforge import InputError, JsonlReader, ParquetReader, TextReader
-from bpeforge._inputs import Source, read_parquet
+from bpeforge._inputs import Source, parquet_reader
 
 from .python_readers import read_jsonl, read_text
 
@@ -57,7 +57,7 @@ READERS = {
     "JsonlReader": (write_jsonl, lambda p, c: JsonlReader(p, batch_docs=1000)),
     "read_jsonl": (write_jsonl, lambda p, c: read_jsonl(Source(p, "jsonl", c))),
     "ParquetReader": (write_parquet, lambda p, c: ParquetReader(p, batch_rows=1000)),
-    "pyarrow": (write_parquet, lambda p, c: read_parquet(Source(p, "parquet", None), arrow=True, batch_rows=1000)),
+    "pyarrow": (write_parquet, lambda p, c: parquet_reader(Source(p, "parquet", None), arrow=True, batch_rows=1000)),
 }
 CASES = [(name, how) for name in READERS for how in (["plain", "gzip", "zstd"] if "ext" in name.lower() else ["plain"])]
 

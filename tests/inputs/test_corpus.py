@@ -1,5 +1,6 @@
 """bpeforge._inputs.corpus: the Corpus (counts, doc cap, max chars, held-out documents, the
-sample), the same across formats and across the list and Arrow paths."""
+sample), the same across formats and Parquet's two readers, and the same as the plain Python
+oracle's (text and JSONL: tests/inputs/test_rust_readers.py)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,10 @@ from bpeforge import _core
 from bpeforge._inputs import Corpus, Source, expand_inputs
 
 from .helpers import docs_of, write_jsonl
+from .python_readers import PythonCorpus
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
-
-docs_lists = st.lists(st.lists(strategies.texts(max_pieces=5).filter(bool), max_size=12), max_size=8)
-
 
 def corpus_of(tmp_path, lines, **kw) -> Corpus:
     p = tmp_path / "c.txt"
@@ -81,14 +80,26 @@ def test_a_document_larger_than_what_is_left_of_the_budget_is_trained_on(tmp_pat
 
 
 @settings(max_examples=strategies.examples(100), deadline=None)
-@given(sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=60), every=st.integers(1, 5), budget=st.integers(1, 2000))
-def test_training_sees_all_but_the_budget_whatever_the_sizes(sizes, every, budget):
+@given(sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=60), every=st.integers(1, 5), budget=st.integers(1, 2000),
+       fmt=st.sampled_from(["txt", "parquet"]))
+def test_training_sees_all_but_the_budget_whatever_the_sizes(tmp_path_factory, sizes, every, budget, fmt):
     """The held-out text never passes the budget, so training sees all of the text but that."""
-    c = Corpus([], holdout_every=every, holdout_max_bytes=budget)
-    docs = c._take(["é" * (n // 2) + "a" * (n % 2) for n in sizes])
+    lines = ["é" * (n // 2) + "a" * (n % 2) for n in sizes]
+    c = Corpus([write_docs(tmp_path_factory.mktemp("c"), lines, fmt)], holdout_every=every, holdout_max_bytes=budget)
+    docs = docs_of(c)
     assert c.heldout_bytes == sum(len(d.encode()) for d in c.heldout) <= budget
     assert c.bytes == sum(len(d.encode()) for d in docs) >= sum(sizes) - budget
     assert all(len(d.encode()) <= budget for d in c.heldout)
+
+
+def write_docs(folder, docs, fmt: str, **parquet) -> Source:
+    """``docs`` as a text file (one per line) or a Parquet file's column ``text``."""
+    path = folder / f"docs.{fmt}"
+    if fmt == "txt":
+        path.write_text("".join(d + "\n" for d in docs))
+        return Source(path, "text")
+    pq.write_table(pa.table({"text": pa.array(docs, pa.string())}), path, **parquet)
+    return Source(path, "parquet")
 
 
 def test_corpus_sample_when_too_small_to_hold_out(tmp_path):
@@ -128,37 +139,45 @@ def test_corpus_trains_through_list_batches(tmp_path):
 
 @settings(max_examples=strategies.examples(150), deadline=None)
 @given(
-    batches=docs_lists,
+    files=st.lists(st.tuples(st.lists(st.one_of(st.none(), strategies.texts(max_pieces=5)), max_size=40), st.booleans()),
+                   min_size=1, max_size=3),
     doc_cap=st.one_of(st.none(), st.integers(1, 30)),
     max_chars=st.one_of(st.none(), st.integers(1, 400)),
     every=st.sampled_from([0, 1, 2, 3, 7]),
-    budget=st.integers(1, 200),
-    large=st.booleans(),
+    budget=st.integers(0, 200),
+    row_group_size=st.integers(1, 50),
 )
-def test_corpus_arrow_batches_match_list_batches(batches, doc_cap, max_chars, every, budget, large):
-    """Corpus._take_arrow (pyarrow.compute) and Corpus._take (Python) give the same documents,
-    held-out slice, sample and figures, batch after batch."""
+def test_parquet_documents_are_selected_as_the_oracle_selects_them(tmp_path_factory, files, doc_cap, max_chars, every, budget,
+                                                                   row_group_size):
+    """Parquet files read by bpeforge's reader, by pyarrow, and by pyarrow for some row groups:
+    the documents cropped, the budget of characters, the hold-out and the sample, across files,
+    are those of the plain Python oracle (tests/inputs/python_readers.py), as are the figures."""
+    folder = tmp_path_factory.mktemp("pq")
+    sources = []
+    for i, (docs, large) in enumerate(files):
+        path = folder / f"{i}.parquet"
+        docs = [None if d is None else d.encode("utf-8", "replace").decode() for d in docs]  # (Parquet holds UTF-8)
+        pq.write_table(pa.table({"text": pa.array(docs, pa.large_string() if large else pa.string())}), path,
+                       row_group_size=row_group_size)
+        groups = pq.ParquetFile(path).num_row_groups
+        sources.append(Source(path, "parquet", row_groups=tuple(range(groups // 2, groups)) if large and groups else None))
     kw = dict(doc_cap=doc_cap, max_chars=max_chars, holdout_every=every, holdout_max_bytes=budget)
-    a, b = Corpus([], **kw), Corpus([], arrow=True, **kw)
-    for docs in batches:
-        if a.stopped_early:
-            break
-        got_a = a._take(list(docs))
-        got_b = b._take_arrow(pa.array(docs, pa.large_string() if large else pa.string()))
-        assert got_b.to_pylist() == got_a
-        assert got_b.null_count == 0
-    for attr in ("documents", "chars", "bytes", "heldout", "heldout_chars", "heldout_bytes", "sample", "sample_bytes", "sample_cropped", "stopped_early"):
-        assert getattr(b, attr) == getattr(a, attr), attr
+    want = PythonCorpus(sources, **kw)
+    want_docs = docs_of(want)
+    for arrow in (False, True):
+        for readers in (False, True):
+            c = Corpus(sources, arrow=arrow, readers=readers, **kw)
+            if readers:  # as the trainer reads them: in Rust
+                got_docs = [d for reader in c for batch in reader for d in batch]
+            else:
+                got_docs = docs_of(c)
+            assert got_docs == want_docs, (arrow, readers)
+            for attr in FIGURES:
+                assert getattr(c, attr) == getattr(want, attr), (attr, arrow, readers)
 
 
-def test_holding_out_slices_the_batch_without_copying_it():
-    docs = pa.array([f"document {i}" for i in range(1000)])
-    c = Corpus([], arrow=True, holdout_every=10, holdout_max_bytes=10_000)
-    got = c._take_arrow(docs)
-    assert c.heldout == [f"document {i}" for i in range(9, 1000, 10)]
-    assert got.to_pylist() == [f"document {i}" for i in range(1000) if i % 10 != 9]
-    data = docs.buffers()[2].address
-    assert got.num_chunks == 100 and all(chunk.buffers()[2].address == data for chunk in got.chunks)
+FIGURES = ("documents", "chars", "bytes", "heldout", "heldout_chars", "heldout_bytes", "sample", "sample_bytes", "sample_cropped",
+           "stopped_early")
 
 
 def test_corpus_from_parquet_trains_like_str(tmp_path):
@@ -176,3 +195,9 @@ def test_corpus_from_parquet_trains_like_str(tmp_path):
     assert ta.stats["bytes"] == tb.stats["bytes"] == a.bytes == b.bytes
     assert (a.chars, a.heldout, a.sample, a.stopped_early) == (b.chars, b.heldout, b.sample, b.stopped_early)
     assert a.stopped_early and a.total_chars == 60_000
+    for arrow in (False, True):  # the readers themselves, read by the trainer in Rust (as the command line does)
+        c = Corpus([Source(p, "parquet")], arrow=arrow, readers=True, **kw)
+        tc = _core.Trainer()
+        tc.train_from_iterator(c, 400)
+        assert tc.get_mergeable_ranks() == ta.get_mergeable_ranks()
+        assert (tc.stats["texts"], c.documents, c.bytes, c.heldout, c.sample) == (ta.stats["texts"], a.documents, a.bytes, a.heldout, a.sample)

@@ -1,13 +1,15 @@
 """Reading training documents: text, JSONL and Parquet files, folders and globs, ``.gz``/``.zst``.
 
-Everything streams: text is read in 1 MiB chunks, JSONL line by line (both in Rust, by
-:class:`bpeforge.TextReader` and :class:`bpeforge.JsonlReader`, which :class:`Corpus` uses;
-checked against plain Python readers that the tests keep as the oracle), Parquet page by page
-(by :class:`bpeforge.ParquetReader`, or by record batches through pyarrow with ``arrow=True``),
-so memory stays bounded whatever the size of the corpus. Readers yield *batches* (lists of str,
-or for Parquet with ``arrow=True`` pyarrow string arrays), which
-:meth:`bpeforge.Trainer.train_from_iterator` takes as they are: an Arrow array reaches Rust
-through the Arrow C Data Interface, without a Python str per document.
+Everything streams: text is read in 1 MiB chunks, JSONL line by line (by
+:class:`bpeforge.TextReader` and :class:`bpeforge.JsonlReader`, checked against plain Python
+readers that the tests keep as the oracle), Parquet page by page (by
+:class:`bpeforge.ParquetReader`, or by record batches through pyarrow with ``arrow=True``, whose
+arrays reach Rust through the Arrow C Data Interface), so memory stays bounded whatever the size
+of the corpus. Every file is read by a Rust reader (a :class:`bpeforge.DocumentReader`), which
+also selects the documents (:class:`Corpus`'s cropping, budget of characters, hold-out and
+sample: one piece of code for every format). Iterating a reader gives *batches* (lists of str);
+:meth:`bpeforge.Trainer.train_from_iterator` takes the reader itself and reads it in Rust,
+without a Python str per document.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -35,18 +37,18 @@ Conventions:
   skipped). Anything else is a bad line (:class:`InputError` naming the file and line, or skipped
   and counted with ``skip_bad_lines``), and so is a line that is not UTF-8 or whose text holds a
   lone surrogate (a ``\\ud800`` escape).
-* Parquet: the ``text_column`` column must hold strings; nulls are skipped.
+* Parquet: the ``text_column`` column must hold strings; nulls (and empty strings) are skipped.
 
 Modules, in the order they build on each other: :mod:`~bpeforge._inputs.sources` (which files),
 :mod:`~bpeforge._inputs.files` (what the readers share), :mod:`~bpeforge._inputs.parquet` (the
-Parquet reader through pyarrow; text and JSONL are read in Rust), and
+Parquet readers, bpeforge's or through pyarrow), and
 :mod:`~bpeforge._inputs.corpus` (the documents of all the files, held-out ones set aside).
 """
 
 from .._errors import InputError
 from .corpus import Corpus
 from .files import BATCH_DOCS, BadLines
-from .parquet import check_parquet, read_parquet
+from .parquet import check_parquet, parquet_reader
 from .sources import COMPRESSIONS, EXTENSIONS, FORMATS, Source, detect, expand_inputs, stdlib_sources, unique_sources
 
 __all__ = [
@@ -61,7 +63,7 @@ __all__ = [
     "check_parquet",
     "detect",
     "expand_inputs",
-    "read_parquet",
+    "parquet_reader",
     "stdlib_sources",
     "unique_sources",
 ]

@@ -1,12 +1,12 @@
 """Documents of Parquet files: one column, page by page with :class:`bpeforge.ParquetReader`, or
-by record batches through pyarrow as Arrow arrays."""
+by record batches through pyarrow as Arrow arrays, selected in Rust either way."""
 
 from __future__ import annotations
 
 import os
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
-from .._core import ParquetReader
+from .._core import DocumentReader, ParquetReader, arrow_documents, parquet_documents
 from .._errors import InputError
 from .files import BATCH_DOCS, check_unchanged, describe_error
 from .sources import Source
@@ -24,27 +24,35 @@ def _pyarrow():
     return pyarrow
 
 
-def _parquet_reader(source: Source, text_column: str, batch_rows: int = BATCH_DOCS):
-    """A :class:`bpeforge.ParquetReader` of ``source``'s column, or :class:`InputError`."""
+def parquet_reader(source: Source, text_column: str = "text", *, arrow: bool = False, batch_rows: int = BATCH_DOCS, **selection) -> DocumentReader:
+    """The documents of a Parquet file's column, as a :class:`bpeforge.DocumentReader` that
+    selects them as ``selection`` (``TextReader``'s keyword arguments: ``doc_cap``,
+    ``max_chars``, ``holdout_every``, ...) says; null rows and empty strings left out. Read page
+    by page by bpeforge's own reader (:class:`bpeforge.ParquetReader`), or with ``arrow=True`` or
+    some ``source.row_groups`` by pyarrow, whose record batches of ``batch_rows`` rows reach Rust
+    through the Arrow C Data Interface (dictionary and view columns decoded). Either way the
+    documents are selected in Rust, and the trainer takes the reader without a Python str per
+    document. A file that cannot be read raises :class:`InputError` naming it (when the reader
+    is made, or read)."""
+    if arrow or source.row_groups is not None:  # some row groups: read by pyarrow
+        return arrow_documents(_arrow_arrays(source, text_column, batch_rows), source.path, **selection)
+    return _parquet_documents(source, text_column, batch_rows=batch_rows, **selection)
+
+
+def _parquet_documents(source: Source, text_column: str, **kw: Any) -> ParquetReader:
     try:
-        return ParquetReader(source.path, text_column, batch_rows=batch_rows)
-    except (OSError, ValueError) as e:
+        return parquet_documents(source.path, text_column, **kw)
+    except InputError as e:
         hint = "; choose one with --text-column" if ": no column " in str(e) else ""
-        raise InputError(_located(source, e) + hint) from None
-
-
-def _located(source: Source, e: BaseException) -> str:
-    """``e``'s message, which names the file (the reader's messages do), or else ``source: e``."""
-    msg = str(e)
-    return msg if msg.startswith(str(source.path)) else f"{source.path}: {msg}"
+        raise InputError(f"{e}{hint}") from None
 
 
 def check_parquet(source: Source, text_column: str = "text", *, arrow: bool = False) -> int:
     """Opens a Parquet file's footer and checks the text column; returns its number of rows.
     Raises :class:`InputError` for an unreadable file, a missing column or a non-string one.
-    ``arrow``: as pyarrow reads it (see :func:`read_parquet`)."""
+    ``arrow``: as pyarrow reads it (see :func:`parquet_reader`)."""
     if not arrow:
-        return _parquet_reader(source, text_column).num_rows
+        return _parquet_documents(source, text_column).num_rows
     pa = _pyarrow()
     pf = _open_parquet(source, pa)
     try:
@@ -54,29 +62,9 @@ def check_parquet(source: Source, text_column: str = "text", *, arrow: bool = Fa
         _close(pf)
 
 
-def read_parquet(source: Source, text_column: str = "text", batch_rows: int = BATCH_DOCS, *, arrow: bool = False) -> Iterator:
-    """Documents of a Parquet file, one column only, in batches of up to ``batch_rows`` rows:
-    lists of str without nulls or empty strings, read by :class:`bpeforge.ParquetReader` page
-    by page (batches of long documents stop at 1 MB). With ``arrow=True``, pyarrow string arrays
-    instead, read by pyarrow (record batches of ``batch_rows`` rows; dictionary and view
-    columns decoded), checked to be UTF-8."""
-    if arrow or source.row_groups is not None:  # some row groups: read by pyarrow
-        yield from _read_parquet_arrow(source, text_column, batch_rows, lists=not arrow)
-        return
-    reader_batches = iter(_parquet_reader(source, text_column, batch_rows))
-    while True:
-        try:
-            batch = next(reader_batches, None)
-        except (OSError, ValueError) as e:
-            raise InputError(_located(source, e)) from None
-        if batch is None:
-            return
-        docs = [d for d in batch if d]
-        if docs:
-            yield docs
-
-
-def _read_parquet_arrow(source: Source, text_column: str, batch_rows: int, lists: bool = False) -> Iterator:
+def _arrow_arrays(source: Source, text_column: str, batch_rows: int) -> Iterator:
+    """The text column of pyarrow's record batches of the file (of ``source.row_groups``), as
+    ``string`` or ``large_string`` arrays; what pyarrow cannot read raises :class:`InputError`."""
     pa = _pyarrow()
     opened = _stat(source)
     pf = _open_parquet(source, pa)
@@ -84,9 +72,10 @@ def _read_parquet_arrow(source: Source, text_column: str, batch_rows: int, lists
         _check_column(source, pf, text_column, pa)
         groups = list(source.row_groups) if source.row_groups is not None else None
         for batch in pf.iter_batches(batch_size=batch_rows, columns=[text_column], row_groups=groups):
-            docs = _arrow_docs(batch.column(0), pa)
-            if len(docs):
-                yield docs.to_pylist() if lists else docs
+            column = batch.column(0)
+            if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+                column = column.cast(pa.large_string())  # dictionary<string>, string_view
+            yield column
         _check_unchanged(source, opened)
     except (pa.ArrowException, OSError, ValueError) as e:
         _check_unchanged(source, opened)  # a file changed while it is read fails as damaged
@@ -143,17 +132,3 @@ def _check_column(source: Source, pf, text_column: str, pa) -> None:
     is_view = getattr(pa.types, "is_string_view", lambda t: False)
     if not (pa.types.is_string(typ) or pa.types.is_large_string(typ) or is_view(typ)):
         raise InputError(f"{source.path}: column {text_column!r} holds {typ}, not strings")
-
-
-def _arrow_docs(column, pa):
-    """``column`` as a ``string``/``large_string`` array without nulls or empty strings; raises
-    ``pa.ArrowInvalid`` if its bytes are not UTF-8 (as ``to_pylist`` would fail to decode them)."""
-    import pyarrow.compute as pc
-
-    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-        column = column.cast(pa.large_string())  # dictionary<string>, string_view
-    column.validate(full=True)
-    lengths = pc.binary_length(column)
-    if column.null_count or pc.min(lengths).as_py() == 0:
-        column = column.filter(pc.greater(lengths, 0))  # a null in the mask drops the row
-    return column

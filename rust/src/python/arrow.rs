@@ -32,13 +32,13 @@ struct ExportedArray(NonNull<c_void>, NonNull<c_void>);
 unsafe impl Send for ExportedArray {}
 
 /// Appends the non-null strings of the Arrow array `item` to `sink` (without the GIL); nulls are
-/// skipped.
-pub(super) fn push_array(item: &Bound<'_, PyAny>, position: &str, sink: &mut (impl TextSink + Send)) -> PyResult<()> {
+/// skipped. Errors name the array as `what` says ("item 3 of the iterator").
+pub(super) fn push_array(item: &Bound<'_, PyAny>, what: &str, sink: &mut (impl TextSink + Send)) -> PyResult<()> {
     let py = item.py();
     let exported = item.call_method0(intern!(py, "__arrow_c_array__"))?;
     let not_capsules = || {
         PyTypeError::new_err(format!(
-            "item {position} of the iterator has an __arrow_c_array__() that did not return a \
+            "{what} has an __arrow_c_array__() that did not return a \
              pair of PyCapsules named \"arrow_schema\" and \"arrow_array\""
         ))
     };
@@ -57,7 +57,7 @@ pub(super) fn push_array(item: &Bound<'_, PyAny>, position: &str, sink: &mut (im
     );
     if !structs.0.cast::<ArrowSchema>().is_aligned() || !structs.1.cast::<ArrowArray>().is_aligned() {
         return Err(PyValueError::new_err(format!(
-            "item {position} of the iterator exported misaligned Arrow C structs"
+            "{what} exported misaligned Arrow C structs"
         )));
     }
     let read = py.detach(move || {
@@ -76,8 +76,8 @@ pub(super) fn push_array(item: &Bound<'_, PyAny>, position: &str, sink: &mut (im
     match read {
         Ok(_) => Ok(()),
         Err(ImportError::Unsupported(m)) => {
-            Err(PyTypeError::new_err(format!("item {position} of the iterator is {m}")))
+            Err(PyTypeError::new_err(format!("{what} is {m}")))
         }
-        Err(ImportError::Malformed(m)) => Err(PyValueError::new_err(format!("item {position} of the iterator is {m}"))),
+        Err(ImportError::Malformed(m)) => Err(PyValueError::new_err(format!("{what} is {m}"))),
     }
 }

@@ -162,7 +162,8 @@ fn push_item(item: &Bound<'_, PyAny>, position: u64, counter: &mut Counters<'_>,
         return Ok(());
     }
     if arrow::is_array(item)? {
-        return gil.released(|| arrow::push_array(item, &position.to_string(), counter));
+        let what = format!("item {position} of the iterator");
+        return gil.released(|| arrow::push_array(item, &what, counter));
     }
     let expected = "str, a list of str or an Arrow string array";
     push_str(counter, gil, &text_of(item, || format!("item {position} of the iterator"), expected)?)

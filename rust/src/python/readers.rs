@@ -1,8 +1,12 @@
-//! `TextReader` and `JsonlReader`: the documents of text and JSONL files, read, split, checked
-//! and selected (crop, stop, hold out) in Rust by [`crate::readers`], without the GIL.
-//! Iterating one from Python gives lists of str; `Trainer.train_from_iterator` recognises one
-//! among its items and pushes its documents into the counter itself (see `feed.rs`), without a
-//! Python object per document. Both are a `DocumentReader`, which holds what they share.
+//! `TextReader`, `JsonlReader` and `ParquetReader` (`parquet.rs`): the documents of text, JSONL
+//! and Parquet files, read, split, checked and selected (crop, stop, hold out) in Rust by
+//! [`crate::readers`], without the GIL; and a reader of the documents of an iterable of Arrow
+//! string arrays ([`arrow_documents`]: Parquet as pyarrow reads it), pulled from Python one array
+//! at a time and selected the same way. Iterating one from Python gives lists of str;
+//! `Trainer.train_from_iterator` recognises one among its items and pushes its documents into the
+//! counter itself (see `feed.rs`), without a Python object per document. Each is a
+//! `DocumentReader`, which holds what they share: every format's documents go through the one
+//! [`Selection`].
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -10,12 +14,16 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use pyo3::exceptions::{PyException, PyRecursionError, PyRuntimeError, PyUnicodeDecodeError, PyUnicodeEncodeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyIterator, PyList, PyString};
 
 use super::int_arg;
+use super::parquet::failure_to_py;
+use crate::count::Batch;
+use crate::parquet_errors::Failure;
 use crate::readers::bad_lines::BadLines;
 use crate::readers::jsonl::{JsonlTexts, Judged};
 use crate::readers::open::{self, Compression, Input};
+use crate::readers::parquet::ParquetDocuments;
 use crate::readers::range;
 use crate::readers::selection::{Selection, SelectionOptions};
 use crate::readers::text::TextDocuments;
@@ -35,16 +43,20 @@ const BATCH_BYTES: usize = 4 << 20;
 /// Bytes pushed into the counter between two looks at Ctrl-C and progress.
 const PUSH_BYTES: usize = 8 << 20;
 
-enum Documents {
+pub(super) enum Documents {
     Text(TextDocuments),
     Jsonl(JsonlTexts),
+    Parquet(Box<ParquetDocuments>), // (boxed: the largest by far)
+    Arrow(ArrowDocuments),
 }
 
 impl Documents {
-    fn bad(&self) -> &BadLines {
+    /// The bad lines skipped (text and JSONL files; None for the others, which have none).
+    fn bad(&self) -> Option<&BadLines> {
         match self {
-            Documents::Text(t) => &t.bad,
-            Documents::Jsonl(j) => &j.bad,
+            Documents::Text(t) => Some(&t.bad),
+            Documents::Jsonl(j) => Some(&j.bad),
+            Documents::Parquet(_) | Documents::Arrow(_) => None,
         }
     }
 
@@ -53,7 +65,79 @@ impl Documents {
         match self {
             Documents::Text(t) => t.close(),
             Documents::Jsonl(j) => j.close(),
+            Documents::Parquet(p) => p.close(),
+            Documents::Arrow(a) => a.close(),
         }
+    }
+}
+
+/// The documents of an iterable of Arrow string arrays: each array is pulled from Python (with
+/// the GIL, briefly), its strings copied through the Arrow C Data Interface (`arrow.rs`, which
+/// checks the copy is UTF-8), then handed on without the GIL; null and empty strings are
+/// skipped. [`ArrowDocuments::read`] returns at the end of each array.
+pub(super) struct ArrowDocuments {
+    /// `None` once the arrays are read to their end, or reading failed.
+    arrays: Option<Py<PyIterator>>,
+    /// What the arrays are the documents of, for errors (a Parquet file).
+    path: PathBuf,
+    /// The strings of the last array, and the next one to hand on.
+    strings: Batch,
+    next: usize,
+    pulled: u64,
+}
+
+impl ArrowDocuments {
+    fn read(&mut self, take: &mut dyn FnMut(&str) -> bool) -> Result<bool, ReadFailure> {
+        if self.next == self.strings.len() {
+            let Some(arrays) = self.arrays.as_ref() else { return Ok(false) };
+            self.strings.clear();
+            self.next = 0;
+            let (strings, path, pulled) = (&mut self.strings, &self.path, self.pulled);
+            let pulled = Python::attach(|py| -> PyResult<bool> {
+                let Some(array) = arrays.bind(py).clone().next() else { return Ok(false) };
+                super::arrow::push_array(&array?, &format!("array {pulled}"), strings).map_err(|e| {
+                    // A string that is not UTF-8, or an array pyarrow should not have made.
+                    InputError::new_err(format!("{}: cannot read ({})", path.display(), e.value(py)))
+                })?;
+                Ok(true)
+            });
+            match pulled {
+                Ok(true) => self.pulled += 1,
+                Ok(false) | Err(_) => {
+                    self.close();
+                    return pulled.map_err(ReadFailure::Python);
+                }
+            }
+        }
+        while self.next < self.strings.len() {
+            let doc = self.strings.get(self.next);
+            self.next += 1;
+            if !doc.is_empty() && !take(doc) {
+                return Ok(true);
+            }
+        }
+        Ok(true)
+    }
+
+    fn close(&mut self) {
+        if let Some(arrays) = self.arrays.take() {
+            Python::attach(|_| drop(arrays)); // (a generator is closed when dropped)
+        }
+        self.strings = Batch::new();
+    }
+}
+
+/// Why reading failed: a text or JSONL file's problem, a Parquet file's (its reader's own
+/// exceptions, see `parquet.rs`), or an exception raised in Python (by an iterator of arrays).
+pub(super) enum ReadFailure {
+    Input(open::InputError),
+    Parquet(Failure),
+    Python(PyErr),
+}
+
+impl From<open::InputError> for ReadFailure {
+    fn from(e: open::InputError) -> Self {
+        ReadFailure::Input(e)
     }
 }
 
@@ -67,7 +151,7 @@ struct Reading {
 impl Reading {
     /// Reads on, handing the documents the selection keeps to `push` until it returns false;
     /// returns whether documents may remain.
-    fn read(&mut self, push: &mut dyn FnMut(&str) -> bool) -> Result<bool, open::InputError> {
+    fn read(&mut self, push: &mut dyn FnMut(&str) -> bool) -> Result<bool, ReadFailure> {
         if self.done {
             return Ok(false);
         }
@@ -77,13 +161,15 @@ impl Reading {
             None => !selection.stopped,
         };
         let read = match &mut self.documents {
-            Documents::Text(t) => t.read(&mut take),
+            Documents::Text(t) => t.read(&mut take).map_err(ReadFailure::from),
             Documents::Jsonl(j) => {
                 let field = j.field().to_string();
                 let path = j.path().to_path_buf();
                 let mut judge = |line: &[u8], n: u64| Python::attach(|py| judge_line(py, line, n, &field, &path));
-                j.read(&mut judge, &mut take)
+                j.read(&mut judge, &mut take).map_err(ReadFailure::from)
             }
+            Documents::Parquet(p) => p.read(&mut take).map_err(ReadFailure::Parquet),
+            Documents::Arrow(a) => a.read(&mut take),
         };
         let more = matches!(read, Ok(true)) && !self.selection.stopped;
         self.done = !more;
@@ -147,14 +233,17 @@ fn judge_line(py: Python<'_>, line: &[u8], n: u64, field: &str, path: &Path) -> 
     judged().map_err(|e| open::InputError::Bad(format!("{}:{n}: cannot read the line ({})", path.display(), e.value(py))))
 }
 
-/// What `TextReader` and `JsonlReader` share: iterating gives lists of str, and the counts,
-/// held-out documents and sample of what was read so far (see `TextReader`).
+/// What `TextReader`, `JsonlReader` and `ParquetReader` share: iterating gives lists of str,
+/// and the counts, held-out documents and sample of what was read so far (see `TextReader`).
 #[pyclass(module = "bpeforge._core", subclass)]
 pub struct DocumentReader {
     path: PathBuf,
     repr: String,
     batch_docs: usize,
     batch_bytes: usize,
+    /// A Parquet file that cannot be read raises `InputError` (naming it), not the exceptions
+    /// `ParquetReader` promises (as the command line's corpus reads it).
+    parquet_input_errors: bool,
     reading: Mutex<Reading>,
 }
 
@@ -200,6 +289,26 @@ impl DocumentReader {
         }
     }
 
+    /// The Python exception for a failure of [`Reading::read`].
+    fn failure_to_py(&self, e: ReadFailure) -> PyErr {
+        match e {
+            ReadFailure::Input(e) => input_error(e),
+            ReadFailure::Parquet(Failure::Read(e)) if self.parquet_input_errors => {
+                InputError::new_err(format!("{}: {e}", self.path.display()))
+            }
+            ReadFailure::Parquet(e) => failure_to_py(&self.path, e),
+            ReadFailure::Python(e) => e,
+        }
+    }
+
+    /// A Parquet file's rows (null ones included) and bytes of strings read so far.
+    pub(super) fn parquet_read(&self) -> PyResult<(u64, u64)> {
+        Ok(match &self.lock()?.documents {
+            Documents::Parquet(p) => (p.rows_read(), p.bytes_read()),
+            _ => (0, 0),
+        })
+    }
+
     /// Pushes every document left into `sink` (see [`Sink`]), reading without the GIL.
     pub(super) fn push_into(&self, py: Python<'_>, sink: &mut dyn Sink) -> PyResult<()> {
         loop {
@@ -216,7 +325,7 @@ impl DocumentReader {
                     read
                 })
             };
-            let more = read.map_err(input_error)?;
+            let more = read.map_err(|e| self.failure_to_py(e))?;
             if !sink.after_batch(py)? || !more {
                 return Ok(());
             }
@@ -249,7 +358,9 @@ impl DocumentReader {
         let mut text = String::new();
         let mut ends: Vec<usize> = Vec::new();
         let mut short = None; // the size `text` could not grow to
-        let read = py.detach(|| {
+        let read = py.detach(|| loop {
+            // (A Parquet file's or an Arrow array's reading returns after each of its batches:
+            // read on past those whose documents were all held out or skipped.)
             let read = reading.read(&mut |doc| {
                 if text.try_reserve(doc.len()).is_err() {
                     short = Some(text.len().saturating_add(doc.len()));
@@ -259,10 +370,12 @@ impl DocumentReader {
                 ends.push(text.len());
                 ends.len() < max_docs && text.len() < max_bytes
             });
-            super::shutdown::safe_point();
-            read
+            if !matches!(read, Ok(true)) || !ends.is_empty() || short.is_some() {
+                super::shutdown::safe_point();
+                break read;
+            }
         });
-        read.map_err(input_error)?;
+        read.map_err(|e| self.failure_to_py(e))?;
         if let Some(bytes) = short {
             let size = crate::memory::describe_size(bytes);
             let message = format!("out of memory while reading {}: a batch of {size} could not be allocated", self.path.display());
@@ -347,16 +460,17 @@ impl DocumentReader {
         self.with_selection(|s| s.stopped)
     }
 
-    /// Bad lines (JSONL) or documents that are not UTF-8 (text) skipped so far.
+    /// Bad lines (JSONL) or documents that are not UTF-8 (text) skipped so far (none for
+    /// Parquet, whose strings that are not UTF-8 are an error).
     #[getter]
     fn bad_lines(&self) -> PyResult<u64> {
-        Ok(self.lock()?.documents.bad().count)
+        Ok(self.lock()?.documents.bad().map_or(0, |b| b.count))
     }
 
     /// The messages of the first few of them.
     #[getter]
     fn bad_line_examples(&self) -> PyResult<Vec<String>> {
-        Ok(self.lock()?.documents.bad().examples.clone())
+        Ok(self.lock()?.documents.bad().map_or_else(Vec::new, |b| b.examples.clone()))
     }
 
     fn __repr__(&self) -> String {
@@ -491,7 +605,7 @@ fn open_input(py: Python<'_>, path: &Path, compression: Compression, separator: 
 
 /// The selection options of the readers' keyword arguments (None: the default).
 #[allow(clippy::too_many_arguments)]
-fn options_of(
+pub(super) fn options_of(
     doc_cap: Option<&Bound<'_, PyAny>>,
     max_chars: Option<&Bound<'_, PyAny>>,
     holdout_every: Option<&Bound<'_, PyAny>>,
@@ -515,7 +629,43 @@ fn options_of(
     })
 }
 
-fn reader(path: PathBuf, repr: String, batch_docs: usize, batch_bytes: usize, documents: Documents, options: SelectionOptions) -> DocumentReader {
+pub(super) fn reader(path: PathBuf, repr: String, batch_docs: usize, batch_bytes: usize, documents: Documents, options: SelectionOptions) -> DocumentReader {
     let reading = Reading { documents, selection: Selection::new(options), done: false };
-    DocumentReader { path, repr, batch_docs, batch_bytes, reading: Mutex::new(reading) }
+    DocumentReader { path, repr, batch_docs, batch_bytes, parquet_input_errors: false, reading: Mutex::new(reading) }
+}
+
+impl DocumentReader {
+    /// Raise `InputError` for a Parquet file that cannot be read (see the field).
+    pub(super) fn with_input_errors(self) -> Self {
+        DocumentReader { parquet_input_errors: true, ..self }
+    }
+}
+
+/// The documents of the Arrow string arrays `arrays` yields (objects with `__arrow_c_array__`:
+/// the column of pyarrow's record batches of the Parquet file `path`), selected as `TextReader`'s
+/// keyword arguments say; a `DocumentReader`. Nulls and empty strings are skipped; strings that
+/// are not UTF-8 raise `InputError` naming `path`, and what the iterator raises goes through.
+/// For the command line's reading of Parquet with pyarrow (`bpeforge._inputs`).
+#[pyfunction]
+#[pyo3(signature = (arrays, path, *, doc_cap = None, max_chars = None, holdout_every = None, holdout_max_bytes = None,
+    documents_before = None, sample_max_bytes = None, batch_docs = None, batch_bytes = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn arrow_documents(
+    arrays: &Bound<'_, PyAny>,
+    path: PathBuf,
+    doc_cap: Option<&Bound<'_, PyAny>>,
+    max_chars: Option<&Bound<'_, PyAny>>,
+    holdout_every: Option<&Bound<'_, PyAny>>,
+    holdout_max_bytes: Option<&Bound<'_, PyAny>>,
+    documents_before: Option<&Bound<'_, PyAny>>,
+    sample_max_bytes: Option<&Bound<'_, PyAny>>,
+    batch_docs: Option<&Bound<'_, PyAny>>,
+    batch_bytes: Option<&Bound<'_, PyAny>>,
+) -> PyResult<DocumentReader> {
+    let options = options_of(doc_cap, max_chars, holdout_every, holdout_max_bytes, documents_before, sample_max_bytes)?;
+    let (batch_docs, batch_bytes) = batch_sizes(batch_docs, batch_bytes)?;
+    let arrays = arrays.try_iter()?.unbind();
+    let repr = format!("arrow_documents(..., '{}')", path.display());
+    let documents = Documents::Arrow(ArrowDocuments { arrays: Some(arrays), path: path.clone(), strings: Batch::new(), next: 0, pulled: 0 });
+    Ok(reader(path, repr, batch_docs, batch_bytes, documents, options))
 }

@@ -1,5 +1,5 @@
-//! Reads one string column of a Parquet file, a few rows at a time, for the bindings' Parquet
-//! reader.
+//! Reads one string column of a Parquet file, a few rows at a time ([`ParquetTexts`]), and hands
+//! its documents on one at a time ([`ParquetDocuments`]), for the bindings' Parquet reader.
 //!
 //! The pages are read and decoded by the parquet crate's own typed column reader
 //! ([`ColumnReaderImpl`] over [`ByteArrayType`], one per row group), without Arrow: only the
@@ -29,7 +29,7 @@ use parquet::errors::ParquetError;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use parquet::schema::types::ColumnDescPtr;
 
-use crate::parquet_errors::ReadError;
+use crate::parquet_errors::{catch_reader_panics, Failure, ReadError};
 use crate::readers::open::FileState;
 
 /// A failure of the Parquet reader: the system's, when a read of the file failed (an I/O
@@ -234,6 +234,85 @@ impl ParquetTexts {
         }
         let nth = self.defs.iter().enumerate().filter(|(_, &d)| d == self.max_def).nth(i);
         self.batch_start + nth.map_or(0, |(r, _)| r as u64)
+    }
+}
+
+/// The documents of a Parquet file's column, handed on one at a time (for the bindings'
+/// readers, which select among them): its strings in file order, null rows and empty strings
+/// skipped, each checked to be UTF-8 (one that is not is an error naming its row). The rows are
+/// read in batches of at most `batch_rows` rows that end once they reach `batch_bytes` bytes
+/// ([`ParquetTexts::next_batch`]), and [`ParquetDocuments::read`] returns at the end of each.
+pub struct ParquetDocuments {
+    /// `None` once the file is read to its end, or a read failed (the file is closed).
+    texts: Option<ParquetTexts>,
+    column: String,
+    batch_rows: usize,
+    batch_bytes: usize,
+    /// The next value of the last batch to hand on, and the batch's length.
+    next: usize,
+    len: usize,
+    /// Rows (null ones included) and bytes of the strings read so far.
+    rows: u64,
+    bytes: u64,
+}
+
+impl ParquetDocuments {
+    pub fn new(texts: ParquetTexts, column: &str, batch_rows: usize, batch_bytes: usize) -> Self {
+        let column = column.to_string();
+        ParquetDocuments { texts: Some(texts), column, batch_rows, batch_bytes, next: 0, len: 0, rows: 0, bytes: 0 }
+    }
+
+    /// Hands the documents on to `take` until it returns false, or the batch of rows being read
+    /// ends; returns whether documents may remain. A read that fails closes the file.
+    pub fn read(&mut self, take: &mut dyn FnMut(&str) -> bool) -> Result<bool, Failure> {
+        let Some(texts) = self.texts.as_mut() else { return Ok(false) };
+        if self.next == self.len {
+            let (rows, bytes) = (self.batch_rows, self.batch_bytes);
+            let read = catch_reader_panics(|| texts.next_batch(rows, bytes).map(<[ByteArray]>::len));
+            (self.rows, self.bytes) = (texts.rows_read(), texts.bytes_read());
+            match read {
+                Ok(0) | Err(_) => {
+                    self.texts = None;
+                    return read.map(|_| false);
+                }
+                Ok(len) => (self.next, self.len) = (0, len),
+            }
+        }
+        while self.next < self.len {
+            let i = self.next;
+            self.next += 1;
+            let value = texts.last_batch()[i].data();
+            if value.is_empty() {
+                continue;
+            }
+            let doc = match std::str::from_utf8(value) {
+                Ok(doc) => doc,
+                Err(e) => {
+                    let message = format!("row {} of column '{}' is not UTF-8 ({e})", texts.row_of(i), self.column);
+                    self.texts = None;
+                    return Err(Failure::Read(ReadError::Format(message)));
+                }
+            };
+            if !take(doc) {
+                return Ok(true);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Rows read so far, null ones included (those of a batch count once it is read).
+    pub fn rows_read(&self) -> u64 {
+        self.rows
+    }
+
+    /// Bytes of the strings read so far (those of a batch count once it is read).
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Closes the file, once nothing more is read.
+    pub fn close(&mut self) {
+        self.texts = None;
     }
 }
 

@@ -1,8 +1,10 @@
 //! Which documents of a stream go to training, as the command line reads a corpus: each cropped
 //! to a number of characters, reading stopped once a budget of characters is read, every Nth
 //! held out (within a budget of bytes) to measure compression on, the start of the training
-//! text kept as a sample; what goes where counted. The same rules, document by document, as the
-//! Python package's `Corpus` applies to batches (which does not change the outcome).
+//! text kept as a sample; what goes where counted. Every reader applies it, whatever the format
+//! (text, JSONL, Parquet, pyarrow's arrays): the one place these rules live in the package. The
+//! tests check it against a plain Python oracle (`tests/inputs/python_readers.py`'s
+//! `PythonCorpus`), which applies the same rules to batches (which does not change the outcome).
 
 /// The options of a [`Selection`]; the default takes every document whole.
 #[derive(Debug, Clone, Default)]

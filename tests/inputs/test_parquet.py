@@ -123,7 +123,7 @@ def test_parquet_with_invalid_utf8_is_an_input_error(tmp_path):
     pq.write_table(pa.table({"text": bad}), p)
     with pytest.raises(inputs.InputError, match="bad.parquet: cannot read") as e:
         list(parquet_reader(Source(p, "parquet"), arrow=True))
-    assert "not valid UTF-8" in str(e.value)
+    assert "the array of rows 0 to 1" in str(e.value) and "not valid UTF-8" in str(e.value)
     with pytest.raises(inputs.InputError, match=r"bad.parquet: row 1 of column 'text' is not UTF-8"):
         list(parquet_reader(Source(p, "parquet")))
 

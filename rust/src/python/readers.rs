@@ -83,7 +83,8 @@ pub(super) struct ArrowDocuments {
     /// The strings of the last array, and the next one to hand on.
     strings: Batch,
     next: usize,
-    pulled: u64,
+    /// Rows of the arrays pulled so far (nulls included).
+    rows: u64,
 }
 
 impl ArrowDocuments {
@@ -92,20 +93,24 @@ impl ArrowDocuments {
             let Some(arrays) = self.arrays.as_ref() else { return Ok(false) };
             self.strings.clear();
             self.next = 0;
-            let (strings, path, pulled) = (&mut self.strings, &self.path, self.pulled);
-            let pulled = Python::attach(|py| -> PyResult<bool> {
-                let Some(array) = arrays.bind(py).clone().next() else { return Ok(false) };
-                super::arrow::push_array(&array?, &format!("array {pulled}"), strings).map_err(|e| {
+            let (strings, path, rows) = (&mut self.strings, &self.path, self.rows);
+            let pulled = Python::attach(|py| -> PyResult<Option<u64>> {
+                let Some(array) = arrays.bind(py).clone().next() else { return Ok(None) };
+                let array = array?;
+                let len = array.len()? as u64;
+                // Named by its rows (nulls included), which is what a user can look up.
+                let what = format!("the array of rows {rows} to {}", (rows + len).saturating_sub(1));
+                super::arrow::push_array(&array, &what, strings).map_err(|e| {
                     // A string that is not UTF-8, or an array pyarrow should not have made.
                     InputError::new_err(format!("{}: cannot read ({})", path.display(), e.value(py)))
                 })?;
-                Ok(true)
+                Ok(Some(len))
             });
             match pulled {
-                Ok(true) => self.pulled += 1,
-                Ok(false) | Err(_) => {
+                Ok(Some(len)) => self.rows += len,
+                Ok(None) | Err(_) => {
                     self.close();
-                    return pulled.map_err(ReadFailure::Python);
+                    return pulled.map(|_| false).map_err(ReadFailure::Python);
                 }
             }
         }
@@ -666,6 +671,6 @@ pub fn arrow_documents(
     let (batch_docs, batch_bytes) = batch_sizes(batch_docs, batch_bytes)?;
     let arrays = arrays.try_iter()?.unbind();
     let repr = format!("arrow_documents(..., '{}')", path.display());
-    let documents = Documents::Arrow(ArrowDocuments { arrays: Some(arrays), path: path.clone(), strings: Batch::new(), next: 0, pulled: 0 });
+    let documents = Documents::Arrow(ArrowDocuments { arrays: Some(arrays), path: path.clone(), strings: Batch::new(), next: 0, rows: 0 });
     Ok(reader(path, repr, batch_docs, batch_bytes, documents, options))
 }

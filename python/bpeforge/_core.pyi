@@ -354,9 +354,11 @@ def read_tokenizer_json(data: bytes) -> tuple[Optional[dict[str, Any]], Optional
     with kind "nested" (nested deeper than 128) or "syntax" (serde_json's message as detail).
     """
 
+@final
 class HuggingfaceModel:
     """The vocabulary and merges of a `tokenizer.json`'s model, read by `read_tokenizer_json`; the
-    Python side asks for their shape, then for the ranks (`ranks`), which are checked here."""
+    Python side asks for their shape, then for the ranks (`ranks`), which are checked here.
+    """
 
     @property
     def vocab_is_mapping(self) -> bool:
@@ -366,8 +368,13 @@ class HuggingfaceModel:
         """Whether the model's `"merges"` is a list."""
     def ranks(self, specials: Mapping[str, int], ignore_merges: bool) -> dict[bytes, int]:
         """The ranks (a dict of token bytes to id) of the vocabulary's entries other than the
-        `specials` (a dict of name to id), once checked as `from_huggingface` documents; ValueError
-        naming the first problem otherwise. The vocabulary and merges are let go of as they are used."""
+        `specials` (a dict of name to id), once checked as `from_huggingface` documents: each
+        entry spelled in the byte-level alphabet or a special token at its id; every single
+        byte; tiktoken's model of ids (`check_ranks`); each merge two tokens making a token, in
+        the order of the ids made; every longer token made by a merge; and unless
+        `ignore_merges`, each token's bytes merged back into it by the merges. ValueError naming
+        the first problem otherwise. The vocabulary and merges are let go of as they are used.
+        """
 
 def ranks_to_tiktoken(ranks: Union[Mapping[bytes, int], Iterable[tuple[bytes, int]]]) -> bytes:
     """The text of a `.tiktoken` file of `ranks` (as `check_ranks` takes them): one `base64(token)

@@ -768,6 +768,7 @@ pub fn read_tokenizer_json<'py>(
 
 /// Why the ranks cannot be read, as the Python checks said it (formatted with Python's reprs).
 enum Refusal {
+    NotMapping,
     OtherSpecialsId { entry: u32 },
     NotSpelled { entry: u32 },
     MissingByte { byte: u8, missing: usize },
@@ -838,7 +839,7 @@ fn checked_ranks(vocab: &Vocab, merges: &Merges, specials: &FxHashMap<String, i1
     let mut kept = Vec::with_capacity(n as usize);
     let mut is_rank = vec![false; n as usize];
     for entry in 0..n {
-        let Id::Int(id) = vocab.id(entry) else { unreachable!("vocab_is_mapping is checked first") };
+        let Id::Int(id) = vocab.id(entry) else { return Err(Refusal::NotMapping) };
         if special_ids.contains(&id) {
             if specials.get(&vocab.text(entry)) != Some(&id) {
                 return Err(Refusal::OtherSpecialsId { entry });
@@ -899,8 +900,9 @@ fn checked_ranks(vocab: &Vocab, merges: &Merges, specials: &FxHashMap<String, i1
         let made: FxHashSet<u32> = made_by.iter().map(|m| m[2]).collect();
         let unmade: Vec<u32> =
             kept.iter().copied().filter(|&e| vocab.token(e).len() > 1 && !made.contains(&(vocab.ids[e as usize] as u32))).collect();
-        let entry = *unmade.iter().min_by_key(|&&e| vocab.ids[e as usize]).expect("fewer tokens made than there are");
-        return Err(Refusal::Unmade { entry, rank: vocab.ids[entry as usize] as u32, count: unmade.len() });
+        if let Some(&entry) = unmade.iter().min_by_key(|&&e| vocab.ids[e as usize]) {
+            return Err(Refusal::Unmade { entry, rank: vocab.ids[entry as usize] as u32, count: unmade.len() });
+        }
     }
     if !ignore_merges {
         let pair_hash = |l: u32, r: u32| vocab.hasher.hash_one((l, r));
@@ -911,7 +913,8 @@ fn checked_ranks(vocab: &Vocab, merges: &Merges, specials: &FxHashMap<String, i1
                 priority.insert_unique(hash, place as u32, |&p| pair_hash(made_by[p as usize][0], made_by[p as usize][1]));
             }
         }
-        let byte_rank: Vec<u32> = (0..=255u8).map(|b| rank_of(&[b]).expect("every byte checked")).collect();
+        // (Every single byte is a rank: checked above.)
+        let byte_rank: Vec<u32> = (0..=255u8).map(|b| rank_of(&[b]).unwrap_or(u32::MAX)).collect();
         let key = |a: u32, b: u32| priority.find(pair_hash(a, b), |&p| made_by[p as usize][..2] == [a, b]).map(|&p| (p, made_by[p as usize][2]));
         let mut merger = Merger::default();
         for &entry in &kept {
@@ -1027,6 +1030,7 @@ fn refusal_message(py: Python<'_>, refusal: Refusal, vocab: &Vocab, merges: &Mer
             format!("the single byte {shown} is not in the vocabulary ({missing} bytes missing)")
         }
         Refusal::Ranks(message) => message,
+        Refusal::NotMapping => "the model's \"vocab\" is not a mapping of token to integer id".into(),
         Refusal::MergeNotTwoTokens => {
             let place = merges.bad.as_ref().map_or(0, |(place, _)| *place);
             format!("merge {place} ({}) is not two byte-level tokens", merge_repr(py, merges, place)?)

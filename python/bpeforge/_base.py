@@ -88,18 +88,20 @@ class BaseTokenizer:
         name: str = "bpeforge",
     ) -> None:
         ranks = dict(mergeable_ranks)
-        for token, rank in list(ranks.items()):
+        as_ints = {}  # ranks of other integer types, as int (not written while the dict is read)
+        for token, rank in ranks.items():  # (no list of the items: millions of tuples for a large vocabulary)
             if not isinstance(token, bytes):
                 raise TypeError(f"mergeable_ranks must map bytes to int ranks; a token is {type(token).__name__}: {token!r}")
             if not isinstance(rank, int) or isinstance(rank, bool):
                 try:  # any integer type (NumPy's too), but not bool
-                    ranks[token] = rank = as_int(rank, "a rank")
+                    as_ints[token] = rank = as_int(rank, "a rank")
                 except TypeError:
                     raise TypeError(f"mergeable_ranks must map bytes to int ranks; the rank of {token!r} is {rank!r}") from None
             if not 0 <= rank < MAX_TOKEN_ID:
                 raise ValueError(
                     f"invalid mergeable ranks: rank {rank} of {token!r} is out of range: ranks are ints from 0 up to {MAX_TOKEN_ID - 1}"
                 )
+        ranks.update(as_ints)
         _core.check_ranks(ranks)
         self._pattern = resolve_pattern(pattern)
         _core.check_pattern(self._pattern)  # a clear ValueError, before tiktoken fails or panics

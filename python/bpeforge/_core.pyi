@@ -7,7 +7,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Protocol, Sequenc
 
 from typing_extensions import disjoint_base
 
-__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "arrow_documents", "parquet_documents", "InputError", "check_ranks", "ranks_to_tiktoken", "split", "check_pattern", "first_merge_disagreement", "huggingface_merges", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
+__all__ = ["Trainer", "Recipe", "NANOCHAT_SPECIAL_TOKENS", "SUPERWORD_PATTERN", "ParquetReader", "Encoder", "DocumentReader", "TextReader", "JsonlReader", "arrow_documents", "parquet_documents", "InputError", "check_ranks", "ranks_to_tiktoken", "split", "check_pattern", "first_merge_disagreement", "huggingface_merges", "read_tokenizer_json", "HuggingfaceModel", "resolve_pattern", "DEFAULT_PATTERN", "PRESETS", "SpanCounts", "count_texts"]
 
 DEFAULT_PATTERN: str
 PRESETS: list[tuple[str, str]]
@@ -354,6 +354,35 @@ def check_ranks(ranks: Union[Mapping[bytes, int], Iterable[tuple[bytes, int]]]) 
     byte a token, at any rank; distinct, non-empty bytes; every longer token the concatenation of
     two tokens of lower rank.
     """
+
+def read_tokenizer_json(data: bytes) -> tuple[Optional[dict[str, Any]], Optional[HuggingfaceModel], Optional[tuple[str, str]]]:
+    """Reads the text of a `tokenizer.json` (`data`, its bytes): `(the file as a dict of its small
+    parts, or None if it is no JSON object; the model's vocabulary and merges, or None if it has
+    no "model" object; None)`, or, for a file that is not JSON, `(None, None, (kind, detail))`
+    with kind "nested" (nested deeper than 128) or "syntax" (serde_json's message as detail).
+    """
+
+@final
+class HuggingfaceModel:
+    """The vocabulary and merges of a `tokenizer.json`'s model, read by `read_tokenizer_json`; the
+    Python side asks for their shape, then for the ranks (`ranks`), which are checked here.
+    """
+
+    @property
+    def vocab_is_mapping(self) -> bool:
+        """Whether the model's `"vocab"` is a mapping of token to integer id."""
+    @property
+    def merges_is_list(self) -> bool:
+        """Whether the model's `"merges"` is a list."""
+    def ranks(self, specials: Mapping[str, int], ignore_merges: bool) -> dict[bytes, int]:
+        """The ranks (a dict of token bytes to id) of the vocabulary's entries other than the
+        `specials` (a dict of name to id), once checked as `from_huggingface` documents: each
+        entry spelled in the byte-level alphabet or a special token at its id; every single
+        byte; tiktoken's model of ids (`check_ranks`); each merge two tokens making a token, in
+        the order of the ids made; every longer token made by a merge; and unless
+        `ignore_merges`, each token's bytes merged back into it by the merges. ValueError naming
+        the first problem otherwise. The vocabulary and merges are let go of as they are used.
+        """
 
 def ranks_to_tiktoken(ranks: Union[Mapping[bytes, int], Iterable[tuple[bytes, int]]]) -> bytes:
     """The text of a `.tiktoken` file of `ranks` (as `check_ranks` takes them): one `base64(token)

@@ -471,7 +471,8 @@ class NotRepresentable(ValueError):
 
 
 def read_json(path: Union[str, os.PathLike]) -> tuple[Path, dict[str, Any]]:
-    """(the file, its JSON) for ``path``: a ``tokenizer.json`` or a folder holding one."""
+    """(the file, its JSON) for ``path``: a ``tokenizer.json`` or a folder holding one, read
+    whole by Python's ``json`` (:func:`from_huggingface` reads with :func:`read_tokenizer_file`)."""
     path = Path(path)
     if path.is_dir():
         path = path / TOKENIZER_FILE
@@ -482,12 +483,52 @@ def read_json(path: Union[str, os.PathLike]) -> tuple[Path, dict[str, Any]]:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise NotRepresentable(f"{path}: not valid JSON ({e})") from None
     except RecursionError:
-        raise NotRepresentable(f"{path}: not a HuggingFace tokenizer.json (its JSON is nested too deeply to read)") from None
+        raise nested_too_deeply(path) from None
+    check_tokenizer_json(path, data)
+    return path, data
+
+
+def nested_too_deeply(path: Path) -> NotRepresentable:
+    return NotRepresentable(f"{path}: not a HuggingFace tokenizer.json (its JSON is nested too deeply to read)")
+
+
+def check_tokenizer_json(path: Path, data: Any) -> None:
+    """Raises :class:`NotRepresentable` unless ``data`` (a file's JSON) is a HuggingFace
+    tokenizer's: an object with a ``"model"`` object, and no bpeforge config."""
     if isinstance(data, dict) and data.get("format") == "bpeforge":
         raise NotRepresentable(f"{path}: a bpeforge tokenizer's config, not HuggingFace's tokenizer.json: read it with Tokenizer.load")
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise NotRepresentable(f"{path}: not a HuggingFace tokenizer.json (no \"model\")")
-    return path, data
+
+
+def read_tokenizer_file(path: Union[str, os.PathLike]) -> tuple[Path, dict[str, Any], _core.HuggingfaceModel]:
+    """(the file, its JSON but for the model's vocabulary and merges, those two read by the
+    compiled core) for ``path``: a ``tokenizer.json`` or a folder holding one; the errors of
+    :func:`read_json`. The file's bytes are held while they are read, never a Python object per
+    entry (what ``json.loads`` makes of millions of entries weighs ten times the file)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / TOKENIZER_FILE
+    try:
+        text = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file (expected a HuggingFace tokenizer.json or a folder holding one)") from None
+    data, read, problem = _core.read_tokenizer_json(text)
+    del text
+    if problem is not None:
+        kind, detail = problem
+        if kind == "nested":
+            raise nested_too_deeply(path)
+        try:  # Python's json, which the file's errors were always named by, names this one
+            json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise NotRepresentable(f"{path}: not valid JSON ({e})") from None
+        except RecursionError:
+            raise nested_too_deeply(path) from None
+        raise NotRepresentable(f"{path}: not valid JSON ({detail})")  # what Python reads but JSON forbids (NaN, 1e999)
+    check_tokenizer_json(path, data)
+    assert data is not None and read is not None  # (a "model" object is read with its vocabulary and merges)
+    return path, data, read
 
 
 def split_pattern(pre_tokenizer: Any) -> Optional[str]:
@@ -544,8 +585,21 @@ def pattern_of_split(split: dict[str, Any]) -> str:
 def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) -> T:
     """A ``tokenizer_class`` from a HuggingFace ``tokenizer.json`` (or a folder holding one),
     encoding text with HF's ids. Raises :class:`NotRepresentable` (a ValueError) naming what
-    tiktoken's model cannot reproduce."""
-    path, data = read_json(path)
+    tiktoken's model cannot reproduce.
+
+    The file's small parts are checked here; its vocabulary and merges (millions of entries in
+    a large vocabulary) are read and checked by the compiled core, which hands back the ranks as
+    one dict (:func:`bpeforge._core.read_tokenizer_json`): each vocabulary entry is spelled in
+    the byte-level alphabet or is a special token at its id; every single byte is a token; the
+    ids follow tiktoken's model (:func:`bpeforge._core.check_ranks`); each merge joins two
+    tokens into a token, in the order of the ids made (HF merges by the place in the list,
+    tiktoken by the id made); every token of more than one byte is made by some merge (HF
+    reaches a token no merge makes only as a whole span); and without ``ignore_merges`` (HF then
+    merges a span that is a token like any other), merging each token's bytes by the merges
+    gives that token. (A pair of tokens that is no merge but makes a token, which tiktoken would
+    merge and HF not, is argued never to meet in ``docs/huggingface.md`` for merges made by
+    training, and tested.)"""
+    path, data, read = read_tokenizer_file(path)
 
     def refuse(reason: str) -> NotRepresentable:
         return NotRepresentable(f"{path}: cannot read as a tiktoken-style tokenizer: {reason}")
@@ -575,11 +629,11 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
     post = data.get("post_processor")
     if post is not None and post.get("type") != "ByteLevel":
         raise refuse(f"its post-processor ({post.get('type')!r}) adds tokens that encoding text does not give")
-    vocab, merges, added_tokens = model.get("vocab"), model.get("merges"), data.get("added_tokens") or []
-    if not (isinstance(vocab, dict) and all(isinstance(t, str) and type(i) is int for t, i in vocab.items())):
+    if not read.vocab_is_mapping:
         raise refuse("the model's \"vocab\" is not a mapping of token to integer id")
-    if not isinstance(merges, list):
+    if not read.merges_is_list:
         raise refuse("the model's \"merges\" is not a list")
+    added_tokens = data.get("added_tokens") or []
     if not (isinstance(added_tokens, list) and all(
         isinstance(a, dict) and isinstance(a.get("content"), str) and type(a.get("id")) is int for a in added_tokens
     )):
@@ -591,104 +645,15 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
         if added.get("single_word") or added.get("lstrip") or added.get("rstrip"):
             raise refuse(f"special token {added.get('content')!r} has single_word/lstrip/rstrip set")
         specials[added["content"]] = added["id"]
-    ids_of_specials = set(specials.values())
-    ranks: dict[bytes, int] = {}
-    # The file's JSON is let go of part by part as it is read (the vocabulary once it is ranks,
-    # the merges once checked), so that for millions of tokens it is not held beside the
-    # checks of the ranks and the tokenizer made of them (several times the ranks' size each).
-    del data
-    model.pop("vocab")
-    for text, token_id in vocab.items():
-        if token_id in ids_of_specials:
-            if specials.get(text) != token_id:
-                raise refuse(f"vocabulary entry {text!r} has id {token_id}, the id of a special token of another name")
-            continue
-        token = from_byte_level(text)
-        if token is None or not token:
-            raise refuse(f"vocabulary entry {text!r} (id {token_id}) is not spelled in the byte-level alphabet")
-        ranks[token] = token_id
-    del vocab
-    missing = [b for b in range(256) if bytes([b]) not in ranks]
-    if missing:
-        raise refuse(f"the single byte {bytes([missing[0]])!r} is not in the vocabulary ({len(missing)} bytes missing)")
     try:
-        _core.check_ranks(ranks)  # the ids as tiktoken's model needs them, before the merges are read
+        ranks = read.ranks(specials, bool(model.get("ignore_merges")))
     except ValueError as e:
         raise refuse(str(e)) from None
-    check_merges(merges, ranks, refuse)
-    if not model.get("ignore_merges"):
-        check_tokens_are_reached(merges, ranks, refuse)
-    del model, merges, added_tokens
+    del read  # (the vocabulary and merges read are let go of once they are ranks)
     try:
         return tokenizer_class(ranks, pattern, specials, name=path.parent.name or "huggingface")
     except ValueError as e:
         raise refuse(str(e)) from None
-
-
-def parse_merge(merge: Any) -> Optional[tuple[str, str]]:
-    """A merge of the file (``"a b"`` or ``["a", "b"]``) as two strings, or None."""
-    if isinstance(merge, str):
-        parts = merge.split(" ")
-        return (parts[0], parts[1]) if len(parts) == 2 else None
-    if isinstance(merge, list) and len(merge) == 2 and all(isinstance(p, str) for p in merge):
-        return merge[0], merge[1]
-    return None
-
-
-def check_merges(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
-    """Raises ``refuse(...)`` unless each merge joins two tokens into a token, and the merges
-    make tokens in the order of their ids: HF merges by the place in this list, tiktoken by the
-    id made, so the two orders must be one. (A pair of tokens that is no merge but makes a
-    token, which tiktoken would merge and HF not, is argued never to meet in
-    ``docs/huggingface.md`` for merges made by training, and tested.) Every token of more than
-    one byte must be made by some merge: HF reaches a token no merge makes only as a whole span
-    (with ``ignore_merges``), where tiktoken merges its two parts inside longer spans too."""
-    last = -1
-    made = 0  # distinct ids made: the merges make them in increasing order
-    for i, merge in enumerate(merges):
-        pair = parse_merge(merge)
-        left, right = (None, None) if pair is None else (from_byte_level(pair[0]), from_byte_level(pair[1]))
-        if left is None or right is None:
-            raise refuse(f"merge {i} ({merge!r}) is not two byte-level tokens")
-        rank = ranks.get(left + right)
-        if rank is None or left not in ranks or right not in ranks:
-            raise refuse(f"merge {i} ({merge!r}) joins or makes a token that is not in the vocabulary")
-        if rank < last:
-            raise refuse(
-                f"merge {i} ({merge!r}) makes id {rank}, after a merge that made id {last}: the merges' order does not "
-                f"follow the ids they make, which tiktoken's ranks need"
-            )
-        made += rank != last
-        last = rank
-    if made < sum(len(token) > 1 for token in ranks):  # (counted, not listed: files of millions of merges)
-        made_ids = set()
-        for merge in merges:
-            a, b = parse_merge(merge)  # type: ignore[misc]  # checked above
-            made_ids.add(ranks[from_byte_level(a) + from_byte_level(b)])  # type: ignore[operator]
-        unmade = [token for token, rank in ranks.items() if len(token) > 1 and rank not in made_ids]
-        token = min(unmade, key=ranks.__getitem__)
-        raise refuse(
-            f"vocabulary entry {byte_level(token)!r} (id {ranks[token]}) is made by no merge: HF gives it only for a "
-            f"span that is that token whole, where tiktoken also merges its parts inside longer spans"
-            + (f" ({len(unmade)} such entries)" if len(unmade) > 1 else "")
-        )
-
-
-def check_tokens_are_reached(merges: list, ranks: dict[bytes, int], refuse: Any) -> None:
-    """Without ``ignore_merges`` HF merges a span that is a token like any other, where tiktoken
-    takes the token whole: raises ``refuse(...)`` unless merging each token's own bytes by the
-    merges gives that token."""
-    priority: dict[tuple[bytes, bytes], int] = {}
-    for i, merge in enumerate(merges):
-        left, right = parse_merge(merge)  # type: ignore[misc]  # check_merges ran first
-        priority.setdefault((from_byte_level(left), from_byte_level(right)), i)  # type: ignore[arg-type]
-    for token in ranks:
-        parts = merged_by_list(token, priority, None)
-        if parts != [token]:
-            raise refuse(
-                f"ignore_merges is off and the merges turn the token {byte_level(token)!r} into {len(parts)} parts, "
-                f"where tiktoken takes a span that is a token whole"
-            )
 
 
 # ------------------------------------------------------------------------------ training

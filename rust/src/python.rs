@@ -10,6 +10,7 @@
 //! - `parquet.rs`: the `ParquetReader` class; `encode.rs`: the `Encoder` class (counting tokens);
 //! - `counts.rs`: the `SpanCounts` class and `count_texts`;
 //! - `ranks.rs`: mergeable ranks checked, and written as a `.tiktoken` file's text;
+//! - `huggingface_import.rs`: a HuggingFace `tokenizer.json`'s vocabulary and merges read and checked;
 //! - `readers.rs`: the `TextReader` and `JsonlReader` classes (and `InputError`).
 
 use pyo3::exceptions::{PyMemoryError, PyRuntimeError, PyValueError};
@@ -20,6 +21,7 @@ mod arrow;
 mod counts;
 mod encode;
 mod feed;
+mod huggingface_import;
 mod learn;
 mod merge_order;
 mod parquet;
@@ -125,6 +127,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_pattern, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order::first_merge_disagreement, m)?)?;
     m.add_function(wrap_pyfunction!(merge_order::huggingface_merges, m)?)?;
+    m.add_function(wrap_pyfunction!(huggingface_import::read_tokenizer_json, m)?)?;
+    m.add_class::<huggingface_import::HuggingfaceModel>()?;
     m.add_function(wrap_pyfunction!(pattern_regex, m)?)?;
     m.add("DEFAULT_PATTERN", presets::GPT4)?;
     m.add("PRESETS", presets::PRESETS.iter().map(|(n, p)| (*n, *p)).collect::<Vec<_>>())?;

@@ -103,14 +103,36 @@ class BaseTokenizer:
                 )
         ranks.update(as_ints)
         _core.check_ranks(ranks)
+        self._take_parts(ranks, pattern, special_tokens, name)
+
+    def _take_parts(
+        self, ranks: dict[bytes, int], pattern: Optional[str], special_tokens: Union[Mapping[str, int], Sequence[str]], name: str
+    ) -> None:
+        """Keeps ``ranks`` (checked: :func:`bpeforge._core.check_ranks`) as they are, and checks
+        the pattern and the special tokens beside them."""
         self._pattern = resolve_pattern(pattern)
         _core.check_pattern(self._pattern)  # a clear ValueError, before tiktoken fails or panics
-        self._special_tokens = special_token_ids(special_tokens, set(ranks.values()))
+        if isinstance(special_tokens, Mapping):  # only the ranks at those ids matter: no set of millions
+            wanted = set(special_tokens.values())
+            taken: Any = {rank for rank in ranks.values() if rank in wanted}
+        else:  # names, numbered on from the largest rank
+            taken = set(ranks.values())
+        self._special_tokens = special_token_ids(special_tokens, taken)
         #: Figures of the training run that made this tokenizer (empty if it was loaded).
         self.training_stats: dict = {}
         self._ranks = ranks
         self._name = name
         self._built: Optional[tiktoken.Encoding] = None
+
+    @classmethod
+    def _of_checked_ranks(cls: type[T], ranks: dict[bytes, int], pattern: Optional[str], special_tokens: Mapping[str, int], name: str) -> T:
+        """A tokenizer of ``ranks``, a dict of bytes to int ranks that
+        :func:`bpeforge._core.check_ranks` passed and that the caller hands over (an import's):
+        kept as it is, without the constructor's copy and second check, which for millions of
+        tokens cost as much memory as the ranks themselves."""
+        tok = cls.__new__(cls)
+        tok._take_parts(ranks, pattern, special_tokens, name)
+        return tok
 
     @classmethod
     def from_encoding(cls: type[T], encoding: tiktoken.Encoding) -> T:

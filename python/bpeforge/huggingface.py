@@ -651,7 +651,8 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
         raise refuse(str(e)) from None
     del read  # (the vocabulary and merges read are let go of once they are ranks)
     try:
-        return tokenizer_class(ranks, pattern, specials, name=path.parent.name or "huggingface")
+        # (checked by the reading: kept as they are, not copied and checked again)
+        return tokenizer_class._of_checked_ranks(ranks, pattern, specials, name=path.parent.name or "huggingface")
     except ValueError as e:
         raise refuse(str(e)) from None
 

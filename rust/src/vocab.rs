@@ -1,6 +1,7 @@
 //! The vocabulary: token bytes by rank, and tiktoken's invariants on a list of ranks.
 
 use ahash::AHashMap;
+use hashbrown::HashTable;
 
 use crate::Error;
 
@@ -111,34 +112,43 @@ pub fn check_ranks<T: AsRef<[u8]>>(ranks: &[(T, u64)]) -> Result<(), Error> {
     if let Some(w) = tokens.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(Error::InvalidRanks(format!("rank {} is given twice ({} and {})", w[0].0, shown(w[0].1), shown(w[1].1))));
     }
-    let mut rank_of: AHashMap<&[u8], u64> = AHashMap::with_capacity(tokens.len());
-    for &(rank, token) in &tokens {
-        if let Some(first) = rank_of.insert(token, rank) {
-            return Err(Error::InvalidRanks(format!("ranks {first} and {rank} have the same bytes {}", shown(token))));
+    // One table of token numbers (places in `tokens`), hashed by each token's polynomial hash
+    // (see `PieceHashes`), which finds a token from its bytes and a split's two parts from their
+    // hashes alike: 5 bytes a slot and 8 a token for the hashes, where two maps (bytes -> rank,
+    // (hash, length) -> rank) took about 100 bytes a token (a 2M-token tokenizer.json import).
+    let hashes = PieceHashes::new();
+    let token_hash: Vec<u64> = tokens.iter().map(|&(_, token)| hashes.of(token)).collect();
+    // The polynomial hashes lie below 2^61: mixed, so that the table's top bits spread too.
+    let mix = |hash: u64| hash.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut table: HashTable<u32> = HashTable::with_capacity(tokens.len());
+    // The number of the token with `hash` and bytes `part`, if there is one.
+    let find = |table: &HashTable<u32>, hash: u64, part: &[u8]| {
+        table.find(mix(hash), |&j| token_hash[j as usize] == hash && tokens[j as usize].1 == part).map(|&j| j as usize)
+    };
+    for (i, &(rank, token)) in tokens.iter().enumerate() {
+        if let Some(j) = find(&table, token_hash[i], token) {
+            return Err(Error::InvalidRanks(format!("ranks {} and {rank} have the same bytes {}", tokens[j].0, shown(token))));
         }
+        table.insert_unique(mix(token_hash[i]), i as u32, |&j| mix(token_hash[j as usize]));
     }
-    if let Some(byte) = (0..=255u8).find(|b| !rank_of.contains_key(&[*b][..])) {
+    if let Some(byte) = (0..=255u8).find(|b| find(&table, hashes.of(&[*b]), &[*b]).is_none()) {
         return Err(Error::InvalidRanks(format!(
             "the single byte {byte:#04x} is not a token (all 256 single bytes must be, at any ranks)"
         )));
     }
-    // Each token is tried at every split point, each try O(1) with hashes of the two parts
-    // (see `PieceHashes`); only a split whose two parts both look like tokens of lower rank is
-    // looked up exactly. So the check is linear in the bytes of the ranks, however the tokens
-    // overlap (hashing each part whole at each split point was cubic for a chain a, ab, abc...).
-    let hashes = PieceHashes::new();
-    let mut piece_rank: AHashMap<(u64, usize), u64> = AHashMap::with_capacity(tokens.len());
-    for &(rank, token) in &tokens {
-        // Two tokens whose hashes collide (rare: the base is random) get rank 0, which lets
-        // their splits through to the exact lookup.
-        piece_rank.entry((hashes.of(token), token.len())).and_modify(|r| *r = 0).or_insert(rank);
-    }
+    // Each token is tried at every split point, each try O(1) with the hashes of the two parts
+    // (see `PieceHashes`): a part's bytes are compared only once its hash, length and a lower
+    // rank match. So the check is linear in the bytes of the ranks, however the tokens overlap
+    // (hashing each part whole at each split point was cubic for a chain a, ab, abc...).
     for &(rank, token) in tokens.iter().filter(|(_, t)| t.len() > 1) {
-        let lower = |part: &[u8]| rank_of.get(part).is_some_and(|&r| r < rank);
-        let looks_lower = |hash: u64, len: usize| piece_rank.get(&(hash, len)).is_some_and(|&r| r < rank);
-        let splits = hashes.splits(token).any(|(k, head, tail)| {
-            looks_lower(head, k) && looks_lower(tail, token.len() - k) && lower(&token[..k]) && lower(&token[k..])
-        });
+        let lower = |hash: u64, part: &[u8]| {
+            let candidate = |&j: &u32| {
+                let (r, t) = tokens[j as usize];
+                token_hash[j as usize] == hash && t.len() == part.len() && r < rank && t == part
+            };
+            table.find(mix(hash), candidate).is_some()
+        };
+        let splits = hashes.splits(token).any(|(k, head, tail)| lower(head, &token[..k]) && lower(tail, &token[k..]));
         if !splits {
             return Err(Error::InvalidRanks(format!(
                 "rank {rank} ({}) is not the concatenation of two tokens of lower rank",

@@ -124,15 +124,6 @@ class BaseTokenizer:
         self._name = name
         self._built: Optional[tiktoken.Encoding] = None
 
-    @classmethod
-    def _of_checked_ranks(cls: type[T], ranks: dict[bytes, int], pattern: Optional[str], special_tokens: Mapping[str, int], name: str) -> T:
-        """A tokenizer of ``ranks``, a dict of bytes to int ranks that
-        :func:`bpeforge._core.check_ranks` passed and that the caller hands over (an import's):
-        kept as it is, without the constructor's copy and second check, which for millions of
-        tokens cost as much memory as the ranks themselves."""
-        tok = cls.__new__(cls)
-        tok._take_parts(ranks, pattern, special_tokens, name)
-        return tok
 
     @classmethod
     def from_encoding(cls: type[T], encoding: tiktoken.Encoding) -> T:
@@ -405,3 +396,13 @@ def import_numpy(what: str) -> Any:
             raise
         raise ModuleNotFoundError(f"{what} needs NumPy (pip install 'bpeforge[numpy]')", name="numpy") from None
     return numpy
+
+
+def of_checked_ranks(cls: type[T], ranks: dict[bytes, int], pattern: Optional[str], special_tokens: Mapping[str, int], name: str) -> T:
+    """A ``cls`` (a :class:`BaseTokenizer`) of ``ranks``, a dict of bytes to int ranks that
+    :func:`bpeforge._core.check_ranks` passed and that the caller hands over (an import's): kept
+    as it is, without the constructor's copy and second check, which for millions of tokens cost
+    as much memory as the ranks themselves."""
+    tok = cls.__new__(cls)
+    tok._take_parts(ranks, pattern, special_tokens, name)
+    return tok

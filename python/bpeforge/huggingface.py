@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Optional, TypeVar, Union, cast
 
 from . import _core, _io as io, _oniguruma as oniguruma
-from ._base import BaseTokenizer, check_tiktoken_parts
+from ._base import BaseTokenizer, check_tiktoken_parts, of_checked_ranks
 from ._counts import count
 from ._patterns import PATTERNS, SUPERWORD_PATTERN, pattern_label, resolve_pattern
 from ._training import Recipe, TrainedRanks, Training, check_texts
@@ -652,7 +652,7 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
     del read  # (the vocabulary and merges read are let go of once they are ranks)
     try:
         # (checked by the reading: kept as they are, not copied and checked again)
-        return tokenizer_class._of_checked_ranks(ranks, pattern, specials, name=path.parent.name or "huggingface")
+        return of_checked_ranks(tokenizer_class, ranks, pattern, specials, name=path.parent.name or "huggingface")
     except ValueError as e:
         raise refuse(str(e)) from None
 

@@ -133,3 +133,23 @@ print(encoder.count(["abab, it still works"]) == before == (18, 20))
     first, second = child.stdout.strip().splitlines()
     assert first.startswith("out of memory while encoding a long span"), first
     assert second == "True", second
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status")
+def test_a_tokenizer_json_too_large_for_the_memory_left_is_a_memory_error(tmp_path):
+    """The import reads the vocabulary and merges into arrays that grow by fallible reservation:
+    a vocabulary entry of 16 MB with a few MB of room is a MemoryError naming the stage."""
+    import json
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text(json.dumps({"model": {"type": "BPE", "vocab": {"a" * (16 << 20): 0}, "merges": []}}))
+    work = """
+try:
+    bpeforge.Tokenizer.from_huggingface(path)
+    print("read")
+except MemoryError as e:
+    print(e)
+"""
+    child = limited(20, path, work)
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.startswith("out of memory while reading the tokenizer.json's vocabulary and merges: a block of"), child.stdout

@@ -15,14 +15,19 @@ use std::borrow::Cow;
 use std::fmt;
 
 use hashbrown::HashTable;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyList, PyString};
 use ahash::RandomState;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use crate::memory::try_reserve;
 use crate::vocab::{check_ranks, shown, MAX_RANK};
+use crate::Error;
+
+/// What out of memory says reading was doing.
+const READING: &str = "reading the tokenizer.json's vocabulary and merges";
 
 // ------------------------------------------------------------------------------ byte-level alphabet
 
@@ -69,18 +74,19 @@ fn byte_level(token: &[u8]) -> String {
 
 /// Appends the bytes `text` spells in the byte-level alphabet to `out`; false (and `out` as it
 /// was) if a character of it is not in the alphabet.
-fn push_byte_level(text: &str, out: &mut Vec<u8>) -> bool {
+fn push_byte_level(text: &str, out: &mut Vec<u8>) -> Result<bool, Error> {
+    try_reserve(out, text.len(), READING)?; // (a character is one byte here, or two or more in UTF-8)
     let start = out.len();
     for c in text.chars() {
         match byte_of(c) {
             Some(b) => out.push(b),
             None => {
                 out.truncate(start);
-                return false;
+                return Ok(false);
             }
         }
     }
-    true
+    Ok(true)
 }
 
 // ------------------------------------------------------------------------------ what is read
@@ -151,10 +157,13 @@ impl Vocab {
     }
 
     /// Adds the entry `text: id`, or gives an entry already read under that text its new id.
-    fn add(&mut self, text: &str, id: Id) {
+    /// [`Error::OutOfMemory`] if the arrays cannot grow (Rust would end the process instead).
+    fn add(&mut self, text: &str, id: Id) -> Result<(), Error> {
         let start = self.bytes.len();
         let entry = self.ends.len() as u32;
-        if push_byte_level(text, &mut self.bytes) {
+        try_reserve(&mut self.ends, 1, READING)?;
+        try_reserve(&mut self.ids, 1, READING)?;
+        if push_byte_level(text, &mut self.bytes)? {
             let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
             let token = &bytes[start..];
             let hash = hasher.hash_one(token);
@@ -162,13 +171,15 @@ impl Vocab {
             if let Some(&first) = self.index.find(hash, |&j| slice(j) == token) {
                 self.bytes.truncate(start);
                 self.set_id(first, id);
-                return;
+                return Ok(());
             }
+            let slots = self.index.capacity().max(1) * 2;
+            self.index.try_reserve(1, |&j| hasher.hash_one(slice(j))).map_err(|_| Error::OutOfMemory { stage: READING, bytes: slots * 5 })?;
             self.index.insert_unique(hash, entry, |&j| hasher.hash_one(slice(j)));
         } else {
             if let Some(&first) = self.unspelled_by_text.get(text) {
                 self.set_id(first, id);
-                return;
+                return Ok(());
             }
             self.unspelled.insert(entry, text.to_owned());
             self.unspelled_by_text.insert(text.to_owned(), entry);
@@ -176,6 +187,7 @@ impl Vocab {
         self.ends.push(self.bytes.len());
         self.ids.push(0);
         self.set_id(entry, id);
+        Ok(())
     }
 }
 
@@ -207,20 +219,25 @@ impl Merges {
         &self.bytes[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]]
     }
 
-    fn push(&mut self, left: &str, right: &str, listed: bool) -> bool {
+    /// Whether the merge is two byte-level tokens (then pushed); [`Error::OutOfMemory`] if the
+    /// arrays cannot grow (Rust would end the process instead).
+    fn push(&mut self, left: &str, right: &str, listed: bool) -> Result<bool, Error> {
+        try_reserve(&mut self.middles, 1, READING)?;
+        try_reserve(&mut self.ends, 1, READING)?;
+        try_reserve(&mut self.listed, 1, READING)?;
         let start = self.bytes.len();
-        if !push_byte_level(left, &mut self.bytes) {
-            return false;
+        if !push_byte_level(left, &mut self.bytes)? {
+            return Ok(false);
         }
         let middle = self.bytes.len();
-        if !push_byte_level(right, &mut self.bytes) {
+        if !push_byte_level(right, &mut self.bytes)? {
             self.bytes.truncate(start);
-            return false;
+            return Ok(false);
         }
         self.middles.push(middle);
         self.ends.push(self.bytes.len());
         self.listed.push(listed);
-        true
+        Ok(true)
     }
 }
 
@@ -469,7 +486,7 @@ impl<'de> Visitor<'de> for VocabSeed {
         let mut vocab = Vocab::default();
         while let Some(text) = map.next_key_seed(Text)? {
             let id = map.next_value_seed(IdSeed)?;
-            vocab.add(&text, id);
+            vocab.add(&text, id).map_err(|e| <A::Error as de::Error>::custom(e.to_string()))?;
         }
         Ok(Part::Read(vocab))
     }
@@ -565,7 +582,7 @@ impl<'de, 'a, 'py> Visitor<'de> for MergeSeed<'a, 'py> {
     fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
         let mut parts = v.split(' ');
         if let (Some(left), Some(right), None) = (parts.next(), parts.next(), parts.next()) {
-            if self.merges.push(left, right, false) {
+            if self.merges.push(left, right, false).map_err(|e| E::custom(e.to_string()))? {
                 return Ok(());
             }
         }
@@ -579,7 +596,7 @@ impl<'de, 'a, 'py> Visitor<'de> for MergeSeed<'a, 'py> {
             elements.push(element);
         }
         if let [Element::Text(left), Element::Text(right)] = &elements[..] {
-            if self.merges.push(left, right, true) {
+            if self.merges.push(left, right, true).map_err(|e| <A::Error as de::Error>::custom(e.to_string()))? {
                 return Ok(());
             }
         }
@@ -759,6 +776,12 @@ pub fn read_tokenizer_json<'py>(
         Ok((data, model)) => Ok((data, model, None)),
         Err(e) if e.to_string().starts_with("recursion limit exceeded") => Ok((None, None, Some(("nested", e.to_string())))),
         Err(e) if e.is_syntax() || e.is_eof() || e.is_io() => Ok((None, None, Some(("syntax", e.to_string())))),
+        // The arrays could not grow (see `Vocab::add`): serde's message, less its " at line ...".
+        Err(e) if e.to_string().starts_with("out of memory") => {
+            let message = e.to_string();
+            let end = message.rfind(" at line ").unwrap_or(message.len());
+            Err(PyMemoryError::new_err(message[..end].to_string()))
+        }
         // What a visitor raised (a Python error making an object, such as MemoryError).
         Err(e) => Err(PyErr::take(py).unwrap_or_else(|| PyValueError::new_err(e.to_string()))),
     }

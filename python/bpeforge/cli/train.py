@@ -241,23 +241,24 @@ def load_base(path: str) -> Tokenizer:
     folder = Path(path)
     if folder.is_dir() and not (folder / io.META_FILE).exists() and (folder / huggingface.TOKENIZER_FILE).is_file():
         try:
+            return Tokenizer.from_huggingface(folder)  # (its vocabulary never a Python object per entry)
+        except (OSError, ValueError) as e:
+            refusal = e
+        try:  # why not, read whole: only now, and only to say it
             _, config = huggingface.read_json(folder)
         except (OSError, ValueError):
             config = None  # not HuggingFace's (a version-1 bpeforge folder, say): Tokenizer.load says what it is
         if config is not None:
-            try:
-                return Tokenizer.from_huggingface(folder)
-            except (OSError, ValueError) as e:
-                vocab = (config.get("model") or {}).get("vocab")
-                bytes_seen = {huggingface.from_byte_level(t) for t in vocab} if isinstance(vocab, dict) else set()
-                missing = sum(bytes([b]) not in bytes_seen for b in range(256))
-                if missing:
-                    raise CLIError(
-                        f"--extend {path}: HuggingFace's tokenizer.json there lacks {missing} of the 256 single bytes "
-                        "(as --tie-break huggingface trains without --initial-alphabet all), and an extension, as "
-                        "tiktoken, needs every one"
-                    ) from None
-                raise CLIError(f"--extend {path}: cannot extend HuggingFace's tokenizer.json there: {one_line(e)}") from None
+            vocab = (config.get("model") or {}).get("vocab")
+            bytes_seen = {huggingface.from_byte_level(t) for t in vocab} if isinstance(vocab, dict) else set()
+            missing = sum(bytes([b]) not in bytes_seen for b in range(256))
+            if missing:
+                raise CLIError(
+                    f"--extend {path}: HuggingFace's tokenizer.json there lacks {missing} of the 256 single bytes "
+                    "(as --tie-break huggingface trains without --initial-alphabet all), and an extension, as "
+                    "tiktoken, needs every one"
+                ) from None
+            raise CLIError(f"--extend {path}: cannot extend HuggingFace's tokenizer.json there: {one_line(refusal)}") from None
     try:
         return Tokenizer.load(path)
     except (OSError, ValueError) as e:

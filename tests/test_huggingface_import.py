@@ -203,3 +203,15 @@ def test_import_names_json_it_cannot_read(tmp_path, text, message):
     with pytest.raises(hf.NotRepresentable, match=message) as e:
         bpeforge.Tokenizer.from_huggingface(path)
     assert str(path) in str(e.value)
+
+
+def test_a_lone_surrogate_escape_is_named(tmp_path):
+    """Python's json reads "\\ud800", serde_json (rightly) not: the refusal names it, rather than
+    calling the file invalid JSON."""
+    hf.save_huggingface(bpeforge.Tokenizer({bytes([i]): i for i in range(256)}), tmp_path)
+    path = tmp_path / "tokenizer.json"
+    data = json.loads(path.read_text())
+    data["model"]["vocab"]["\ud800"] = 999
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"holds a lone surrogate escape \(such as \\ud800\)"):
+        bpeforge.Tokenizer.from_huggingface(tmp_path)

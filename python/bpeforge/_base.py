@@ -173,6 +173,11 @@ class BaseTokenizer:
         return self._encoding
 
     @property
+    def name(self) -> str:
+        """The name of :attr:`encoding` (tiktoken's ``Encoding.name``)."""
+        return self._name
+
+    @property
     def pattern(self) -> str:
         """The split pattern (a regex string)."""
         return self._pattern

@@ -197,7 +197,7 @@ class Tokenizer(BaseTokenizer):
         elif slot not in specials or not RESERVED.fullmatch(slot):
             raise ValueError(f"{slot!r} is not a free reserved special token of this tokenizer")
         renamed = {(name if n == slot else n): i for n, i in specials.items()}
-        tokenizer = type(self)(self.mergeable_ranks, self.pattern, renamed, name=self.encoding.name)
+        tokenizer = type(self)(self.mergeable_ranks, self.pattern, renamed, name=self.name)
         return tokenizer
 
     def truncate(self, vocab_size: int) -> "Tokenizer":
@@ -214,7 +214,7 @@ class Tokenizer(BaseTokenizer):
         (258, [256, 97, 98], {'<|bos|>': 257})
         """
         ranks, special_tokens = first_ranks(self.mergeable_ranks, self.special_tokens, vocab_size)
-        return type(self)(ranks, self.pattern, special_tokens, name=self.encoding.name)
+        return type(self)(ranks, self.pattern, special_tokens, name=self.name)
     def extend(
         self,
         texts: Iterable[Any],

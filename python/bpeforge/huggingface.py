@@ -525,6 +525,11 @@ def read_tokenizer_file(path: Union[str, os.PathLike]) -> tuple[Path, dict[str, 
             raise NotRepresentable(f"{path}: not valid JSON ({e})") from None
         except RecursionError:
             raise nested_too_deeply(path) from None
+        if "escape" in detail:  # Python's json reads "\ud800"; no UTF-8 text can hold it
+            raise NotRepresentable(
+                f"{path}: cannot read as a tiktoken-style tokenizer: it holds a lone surrogate escape (such as \\ud800), "
+                f"which is no character: text cannot hold it ({detail})"
+            )
         raise NotRepresentable(f"{path}: not valid JSON ({detail})")  # what Python reads but JSON forbids (NaN, 1e999)
     check_tokenizer_json(path, data)
     assert data is not None and read is not None  # (a "model" object is read with its vocabulary and merges)

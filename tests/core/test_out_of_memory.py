@@ -97,17 +97,22 @@ def test_the_command_line_reading_a_long_document_out_of_memory_says_so_in_one_l
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status")
 def test_a_reader_iterated_out_of_memory_raises_memory_error(one_long_document):
-    """Iterating a reader from Python: its buffer, or the batch handed over, cannot grow."""
+    """Iterating a reader from Python: its buffer, or the batch handed over, cannot grow; the
+    reader then stops (it does not go on without the document it could not hold)."""
     work = """
+reader = bpeforge.TextReader(path)
 try:
-    batches = list(bpeforge.TextReader(path))
+    batches = list(reader)
     print("read", len(batches))
 except MemoryError as e:
     print(e)
+print("after:", list(reader))
 """
     child = limited(5, one_long_document / "long.txt", work)
     assert child.returncode == 0, child.stderr[-2000:]
-    assert child.stdout.startswith(f"out of memory while reading {one_long_document / 'long.txt'}: a "), child.stdout
+    first, after = child.stdout.strip().splitlines()
+    assert first.startswith(f"out of memory while reading {one_long_document / 'long.txt'}: a "), child.stdout
+    assert after == "after: []", child.stdout
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status")

@@ -375,13 +375,21 @@ impl DocumentReader {
                 ends.push(text.len());
                 ends.len() < max_docs && text.len() < max_bytes
             });
+            super::shutdown::safe_point();
             if !matches!(read, Ok(true)) || !ends.is_empty() || short.is_some() {
-                super::shutdown::safe_point();
                 break read;
+            }
+            // Ctrl-C is looked at between such batches: a long stretch of them returns no list.
+            if let Err(e) = Python::attach(|py| py.check_signals()) {
+                break Err(ReadFailure::Python(e));
             }
         });
         read.map_err(|e| self.failure_to_py(e))?;
         if let Some(bytes) = short {
+            // The document that did not fit was taken (counted, within `max_chars`): reading
+            // stops here rather than going on without it.
+            reading.done = true;
+            reading.documents.close();
             let size = crate::memory::describe_size(bytes);
             let message = format!("out of memory while reading {}: a batch of {size} could not be allocated", self.path.display());
             return Err(pyo3::exceptions::PyMemoryError::new_err(message));

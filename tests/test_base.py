@@ -128,6 +128,8 @@ def test_import_and_training_leave_tiktoken_and_hashlib_unloaded_until_needed():
         "tok = bpeforge.Tokenizer.train_from_iterator(['hello world'] * 50, 300, progress=progress)\n"
         "assert seen and all(s == [] for s in seen), seen\n"
         "assert heavy() == [], heavy()\n"
+        "small = tok.truncate(270)\n"  # (a smaller tokenizer of the same name: no Encoding needed)
+        "assert heavy() == [] and small.n_vocab == 270 and small.name == tok.name, heavy()\n"
         "assert tok.decode(tok.encode('hello world')) == 'hello world'\n"
         "assert heavy() == ['tiktoken'], heavy()\n"
         "d = tempfile.mkdtemp()\n"

@@ -374,6 +374,75 @@ fn find_column(file: &SerializedFileReader<File>, name: &str) -> Result<(usize, 
 mod tests {
     use super::*;
 
+    /// A Parquet file of one optional string column `text` holding `rows` (None: null) in row
+    /// groups of `group` rows, written by the parquet crate's own writer.
+    fn write_file(name: &str, rows: &[Option<&[u8]>], group: usize) -> std::path::PathBuf {
+        use parquet::file::properties::WriterProperties;
+        use parquet::file::writer::SerializedFileWriter;
+        let path = std::env::temp_dir().join(format!("bpeforge-{}-{name}.parquet", std::process::id()));
+        let schema = Arc::new(parquet::schema::parser::parse_message_type("message m { optional binary text (UTF8); }").unwrap());
+        let mut writer = SerializedFileWriter::new(File::create(&path).unwrap(), schema, Arc::new(WriterProperties::builder().build())).unwrap();
+        for part in rows.chunks(group) {
+            let values: Vec<ByteArray> = part.iter().flatten().map(|v| ByteArray::from(v.to_vec())).collect();
+            let levels: Vec<i16> = part.iter().map(|v| i16::from(v.is_some())).collect();
+            let mut rg = writer.next_row_group().unwrap();
+            while let Some(mut column) = rg.next_column().unwrap() {
+                column.typed::<ByteArrayType>().write_batch(&values, Some(&levels), None).unwrap();
+                column.close().unwrap();
+            }
+            rg.close().unwrap();
+        }
+        writer.close().unwrap();
+        path
+    }
+
+    fn documents(path: &Path, batch_rows: usize) -> ParquetDocuments {
+        ParquetDocuments::new(ParquetTexts::open(path, "text").unwrap(), "text", batch_rows, 1 << 20)
+    }
+
+    #[test]
+    fn documents_skip_nulls_and_empty_strings_and_resume_where_they_stopped() {
+        let rows: Vec<Option<&[u8]>> = vec![Some(b"a"), None, Some(b""), Some(b"bc"), Some(b"d"), None, Some(b"ef"), Some(b"g")];
+        let path = write_file("resume", &rows, 3);
+        for batch_rows in [1, 2, 3, 100] {
+            let mut docs = documents(&path, batch_rows);
+            let mut out = Vec::new();
+            // Stop after every document: reading goes on from the next one.
+            while docs.read(&mut |d| {
+                out.push(d.to_string());
+                false
+            })
+            .unwrap()
+            {}
+            assert_eq!(out, ["a", "bc", "d", "ef", "g"], "batch_rows {batch_rows}");
+            assert_eq!(docs.rows_read(), rows.len() as u64, "batch_rows {batch_rows}");
+            assert!(!docs.read(&mut |_| true).unwrap(), "read to its end");
+        }
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_string_that_is_not_utf8_names_its_row_and_ends_the_reading() {
+        let rows: Vec<Option<&[u8]>> = vec![Some(b"ok"), None, Some(b"fine"), Some(b"bad \xff"), Some(b"never")];
+        let path = write_file("utf8", &rows, 2);
+        let mut docs = documents(&path, 2);
+        let mut out = Vec::new();
+        let e = loop {
+            match docs.read(&mut |d| {
+                out.push(d.to_string());
+                true
+            }) {
+                Ok(true) => continue,
+                Ok(false) => panic!("read to the end past a bad string"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(out, ["ok", "fine"]);
+        assert!(matches!(&e, Failure::Read(ReadError::Format(m)) if m.starts_with("row 3 of column 'text' is not UTF-8")), "{e:?}");
+        assert!(!docs.read(&mut |_| true).unwrap(), "the file is closed after the error");
+        std::fs::remove_file(path).unwrap();
+    }
+
     #[test]
     fn failed_reads_are_told_from_damaged_files() {
         use std::io::{Error, ErrorKind};

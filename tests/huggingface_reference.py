@@ -9,7 +9,7 @@ import os
 from typing import Any, Optional, TypeVar, Union
 
 from bpeforge import _core
-from bpeforge.huggingface import NotRepresentable, byte_level, from_byte_level, merged_by_list, read_json, split_pattern
+from bpeforge.huggingface import NotRepresentable, byte_level, from_byte_level, merged_by_list, pattern_of_model, read_json, special_tokens_of
 
 T = TypeVar("T")
 
@@ -24,46 +24,13 @@ def reference_from_huggingface(path: Union[str, os.PathLike], tokenizer_class: A
         return NotRepresentable(f"{path}: cannot read as a tiktoken-style tokenizer: {reason}")
 
     model = data["model"]
-    if model.get("type") != "BPE":
-        raise refuse(f"the model is {model.get('type')!r}, not BPE")
-    if data.get("normalizer") is not None:
-        raise refuse(f"it has a normalizer ({data['normalizer'].get('type')!r}), which changes the text before splitting")
-    for key in ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"):
-        if model.get(key):
-            raise refuse(f"the BPE model sets {key} = {model[key]!r}")
-    if model.get("byte_fallback"):
-        raise refuse("the BPE model uses byte_fallback (not a byte-level BPE)")
-    try:
-        pattern = split_pattern(data.get("pre_tokenizer"))
-    except ValueError as e:
-        raise refuse(f"its pre-tokenizer's Split: {e}") from None
-    if pattern is None:
-        raise refuse(
-            "its pre-tokenizer is not a byte-level one bpeforge reproduces: GPT-2's ByteLevel (use_regex, no prefix "
-            "space) or a Split (Isolated, or Removed inverted) followed by ByteLevel(use_regex=false, add_prefix_space=false)"
-        )
-    decoder = data.get("decoder")
-    if decoder is not None and decoder.get("type") != "ByteLevel":
-        raise refuse(f"its decoder is {decoder.get('type')!r}, not ByteLevel")
-    post = data.get("post_processor")
-    if post is not None and post.get("type") != "ByteLevel":
-        raise refuse(f"its post-processor ({post.get('type')!r}) adds tokens that encoding text does not give")
-    vocab, merges, added_tokens = model.get("vocab"), model.get("merges"), data.get("added_tokens") or []
+    pattern = pattern_of_model(data, refuse)  # (the package's: this reference is of the vocabulary and merges)
+    vocab, merges = model.get("vocab"), model.get("merges")
     if not (isinstance(vocab, dict) and all(isinstance(t, str) and type(i) is int for t, i in vocab.items())):
         raise refuse("the model's \"vocab\" is not a mapping of token to integer id")
     if not isinstance(merges, list):
         raise refuse("the model's \"merges\" is not a list")
-    if not (isinstance(added_tokens, list) and all(
-        isinstance(a, dict) and isinstance(a.get("content"), str) and type(a.get("id")) is int for a in added_tokens
-    )):
-        raise refuse("\"added_tokens\" is not a list of tokens with a content and an integer id")
-    specials: dict[str, int] = {}
-    for added in added_tokens:
-        if not added.get("special"):
-            raise refuse(f"added token {added.get('content')!r} (id {added.get('id')}) is not special: HF splits it out of text, tiktoken's ranks cannot")
-        if added.get("single_word") or added.get("lstrip") or added.get("rstrip"):
-            raise refuse(f"special token {added.get('content')!r} has single_word/lstrip/rstrip set")
-        specials[added["content"]] = added["id"]
+    specials = special_tokens_of(data, refuse)
     ids_of_specials = set(specials.values())
     ranks: dict[bytes, int] = {}
     # The file's JSON is let go of part by part as it is read (the vocabulary once it is ranks,
@@ -91,7 +58,7 @@ def reference_from_huggingface(path: Union[str, os.PathLike], tokenizer_class: A
     check_merges(merges, ranks, refuse)
     if not model.get("ignore_merges"):
         check_tokens_are_reached(merges, ranks, refuse)
-    del model, merges, added_tokens
+    del model, merges
     try:
         return tokenizer_class(ranks, pattern, specials, name=path.parent.name or "huggingface")
     except ValueError as e:

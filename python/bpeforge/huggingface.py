@@ -587,28 +587,11 @@ def pattern_of_split(split: dict[str, Any]) -> str:
     return pattern
 
 
-def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) -> T:
-    """A ``tokenizer_class`` from a HuggingFace ``tokenizer.json`` (or a folder holding one),
-    encoding text with HF's ids. Raises :class:`NotRepresentable` (a ValueError) naming what
-    tiktoken's model cannot reproduce.
-
-    The file's small parts are checked here; its vocabulary and merges (millions of entries in
-    a large vocabulary) are read and checked by the compiled core, which hands back the ranks as
-    one dict (:func:`bpeforge._core.read_tokenizer_json`): each vocabulary entry is spelled in
-    the byte-level alphabet or is a special token at its id; every single byte is a token; the
-    ids follow tiktoken's model (:func:`bpeforge._core.check_ranks`); each merge joins two
-    tokens into a token, in the order of the ids made (HF merges by the place in the list,
-    tiktoken by the id made); every token of more than one byte is made by some merge (HF
-    reaches a token no merge makes only as a whole span); and without ``ignore_merges`` (HF then
-    merges a span that is a token like any other), merging each token's bytes by the merges
-    gives that token. (A pair of tokens that is no merge but makes a token, which tiktoken would
-    merge and HF not, is argued never to meet in ``docs/huggingface.md`` for merges made by
-    training, and tested.)"""
-    path, data, read = read_tokenizer_file(path)
-
-    def refuse(reason: str) -> NotRepresentable:
-        return NotRepresentable(f"{path}: cannot read as a tiktoken-style tokenizer: {reason}")
-
+def pattern_of_model(data: dict[str, Any], refuse: Callable[[str], Exception]) -> str:
+    """The split pattern of the HuggingFace tokenizer whose JSON is ``data`` (its model, vocabulary
+    and merges aside), or ``refuse(reason)`` raised for what tiktoken's model cannot reproduce:
+    a model other than BPE or with options tiktoken lacks, a normalizer, a pre-tokenizer other
+    than a byte-level one bpeforge reproduces, another decoder or post-processor."""
     model = data["model"]
     if model.get("type") != "BPE":
         raise refuse(f"the model is {model.get('type')!r}, not BPE")
@@ -634,10 +617,12 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
     post = data.get("post_processor")
     if post is not None and post.get("type") != "ByteLevel":
         raise refuse(f"its post-processor ({post.get('type')!r}) adds tokens that encoding text does not give")
-    if not read.vocab_is_mapping:
-        raise refuse("the model's \"vocab\" is not a mapping of token to integer id")
-    if not read.merges_is_list:
-        raise refuse("the model's \"merges\" is not a list")
+    return pattern
+
+
+def special_tokens_of(data: dict[str, Any], refuse: Callable[[str], Exception]) -> dict[str, int]:
+    """The special tokens (name -> id) of the HuggingFace tokenizer whose JSON is ``data``, or
+    ``refuse(reason)`` raised for an added token tiktoken's model cannot reproduce."""
     added_tokens = data.get("added_tokens") or []
     if not (isinstance(added_tokens, list) and all(
         isinstance(a, dict) and isinstance(a.get("content"), str) and type(a.get("id")) is int for a in added_tokens
@@ -650,6 +635,38 @@ def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) ->
         if added.get("single_word") or added.get("lstrip") or added.get("rstrip"):
             raise refuse(f"special token {added.get('content')!r} has single_word/lstrip/rstrip set")
         specials[added["content"]] = added["id"]
+    return specials
+
+
+def from_huggingface(path: Union[str, os.PathLike], tokenizer_class: type[T]) -> T:
+    """A ``tokenizer_class`` from a HuggingFace ``tokenizer.json`` (or a folder holding one),
+    encoding text with HF's ids. Raises :class:`NotRepresentable` (a ValueError) naming what
+    tiktoken's model cannot reproduce.
+
+    The file's small parts are checked here; its vocabulary and merges (millions of entries in
+    a large vocabulary) are read and checked by the compiled core, which hands back the ranks as
+    one dict (:func:`bpeforge._core.read_tokenizer_json`): each vocabulary entry is spelled in
+    the byte-level alphabet or is a special token at its id; every single byte is a token; the
+    ids follow tiktoken's model (:func:`bpeforge._core.check_ranks`); each merge joins two
+    tokens into a token, in the order of the ids made (HF merges by the place in the list,
+    tiktoken by the id made); every token of more than one byte is made by some merge (HF
+    reaches a token no merge makes only as a whole span); and without ``ignore_merges`` (HF then
+    merges a span that is a token like any other), merging each token's bytes by the merges
+    gives that token. (A pair of tokens that is no merge but makes a token, which tiktoken would
+    merge and HF not, is argued never to meet in ``docs/huggingface.md`` for merges made by
+    training, and tested.)"""
+    path, data, read = read_tokenizer_file(path)
+
+    def refuse(reason: str) -> NotRepresentable:
+        return NotRepresentable(f"{path}: cannot read as a tiktoken-style tokenizer: {reason}")
+
+    model = data["model"]
+    pattern = pattern_of_model(data, refuse)
+    if not read.vocab_is_mapping:
+        raise refuse("the model's \"vocab\" is not a mapping of token to integer id")
+    if not read.merges_is_list:
+        raise refuse("the model's \"merges\" is not a list")
+    specials = special_tokens_of(data, refuse)
     try:
         ranks = read.ranks(specials, bool(model.get("ignore_merges")))
     except ValueError as e:

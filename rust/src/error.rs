@@ -49,9 +49,7 @@ impl fmt::Display for Error {
             Error::InvalidRanks(e) => write!(f, "invalid mergeable ranks: {e}"),
             Error::InvalidOption(e) => write!(f, "{e}"),
             Error::Interrupted => write!(f, "interrupted"),
-            Error::OutOfMemory { stage, bytes } => {
-                write!(f, "out of memory while {stage}: a block of {} could not be allocated", crate::memory::describe_size(*bytes))
-            }
+            Error::OutOfMemory { stage, bytes } => f.write_str(&crate::memory::out_of_memory_message(stage, *bytes)),
             Error::Internal(e) => write!(f, "internal error (a bpeforge bug: please report it): {e}"),
         }
     }

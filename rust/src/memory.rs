@@ -82,6 +82,12 @@ pub fn try_filled<T: Clone>(len: usize, value: T, stage: &'static str) -> Result
     Ok(v)
 }
 
+/// The message of an allocation of `bytes` that failed while `stage` (`"counting spans"`,
+/// `"reading FILE"`): [`Error::OutOfMemory`]'s, and the readers' (whose stage names a file).
+pub fn out_of_memory_message(stage: impl std::fmt::Display, bytes: usize) -> String {
+    format!("out of memory while {stage}: a block of {} could not be allocated", describe_size(bytes))
+}
+
 /// A size in bytes for a message: `"1.5 GB (1,500,000,000 bytes)"`, or `"4,096 bytes"`.
 pub fn describe_size(bytes: usize) -> String {
     let digits = bytes.to_string();

@@ -390,8 +390,7 @@ impl DocumentReader {
             // stops here rather than going on without it.
             reading.done = true;
             reading.documents.close();
-            let size = crate::memory::describe_size(bytes);
-            let message = format!("out of memory while reading {}: a batch of {size} could not be allocated", self.path.display());
+            let message = crate::memory::out_of_memory_message(format!("reading {}", self.path.display()), bytes);
             return Err(pyo3::exceptions::PyMemoryError::new_err(message));
         }
         if ends.is_empty() {

@@ -183,9 +183,11 @@ pub fn out_of_memory(path: &Path, e: &io::Error) -> Option<InputError> {
     if e.kind() != io::ErrorKind::OutOfMemory {
         return None;
     }
-    let asked = e.get_ref().and_then(|inner| inner.downcast_ref::<Asked>());
-    let block = asked.map_or_else(String::new, |a| format!(": a block of {} could not be allocated", crate::memory::describe_size(a.0)));
-    Some(InputError::OutOfMemory(format!("out of memory while reading {}{block}", path.display())))
+    let stage = format!("reading {}", path.display());
+    Some(InputError::OutOfMemory(match e.get_ref().and_then(|inner| inner.downcast_ref::<Asked>()) {
+        Some(asked) => crate::memory::out_of_memory_message(stage, asked.0),
+        None => format!("out of memory while {stage}"), // (a decompressor's own allocation)
+    }))
 }
 
 /// The size of the block a reader's buffer asked for, carried by the error of [`read_more`].
